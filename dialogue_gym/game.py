@@ -1,0 +1,108 @@
+"""The turn-based game every scenario implements once; all views (AEC, parallel, single-agent,
+vector) drive a :class:`Game` and never re-implement its rules."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from gymnasium.spaces import Space
+
+from dialogue_gym.errors import ConfigError, EpisodeStateError, InvalidAction
+from dialogue_gym.types import Trajectory
+
+INVALID_ACTION_MODES = ("penalize", "end", "raise")
+
+
+@dataclass
+class StepResult:
+    """What one move did: reward increments per role, whether the episode ended, the mover's info."""
+
+    role: str
+    rewards: dict[str, float]
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def check_invalid_action_mode(mode: str) -> str:
+    if mode not in INVALID_ACTION_MODES:
+        raise ConfigError(
+            f"invalid_action={mode!r} is not supported; use one of {', '.join(map(repr, INVALID_ACTION_MODES))}."
+        )
+    return mode
+
+
+class Game(ABC):
+    """A turn-based dialogue game: roles take turns emitting raw text until the episode ends."""
+
+    id: str
+    roles: tuple[str, ...]
+
+    def __init__(self) -> None:
+        self.np_random = np.random.default_rng()
+        self.seed: int | None = None
+        self._started = False
+
+    # -- lifecycle -----------------------------------------------------------------
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        if seed is not None and (not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0):
+            raise ConfigError(f"seed must be a non-negative int or None, got {seed!r}.")
+        if options is not None and not isinstance(options, dict):
+            raise ConfigError(f"options must be a dict or None, got {type(options).__name__}: {options!r}.")
+        self.seed = int(seed) if seed is not None else int(np.random.SeedSequence().entropy % 2**63)
+        self.np_random = np.random.default_rng(self.seed)
+        self._started = True
+        self._reset(options or {})
+
+    def step(self, action: Any, *, token_ids: list[int] | None = None, logprobs: list[float] | None = None) -> StepResult:
+        """Apply ``action`` (raw text) for :attr:`current_role`."""
+        if not self._started:
+            raise EpisodeStateError("step() called before reset(); call reset(seed=...) first.")
+        role = self.current_role
+        if role is None:
+            raise EpisodeStateError("step() called after the episode ended; call reset() to start a new one.")
+        if not isinstance(action, str):
+            raise InvalidAction(
+                f"The {role!r} role's action must be a str (its raw text output), got "
+                f"{type(action).__name__}: {action!r:.80}. Decode model output to text before calling step()."
+            )
+        return self._step(role, action, token_ids, logprobs)
+
+    # -- what scenarios implement --------------------------------------------------
+    @abstractmethod
+    def _reset(self, options: dict[str, Any]) -> None: ...
+
+    @abstractmethod
+    def _step(self, role: str, text: str, token_ids: list[int] | None, logprobs: list[float] | None) -> StepResult: ...
+
+    @property
+    @abstractmethod
+    def current_role(self) -> str | None:
+        """The role to move next, or ``None`` once the episode is over."""
+
+    @abstractmethod
+    def observe(self, role: str) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def info(self, role: str) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def observation_space(self, role: str) -> Space: ...
+
+    @abstractmethod
+    def action_space(self, role: str) -> Space: ...
+
+    @abstractmethod
+    def trajectory(self) -> Trajectory: ...
+
+    @property
+    def done(self) -> bool:
+        return self._started and self.current_role is None
+
+    def check_role(self, role: str) -> str:
+        if role not in self.roles:
+            raise ConfigError(f"Unknown role {role!r}; this game's roles are {list(self.roles)}.")
+        return role

@@ -1,0 +1,1 @@
+"""SEAD outbound promotion calls (paper 000; SPEC section 1)."""

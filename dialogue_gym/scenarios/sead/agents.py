@@ -1,0 +1,206 @@
+"""Baseline agents for SEAD-Outbound: ``random``, ``sop``, ``adaptive``, ``oracle``.
+
+``sop`` follows a fixed script and ignores the user; ``adaptive`` reacts to what the user says;
+``oracle`` reads the true hidden state from ``info`` and the behavior library (an upper bound on
+the scripted simulator, not a fair agent). All emit SEAD's tagged format.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from dialogue_gym.scenarios.sead.data import BehaviorLibrary
+from dialogue_gym.scenarios.sead.game import MIN_COOPERATION_TO_ACT
+from dialogue_gym.scenarios.sead.parsing import render_agent_output
+from dialogue_gym.simulators.base import ScriptedPolicy
+
+# Short utterances, several phrasings per act so a reactive agent need not repeat itself.
+PHRASES: dict[str, tuple[str, ...]] = {
+    "opening": ("Hello, this is Alex calling from FoodMap, sorry to bother you. Am I speaking with the owner of the restaurant?",),
+    "value": (
+        "We'd like to give your restaurant 700 units of free ad credit to bring you more customers.",
+        "The free credit puts your restaurant in front of more customers nearby.",
+        "More exposure on the platform usually means more orders for places like yours.",
+    ),
+    "evidence": (
+        "Our platform has more than 500,000 users and an app rating of 4.6.",
+        "Other restaurants in your area on average see more orders with it.",
+        "Over 500,000 people use the app, that's real traffic for you.",
+        "Customers rate our app 4.6, so diners trust it.",
+        "The data show lunch places like yours get noticed by new diners.",
+    ),
+    "cost": (
+        "There are no hidden fees; the credit is free of charge.",
+        "It costs you nothing, you won't be charged for the credit.",
+    ),
+    "rules": (
+        "It's pay-per-click, and you can switch it off anytime.",
+        "There's no date limit, it's valid until the end of the year.",
+        "You can turn it off anytime, no deadline.",
+    ),
+    "confirm": ("Just to confirm: 700 units of credit, valid until the end of the year.", "Again, it's 700 units of credit, free."),
+    "empathy": (
+        "I understand, and I'm sorry to bother you.",
+        "That's a fair question, I appreciate you asking.",
+        "I hear you, no worries.",
+        "Sorry, I know you're busy.",
+        "Totally fair, I appreciate your patience.",
+    ),
+    "respect_time": ("I'll be quick, this takes one minute.", "Short version, it won't take long."),
+    "simplify": ("Put simply, it's free advertising.", "In short, we help you get more customers.", "Let's go step by step."),
+    "ai_disclosure": ("I'm an AI assistant calling on behalf of FoodMap.", "To be honest, I am a virtual assistant from FoodMap."),
+    "ask_readiness": ("Would you like to claim it now? It only takes a moment.", "Shall I walk you through claiming it?"),
+    "guide": (
+        "Please open your merchant back-office app.",
+        "Now tap the 'get more exposure' entry.",
+        "Then claim the credit; you should see an SMS and a pop-up.",
+    ),
+    "guide_again": (
+        "Could you open the merchant back-office app on your phone?",
+        "On the home screen, tap 'get more exposure'.",
+        "Press claim it, and an SMS with a pop-up will confirm.",
+    ),
+    "closing": ("Thank you for your time, have a great day!",),
+}
+
+SOP_SCRIPT: tuple[str, ...] = (
+    PHRASES["opening"][0],
+    PHRASES["value"][0],
+    "Our app has more than 500,000 users; it's pay-per-click with no hidden fees, and you can switch it off anytime.",
+    PHRASES["guide"][0],
+    PHRASES["guide"][1],
+    PHRASES["guide"][2],
+)
+
+# What a user's words suggest they need (the adaptive agent's only view of the user).
+CUES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (act, re.compile(pattern, re.IGNORECASE))
+    for act, pattern in (
+        ("ai_disclosure", r"robot|machine|real person|who is this|which company"),
+        ("evidence", r"scam|fraud|catch|believe|promise|proof|works?\b|better than|other platform|verify|check this|numbers|how many|rating"),
+        ("cost", r"fee|cost|charg|afford|money"),
+        ("rules", r"how does the charging|pay something|expire|deadline|stop it|turn it off|try it|test it|brings nobody|doesn't work"),
+        ("value", r"tiny|small shop|regulars|why would i need"),
+        ("confirm", r"how much credit|repeat the amount|until when|how long"),
+        ("simplify", r"don't follow|confusing|line is bad|didn't catch|not good with|which app|can't find"),
+        ("empathy", r"waste|burned|keep calling|so many|waste my time|get to the point|double|cash|ugh|look,|annoying|push"),
+        ("respect_time", r"busy|make it quick|middle of service"),
+        ("guide", r"what do i need to do|what's next"),
+    )
+)
+
+
+def _pick(act: str, turn: int) -> str:
+    options = PHRASES[act]
+    return options[turn % len(options)]
+
+
+def _guide(memory: dict[str, Any]) -> str:
+    """The next step of the operation, rephrased when a step has to be given again."""
+    step = memory.get("guide_turns", 0)
+    memory["guide_turns"] = step + 1
+    if step < 3:
+        return PHRASES["guide"][step]
+    return (PHRASES["guide_again"] + PHRASES["guide"])[(step - 3) % 6 if step < 9 else 2 + 3 * (step % 2)]
+
+
+def _fresh(act: str, memory: dict[str, Any]) -> str:
+    """The least-used phrasing of ``act`` in this episode (reactive agents avoid repeating themselves)."""
+    used = memory.setdefault("used", {})
+    options = PHRASES[act]
+    phrase = min(options, key=lambda option: used.get(option, 0))
+    used[phrase] = used.get(phrase, 0) + 1
+    return phrase
+
+
+class RandomAgent(ScriptedPolicy):
+    """Says a random phrase from any act (including closings) each turn, with a random estimate."""
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any], memory: Any) -> str:
+        rng = memory["rng"]
+        pool = [phrase for options in PHRASES.values() for phrase in options] + [
+            "You have to claim this right now, it's your last chance!",
+            "The weather is nice today.",
+        ]
+        estimate = (int(rng.integers(5)), int(rng.integers(4)), int(rng.integers(6)))
+        return render_agent_output(str(rng.choice(pool)), estimate)
+
+
+class SopAgent(ScriptedPolicy):
+    """Reads the SOP script line by line, whatever the user says, then repeats the guidance."""
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any], memory: Any) -> str:
+        turn = int(observation["turn"])
+        line = SOP_SCRIPT[turn] if turn < len(SOP_SCRIPT) else SOP_SCRIPT[3 + (turn - len(SOP_SCRIPT)) % 3]
+        return render_agent_output(line, (2, 2, 2))
+
+
+class AdaptiveAgent(ScriptedPolicy):
+    """Answers what the user's last words call for; otherwise advances the SOP."""
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any], memory: Any) -> str:
+        turn = int(observation["turn"])
+        if turn == 0:
+            return render_agent_output(PHRASES["opening"][0])
+        said = observation["messages"][-1]["content"]
+        needs = [act for act, pattern in CUES if pattern.search(said)]
+        return render_agent_output(self._compose(needs, memory, turn))
+
+    @staticmethod
+    def _compose(needs: list[str], memory: dict[str, Any], turn: int) -> str:
+        progress = memory.setdefault("progress", [])
+        if "guide" in needs and not (set(needs) - {"guide"}):
+            return _guide(memory)
+        if needs:
+            chosen = needs[:2]
+            progress.extend(chosen)
+            return " ".join(_fresh(act, memory) for act in chosen)
+        for act in ("value", "evidence", "cost", "ask_readiness"):
+            if act not in progress:
+                progress.append(act)
+                return _pick(act, turn)
+        progress.append("ask_readiness")
+        return _pick("ask_readiness", progress.count("ask_readiness")) if progress.count("ask_readiness") < 3 else _pick("simplify", turn)
+
+
+class OracleAgent(ScriptedPolicy):
+    """Reads the true state (``info['user_state']``) and the concern behind the user's words."""
+
+    def __init__(self, library: BehaviorLibrary):
+        self.library = library
+        self._line_to_acts = {line: behavior.resolved_by for behavior in library.behaviors for line in behavior.lines}
+
+    def _needs_help(self, profile: dict[str, Any]) -> bool:
+        return any(self.library[b].category == "Operational_Concerns" for b in profile["behaviors"])
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any], memory: Any) -> str:
+        turn = int(observation["turn"])
+        c, e, tr = info["user_state"]
+        parts: list[str] = []
+        if e <= 1:
+            parts.append(_fresh("empathy", memory))
+        if turn == 0:
+            return render_agent_output(" ".join([*parts, PHRASES["opening"][0]]), (c, e, tr))
+        said = observation["messages"][-1]["content"]
+        concerns = [acts for line, acts in self._line_to_acts.items() if line in said]
+        progress = memory.setdefault("progress", [])
+        if concerns:
+            act = sorted(concerns[0] - {"guide"} or concerns[0])[0]
+            if act != "empathy" or not parts:
+                parts.append(_fresh(act, memory))
+        elif c >= MIN_COOPERATION_TO_ACT and tr >= 2 and e >= 1:
+            parts.append(_guide(memory))
+            if self._needs_help(memory["profile"]):
+                parts.insert(0, "Let's go step by step.")
+        elif tr <= 2:
+            parts.append(_fresh("evidence", memory))
+        else:
+            for act in ("value", "cost", "rules", "evidence"):
+                if act not in progress:
+                    progress.append(act)
+                    parts.append(_fresh(act, memory))
+                    break
+            else:
+                parts.append(_fresh("value", memory))
+        return render_agent_output(" ".join(parts[:2]), (c, e, tr))

@@ -1,0 +1,229 @@
+"""The SEAD outbound-call game: its rules, written once.
+
+Roles: ``agent`` (the service caller) and ``user`` (the restaurant owner with hidden state).
+The agent speaks first; turns alternate. The user role emits a record (reply, c/e/tr, status),
+whether played by the scripted simulator, an LLM, or a learner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from dialogue_gym.errors import ConfigError, InvalidAction
+from dialogue_gym.game import Game, StepResult, check_invalid_action_mode
+from dialogue_gym.scenarios.sead.data import (
+    DEFAULT_BEHAVIORS_FILE,
+    DEFAULT_SCENARIO_FILE,
+    load_behaviors,
+    load_campaign,
+)
+from dialogue_gym.scenarios.sead.parsing import parse_agent_output, parse_user_output
+from dialogue_gym.scenarios.sead.prompts import agent_system_prompt, user_system_prompt
+from dialogue_gym.scenarios.sead.state import STATE_DIMS, Profile, UserState, sample_profile
+from dialogue_gym.spaces import ChatMessages, Utterance
+from dialogue_gym.types import Outcome, Trajectory, Turn
+
+CALL_CONNECTED = "(The call connects. The owner picks up: \"Hello?\")"
+SILENCE = "(silence)"
+MIN_COOPERATION_TO_ACT = 3
+USER_REWARD_MODES = ("adversarial", "none")
+
+
+@dataclass(frozen=True)
+class SeadConfig:
+    """Rules' constants (SPEC section 1); every one is a keyword of the envs."""
+
+    max_agent_turns: int = 15
+    """T_max: the call fails with outcome ``timeout`` after this many agent turns."""
+    success_reward: float = 1.0
+    """Terminal reward of the agent when the user completes the operation."""
+    invalid_action: str = "penalize"
+    """What a malformed or out-of-range output does: ``penalize`` (flag, penalty, continue), ``end``, ``raise``."""
+    invalid_action_penalty: float = 0.1
+    """Subtracted from the mover's reward for each flagged move."""
+    user_reward: str = "adversarial"
+    """Reward of the user role: ``adversarial`` (success_reward when the agent fails; SEAD's 'Train URM' ablation) or ``none``."""
+    max_utterance_chars: int = 2000
+    """Longer utterances are truncated and flagged."""
+    scenario_file: str | None = None
+    """Campaign JSON (facts + SOP); default: the packaged restaurant ad-credit campaign."""
+    behaviors_file: str | None = None
+    """Behavior library JSON; default: the packaged library."""
+
+    def __post_init__(self) -> None:
+        check_invalid_action_mode(self.invalid_action)
+        if not isinstance(self.max_agent_turns, int) or self.max_agent_turns < 1:
+            raise ConfigError(f"max_agent_turns must be a positive int, got {self.max_agent_turns!r}.")
+        if self.user_reward not in USER_REWARD_MODES:
+            raise ConfigError(f"user_reward={self.user_reward!r} is not supported; use one of {USER_REWARD_MODES}.")
+        for name in ("success_reward", "invalid_action_penalty"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ConfigError(f"{name} must be a number, got {value!r}.")
+
+
+class SeadGame(Game):
+    id = "SEAD-Outbound-v0"
+    roles = ("agent", "user")
+
+    def __init__(self, config: SeadConfig | None = None, **kwargs: Any):
+        super().__init__()
+        self.config = config if config is not None else SeadConfig(**kwargs)
+        self.campaign = load_campaign(self.config.scenario_file or DEFAULT_SCENARIO_FILE)
+        self.library = load_behaviors(self.config.behaviors_file or DEFAULT_BEHAVIORS_FILE)
+        self._agent_system = agent_system_prompt(self.campaign)
+        self._utterance_space = Utterance(max_length=max(4096, self.config.max_utterance_chars * 2))
+        turn_space = spaces.Discrete(self.config.max_agent_turns + 1)
+        self._observation_spaces = {
+            "agent": spaces.Dict({"messages": ChatMessages(), "turn": turn_space}),
+            "user": spaces.Dict(
+                {
+                    "messages": ChatMessages(),
+                    "turn": turn_space,
+                    "state": spaces.MultiDiscrete(STATE_DIMS),
+                    "behaviors": spaces.MultiBinary(len(self.library.behaviors)),
+                }
+            ),
+        }
+        self._role: str | None = None
+
+    # -- spaces ----------------------------------------------------------------------
+    def observation_space(self, role: str) -> spaces.Space:
+        return self._observation_spaces[self.check_role(role)]
+
+    def action_space(self, role: str) -> spaces.Space:
+        self.check_role(role)
+        return self._utterance_space
+
+    # -- episode ---------------------------------------------------------------------
+    def _reset(self, options: dict[str, Any]) -> None:
+        unknown = set(options) - {"profile"}
+        if unknown:
+            raise ConfigError(f"Unknown reset options {sorted(unknown)}; SEAD accepts options={{'profile': ...}}.")
+        if "profile" in options:
+            self.profile = Profile.coerce(options["profile"], self.library.ids)
+        else:
+            self.profile = sample_profile(self.np_random, self.library.ids)
+        self.state = self.profile.state
+        self.turns: list[Turn] = []
+        self.agent_turns = 0
+        self.outcome: Outcome | None = None
+        self.returns = {role: 0.0 for role in self.roles}
+        self.reward_terms: dict[str, float] = {}
+        self._last_problem = {role: None for role in self.roles}
+        self._agent_messages = [
+            {"role": "system", "content": self._agent_system},
+            {"role": "user", "content": CALL_CONNECTED},
+        ]
+        self._user_messages: list[dict[str, str]] = []
+        self._behavior_mask = np.zeros(len(self.library.behaviors), dtype=np.int8)
+        for behavior_id in self.profile.behaviors:
+            self._behavior_mask[self.library.index(behavior_id)] = 1
+        self._role = "agent"
+
+    @property
+    def current_role(self) -> str | None:
+        return self._role
+
+    def _add_reward(self, rewards: dict[str, float], role: str, term: str, value: float) -> None:
+        rewards[role] = rewards.get(role, 0.0) + value
+        self.returns[role] += value
+        key = f"{role}/{term}"
+        self.reward_terms[key] = self.reward_terms.get(key, 0.0) + value
+
+    def _flag(self, role: str, problem: str | None, rewards: dict[str, float]) -> bool:
+        """Apply the invalid-action policy; True when the episode must end."""
+        self._last_problem[role] = problem
+        if problem is None:
+            return False
+        if self.config.invalid_action == "raise":
+            raise InvalidAction(
+                f"The {role!r} output was malformed: {problem}. "
+                "Fix the output format, or create the env with invalid_action='penalize' or 'end'."
+            )
+        self._add_reward(rewards, role, "invalid_action", -float(self.config.invalid_action_penalty))
+        return self.config.invalid_action == "end"
+
+    def _finish(self, outcome: Outcome, rewards: dict[str, float]) -> None:
+        self.outcome = outcome
+        self._role = None
+        if outcome is Outcome.SUCCESS:
+            self._add_reward(rewards, "agent", "success", float(self.config.success_reward))
+        elif self.config.user_reward == "adversarial":
+            self._add_reward(rewards, "user", "agent_failed", float(self.config.success_reward))
+
+    def _step(self, role: str, text: str, token_ids: list[int] | None, logprobs: list[float] | None) -> StepResult:
+        rewards: dict[str, float] = {r: 0.0 for r in self.roles}
+        if role == "agent":
+            move = parse_agent_output(text, self.config.max_utterance_chars)
+            heard = move.utterance or SILENCE
+            self.turns.append(Turn("agent", text, heard, move.parsed(), tuple(self.state), move.problem, token_ids, logprobs))
+            self.agent_turns += 1
+            self._agent_messages.append({"role": "assistant", "content": text})
+            self._user_messages.append({"role": "user", "content": heard})
+            if self._flag(role, move.problem, rewards):
+                self._finish(Outcome.INVALID, rewards)
+            else:
+                self._role = "user"
+        else:
+            move = parse_user_output(text, self.state)
+            problem = move.problem
+            status = move.status
+            if status == 1 and move.state.cooperation < MIN_COOPERATION_TO_ACT:
+                problem = "; ".join(
+                    filter(None, [problem, f"completed with cooperation {move.state.cooperation} < {MIN_COOPERATION_TO_ACT}; treated as 0"])
+                )
+                status = 0
+            self.state = move.state
+            parsed = {"status": status, "think": move.think}
+            self.turns.append(Turn("user", text, move.reply, parsed, tuple(self.state), problem, token_ids, logprobs))
+            self._user_messages.append({"role": "assistant", "content": text})
+            self._agent_messages.append({"role": "user", "content": move.reply or SILENCE})
+            if self._flag(role, problem, rewards):
+                self._finish(Outcome.INVALID, rewards)
+            elif status == 1:
+                self._finish(Outcome.SUCCESS, rewards)
+            elif status == -1:
+                self._finish(Outcome.HANGUP, rewards)
+            elif self.agent_turns >= self.config.max_agent_turns:
+                self._finish(Outcome.TIMEOUT, rewards)
+            else:
+                self._role = "agent"
+        done = self._role is None
+        return StepResult(role, rewards, terminated=done, truncated=False, info=self.info(role))
+
+    # -- views -----------------------------------------------------------------------
+    def observe(self, role: str) -> dict[str, Any]:
+        if role == "agent":
+            return {"messages": list(self._agent_messages), "turn": self.agent_turns}
+        system = {"role": "system", "content": user_system_prompt(self.campaign, self.profile, self.state, self.library)}
+        return {
+            "messages": [system, *self._user_messages],
+            "turn": self.agent_turns,
+            "state": np.array(self.state, dtype=np.int64),
+            "behaviors": self._behavior_mask.copy(),
+        }
+
+    def info(self, role: str) -> dict[str, Any]:
+        return {
+            "turn": self.agent_turns,
+            "user_state": tuple(self.state),
+            "invalid_action": self._last_problem[role],
+            "outcome": self.outcome.value if self.outcome is not None else None,
+        }
+
+    def trajectory(self) -> Trajectory:
+        return Trajectory(
+            scenario=self.id,
+            seed=self.seed,
+            profile=self.profile.to_dict(),
+            turns=list(self.turns),
+            outcome=self.outcome,
+            rewards=dict(self.returns),
+            reward_terms=dict(self.reward_terms),
+        )

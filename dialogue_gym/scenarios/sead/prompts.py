@@ -1,0 +1,43 @@
+"""System prompts of the two SEAD roles, built from the campaign data and the profile."""
+
+from __future__ import annotations
+
+from dialogue_gym.scenarios.sead.data import BehaviorLibrary, Campaign
+from dialogue_gym.scenarios.sead.state import STATE_DIMS, Profile, UserState
+
+
+def agent_system_prompt(campaign: Campaign) -> str:
+    facts = "\n".join(f"- {value}" for value in campaign.facts.values())
+    sop = "\n".join(f"Stage {i}: {stage['name']}. {stage['instruction']}" for i, stage in enumerate(campaign.sop))
+    c, e, tr = (n - 1 for n in STATE_DIMS)
+    return (
+        f"You are {campaign.agent_name}, calling restaurant owners on behalf of {campaign.company}. "
+        f"Goal: get the owner to claim the free advertising trial credit during this call.\n\n"
+        f"Facts you may state:\n{facts}\n\nStandard operating procedure:\n{sop}\n\n"
+        "Each turn, say one short spoken utterance and estimate the owner's current state. Answer in this format:\n"
+        "<response>what you say</response>"
+        f"<cooperation_score>0-{c}</cooperation_score><emotion_score>0-{e}</emotion_score><trust_score>0-{tr}</trust_score>"
+    )
+
+
+REFERENCE_RULES = (
+    "Rules: only when your cooperation is 3 or more will you actually do the operation in the app. "
+    "If your cooperation drops to 1 or below, or your emotion to 0, you hang up. "
+    "Your trust falls when the caller evades, sounds robotic or fails to clarify. "
+    "If one of your concerns stays unresolved for more than 3 rounds, you hang up. "
+    "Repetition and pressure annoy you."
+)
+
+
+def user_system_prompt(campaign: Campaign, profile: Profile, state: UserState, library: BehaviorLibrary) -> str:
+    behaviors = "\n".join(f"- {library[b].description}" for b in profile.behaviors)
+    c, e, tr = (n - 1 for n in STATE_DIMS)
+    return (
+        f"You are a restaurant owner receiving a phone call from {campaign.company}. Play this person realistically.\n"
+        f"Your current state: cooperation {state.cooperation}/{c}, emotion {state.emotion}/{e}, trust {state.trust}/{tr}.\n"
+        f"Your behaviors in this call:\n{behaviors}\n{REFERENCE_RULES}\n\n"
+        "Each turn, think, reply in one or two spoken sentences, and update your state. Answer in this format:\n"
+        "<think>your private reasoning</think><reply>what you say</reply>"
+        f"<cooperation>0-{c}</cooperation><emotion>0-{e}</emotion><trust>0-{tr}</trust>"
+        "<status>1 if you completed the operation, -1 if you hang up, else 0</status>"
+    )

@@ -1,0 +1,95 @@
+"""SEAD user state p_t = (cooperation, emotion, trust) and profiles p_0 = (c0, e0, tr0, B)."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from dialogue_gym.errors import ScenarioError
+
+COOPERATION_LEVELS = 5
+EMOTION_LEVELS = 4
+TRUST_LEVELS = 6
+STATE_DIMS = (COOPERATION_LEVELS, EMOTION_LEVELS, TRUST_LEVELS)
+STATE_NAMES = ("cooperation", "emotion", "trust")
+MAX_BEHAVIORS = 3
+
+
+class UserState(NamedTuple):
+    cooperation: int
+    emotion: int
+    trust: int
+
+    def clamped(self) -> UserState:
+        return UserState(*(min(max(int(v), 0), n - 1) for v, n in zip(self, STATE_DIMS)))
+
+    def out_of_range(self) -> list[str]:
+        return [
+            f"{name} {value} outside 0..{n - 1}"
+            for name, value, n in zip(STATE_NAMES, self, STATE_DIMS)
+            if not 0 <= value < n
+        ]
+
+
+ALL_STATES: tuple[UserState, ...] = tuple(
+    UserState(*s) for s in itertools.product(*(range(n) for n in STATE_DIMS))
+)
+"""The 5 x 4 x 6 = 120 initial states, in (c, e, tr) lexicographic order."""
+
+
+def state_index(state: tuple[int, int, int]) -> int:
+    c, e, tr = state
+    return (c * EMOTION_LEVELS + e) * TRUST_LEVELS + tr
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Initial user profile p_0: initial state and 1-3 behavior ids from the library."""
+
+    state: UserState
+    behaviors: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"state": list(self.state), "behaviors": list(self.behaviors)}
+
+    @classmethod
+    def coerce(cls, value: Any, library_ids: tuple[str, ...]) -> Profile:
+        """Accept a Profile or its dict form; validate ranges and behavior ids."""
+        if isinstance(value, Profile):
+            profile = value
+        elif isinstance(value, dict) and "state" in value:
+            try:
+                state = UserState(*(int(v) for v in value["state"]))
+            except (TypeError, ValueError) as exc:
+                raise ScenarioError(
+                    f"profile['state'] must be three ints (cooperation, emotion, trust), got {value['state']!r}."
+                ) from exc
+            profile = cls(state, tuple(value.get("behaviors", ())))
+        else:
+            raise ScenarioError(
+                f"A profile must be a Profile or a dict like {{'state': [c, e, tr], 'behaviors': [ids]}}, "
+                f"got {value!r}."
+            )
+        problems = profile.state.out_of_range()
+        if problems:
+            raise ScenarioError(f"profile state {tuple(profile.state)} is invalid: {'; '.join(problems)}.")
+        if not 1 <= len(profile.behaviors) <= MAX_BEHAVIORS:
+            raise ScenarioError(
+                f"profile needs 1-{MAX_BEHAVIORS} behaviors, got {len(profile.behaviors)}: {profile.behaviors!r}."
+            )
+        unknown = [b for b in profile.behaviors if b not in library_ids]
+        if unknown:
+            raise ScenarioError(f"profile behaviors {unknown} are not in the behavior library; use ids like {library_ids[:5]}.")
+        return profile
+
+
+def sample_profile(rng: np.random.Generator, library_ids: tuple[str, ...], state: UserState | None = None) -> Profile:
+    """Uniform initial state (unless given) and 1-3 distinct behaviors, uniform from the library."""
+    if state is None:
+        state = ALL_STATES[int(rng.integers(len(ALL_STATES)))]
+    count = int(rng.integers(1, MAX_BEHAVIORS + 1))
+    chosen = rng.choice(len(library_ids), size=count, replace=False)
+    return Profile(state, tuple(library_ids[i] for i in sorted(chosen)))

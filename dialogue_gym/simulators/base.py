@@ -1,0 +1,38 @@
+"""Policies that play a role in a game.
+
+A policy is batched by contract: ``act_batch(observations, infos, memories) -> texts``. Per-episode
+state lives in the *memory* that ``start`` returns, so one policy object can serve many envs at
+once (the vector view sends all its LLM generations of a step as one batch).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class RolePolicy(Protocol):
+    def start(self, profile: dict[str, Any], seed: int) -> Any:
+        """Begin an episode; return this episode's memory (``None`` for stateless policies)."""
+
+    def act_batch(
+        self, observations: Sequence[dict[str, Any]], infos: Sequence[dict[str, Any]], memories: Sequence[Any]
+    ) -> list[str]:
+        """Raw text for each observation, in order."""
+
+
+class ScriptedPolicy:
+    """Base of weight-free policies: implement ``act`` for one observation; memory holds a seeded RNG."""
+
+    def start(self, profile: dict[str, Any], seed: int) -> Any:
+        return {"rng": np.random.default_rng(seed), "profile": profile}
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any], memory: Any) -> str:
+        raise NotImplementedError
+
+    def act_batch(
+        self, observations: Sequence[dict[str, Any]], infos: Sequence[dict[str, Any]], memories: Sequence[Any]
+    ) -> list[str]:
+        return [self.act(o, i, m) for o, i, m in zip(observations, infos, memories)]

@@ -1,0 +1,109 @@
+"""Plain data types shared by scenarios, views, metrics and trainers.
+
+A :class:`Trajectory` is the currency of the library: every view can emit one, and metrics,
+trainers and datasets read it. All types are JSON-round-trippable via ``to_dict`` / ``from_dict``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class Outcome(str, enum.Enum):
+    """How an episode ended."""
+
+    SUCCESS = "success"
+    HANGUP = "hangup"
+    TIMEOUT = "timeout"
+    INVALID = "invalid"
+    """Ended because a role's output could not be used and the env was configured to end on it."""
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message, shaped for ``tokenizer.apply_chat_template``."""
+
+    role: str
+    content: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass
+class Turn:
+    """One move of one role.
+
+    ``raw`` is exactly what the role emitted; ``text`` is what the other roles hear.
+    ``parsed`` holds the scenario-specific fields read from ``raw`` (estimates, status, ...),
+    ``state`` the hidden user state after the move, ``invalid`` the reason the move was flagged.
+    """
+
+    role: str
+    raw: str
+    text: str
+    parsed: dict[str, Any] = field(default_factory=dict)
+    state: tuple[int, ...] | None = None
+    invalid: str | None = None
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["state"] = list(self.state) if self.state is not None else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Turn:
+        data = dict(data)
+        if data.get("state") is not None:
+            data["state"] = tuple(data["state"])
+        return cls(**data)
+
+
+@dataclass
+class Trajectory:
+    """A whole episode: who said what, hidden states, rewards per role, outcome.
+
+    ``profile`` is the scenario's starting description (for SEAD: initial state and behaviors),
+    ``rewards`` maps role -> total reward, ``reward_terms`` maps ``"<role>/<term>"`` -> value.
+    """
+
+    scenario: str
+    seed: int | None
+    profile: dict[str, Any]
+    turns: list[Turn] = field(default_factory=list)
+    outcome: Outcome | None = None
+    rewards: dict[str, float] = field(default_factory=dict)
+    reward_terms: dict[str, float] = field(default_factory=dict)
+    learner: str | None = None
+
+    def turns_of(self, role: str) -> list[Turn]:
+        return [turn for turn in self.turns if turn.role == role]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "seed": self.seed,
+            "profile": self.profile,
+            "turns": [turn.to_dict() for turn in self.turns],
+            "outcome": self.outcome.value if self.outcome is not None else None,
+            "rewards": dict(self.rewards),
+            "reward_terms": dict(self.reward_terms),
+            "learner": self.learner,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Trajectory:
+        return cls(
+            scenario=data["scenario"],
+            seed=data.get("seed"),
+            profile=data["profile"],
+            turns=[Turn.from_dict(turn) for turn in data.get("turns", [])],
+            outcome=Outcome(data["outcome"]) if data.get("outcome") is not None else None,
+            rewards=dict(data.get("rewards", {})),
+            reward_terms=dict(data.get("reward_terms", {})),
+            learner=data.get("learner"),
+        )
