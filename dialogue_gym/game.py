@@ -4,7 +4,7 @@ vector) drive a :class:`Game` and never re-implement its rules."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,17 @@ class StepResult:
     terminated: bool
     truncated: bool
     info: dict[str, Any] = field(default_factory=dict)
+
+
+def build_config(config_class: type, kwargs: dict[str, Any]) -> Any:
+    """Instantiate a config dataclass, naming unknown keywords and the accepted ones."""
+    accepted = [f.name for f in fields(config_class)]
+    unknown = sorted(set(kwargs) - set(accepted))
+    if unknown:
+        raise ConfigError(
+            f"Unknown keyword(s) {unknown} for {config_class.__name__}; accepted keywords: {accepted}."
+        )
+    return config_class(**kwargs)
 
 
 def check_invalid_action_mode(mode: str) -> str:
@@ -97,6 +108,10 @@ class Game(ABC):
 
     @abstractmethod
     def trajectory(self) -> Trajectory: ...
+
+    @abstractmethod
+    def episode_profile(self) -> dict[str, Any]:
+        """JSON form of how this episode started (what policies receive in ``start``)."""
 
     @property
     def done(self) -> bool:

@@ -46,10 +46,9 @@ def _missing(package: str, extra: str, purpose: str, install: str | None = None)
     """A :class:`DependencyNotInstalled`, with a custom install line where the extra does not cover it."""
     exc = DependencyNotInstalled(package, extra, purpose)
     if install is not None:
-        exc.args = (
-            f"{purpose} needs the optional package {package!r}, which is not installed. "
-            f"Install it with: {install}",
-        )
+        message = f"{purpose} needs the optional package {package!r}, which is not installed. Install it with: {install}"
+        exc.args = (message,)
+        exc.msg = message  # ImportError.__str__ reads .msg
     return exc
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from gymnasium import spaces
+from gymnasium import logger, spaces
 
 from dialogue_gym.errors import ConfigError, InvalidAction
 from dialogue_gym.game import Game, StepResult, check_invalid_action_mode
@@ -104,7 +104,7 @@ class SeadGame(Game):
     def _reset(self, options: dict[str, Any]) -> None:
         unknown = set(options) - {"profile"}
         if unknown:
-            raise ConfigError(f"Unknown reset options {sorted(unknown)}; SEAD accepts options={{'profile': ...}}.")
+            logger.warn(f"Ignoring unknown reset options {sorted(unknown)}; SEAD reads options={{'profile': ...}}.")
         if "profile" in options:
             self.profile = Profile.coerce(options["profile"], self.library.ids)
         else:
@@ -216,6 +216,9 @@ class SeadGame(Game):
             "invalid_action": self._last_problem[role],
             "outcome": self.outcome.value if self.outcome is not None else None,
         }
+
+    def episode_profile(self) -> dict[str, Any]:
+        return self.profile.to_dict()
 
     def trajectory(self) -> Trajectory:
         return Trajectory(

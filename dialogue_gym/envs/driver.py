@@ -1,0 +1,62 @@
+"""Plays the non-learner roles of many games at once; shared by the single-agent and vector views.
+
+All pending moves of one role across games go to that role's policy as ONE ``act_batch`` call,
+which an LLM policy turns into one backend batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from dialogue_gym.game import Game, StepResult
+from dialogue_gym.simulators.base import RolePolicy
+
+
+def role_seed(episode_seed: int, role: str, roles: Sequence[str]) -> int:
+    """The seed a role's policy uses in an episode: a pure function of the episode seed and the role."""
+    return int(np.random.SeedSequence([episode_seed, roles.index(role)]).generate_state(1)[0])
+
+
+class CounterpartDriver:
+    """Owns the policies of every role except the learner, and their per-episode memories."""
+
+    def __init__(self, policies: Mapping[str, RolePolicy], learner: str | None):
+        self.policies = dict(policies)
+        self.learner = learner
+
+    def start(self, game: Game) -> dict[str, Any]:
+        profile = game.episode_profile()
+        return {
+            role: policy.start(profile, role_seed(game.seed, role, game.roles)) for role, policy in self.policies.items()
+        }
+
+    def advance(
+        self, games: Sequence[Game], memories: Sequence[dict[str, Any]], learner_rewards: np.ndarray | None = None
+    ) -> list[list[StepResult]]:
+        """Step every game until it is the learner's turn or the game is over.
+
+        Returns the results of the counterpart moves per game; adds the learner's reward
+        increments from those moves into ``learner_rewards`` when given.
+        """
+        results: list[list[StepResult]] = [[] for _ in games]
+        while True:
+            pending: dict[str, list[int]] = {}
+            for index, game in enumerate(games):
+                role = game.current_role
+                if role is not None and role != self.learner:
+                    pending.setdefault(role, []).append(index)
+            if not pending:
+                return results
+            for role, indices in pending.items():
+                texts = self.policies[role].act_batch(
+                    [games[i].observe(role) for i in indices],
+                    [games[i].info(role) for i in indices],
+                    [memories[i][role] for i in indices],
+                )
+                for index, text in zip(indices, texts):
+                    result = games[index].step(text)
+                    results[index].append(result)
+                    if learner_rewards is not None and self.learner is not None:
+                        learner_rewards[index] += result.rewards.get(self.learner, 0.0)

@@ -1,0 +1,139 @@
+"""PettingZoo views: AEC (every role is an agent, taking turns) and parallel.
+
+The parallel view is written directly rather than through ``aec_to_parallel``: in a dialogue only
+the role whose turn it is can move, and PettingZoo's conversion would feed each agent an action
+chosen before it saw the other's reply. Each parallel step applies the acting role's action and
+ignores the others'; ``infos[agent]["to_act"]`` says who acts next.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from pettingzoo import AECEnv, ParallelEnv
+
+from dialogue_gym.envs.single import render_transcript
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.game import Game
+from dialogue_gym.types import Trajectory
+
+
+class DialogueAECEnv(AECEnv):
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1, "is_parallelizable": False}
+
+    def __init__(self, game: Game, render_mode: str | None = None):
+        super().__init__()
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ConfigError(f"render_mode={render_mode!r} is not supported; use one of {self.metadata['render_modes']} or None.")
+        self.game = game
+        self.render_mode = render_mode
+        self.possible_agents = list(game.roles)
+        self.agents: list[str] = []
+
+    def observation_space(self, agent: str):
+        return self.game.observation_space(agent)
+
+    def action_space(self, agent: str):
+        return self.game.action_space(agent)
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        self.game.reset(seed=seed, options=options)
+        self.agents = list(self.possible_agents)
+        self.rewards = {agent: 0.0 for agent in self.agents}
+        self._cumulative_rewards = {agent: 0.0 for agent in self.agents}
+        self.terminations = {agent: False for agent in self.agents}
+        self.truncations = {agent: False for agent in self.agents}
+        self.infos = {agent: self.game.info(agent) for agent in self.agents}
+        self.agent_selection = self.game.current_role
+
+    def observe(self, agent: str) -> dict[str, Any]:
+        return self.game.observe(agent)
+
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        self._cumulative_rewards[agent] = 0.0
+        result = self.game.step(action)
+        self.rewards = {a: result.rewards.get(a, 0.0) for a in self.agents}
+        self.infos = {a: self.game.info(a) for a in self.agents}
+        if self.game.done:
+            self.terminations = {a: True for a in self.agents}
+            next_agent = self.agents[(self.agents.index(agent) + 1) % len(self.agents)]
+        else:
+            next_agent = self.game.current_role
+        self._accumulate_rewards()
+        self.agent_selection = next_agent
+        if self.render_mode == "human":
+            print(render_transcript(self.game).splitlines()[-1])
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return render_transcript(self.game)
+        if self.render_mode == "human":
+            print(render_transcript(self.game))
+        return None
+
+    def trajectory(self) -> Trajectory:
+        return self.game.trajectory()
+
+    def close(self) -> None:
+        pass
+
+
+class DialogueParallelEnv(ParallelEnv):
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
+
+    def __init__(self, game: Game, render_mode: str | None = None):
+        self.game = game
+        self.render_mode = render_mode
+        self.possible_agents = list(game.roles)
+        self.agents: list[str] = []
+
+    def observation_space(self, agent: str):
+        return self.game.observation_space(agent)
+
+    def action_space(self, agent: str):
+        return self.game.action_space(agent)
+
+    def _infos(self) -> dict[str, dict[str, Any]]:
+        return {a: {**self.game.info(a), "to_act": a == self.game.current_role} for a in self.agents}
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
+        self.game.reset(seed=seed, options=options)
+        self.agents = list(self.possible_agents)
+        return {a: self.game.observe(a) for a in self.agents}, self._infos()
+
+    def step(self, actions: dict[str, Any]):
+        role = self.game.current_role
+        if role is None:
+            raise ConfigError("step() called after the episode ended; call reset() first.")
+        if role not in actions:
+            raise ConfigError(
+                f"It is {role!r}'s turn but actions has no entry for it (got keys {sorted(actions)}). "
+                "Pass an action for every live agent; only the acting role's is used."
+            )
+        result = self.game.step(actions[role])
+        observations = {a: self.game.observe(a) for a in self.agents}
+        rewards = {a: result.rewards.get(a, 0.0) for a in self.agents}
+        done = self.game.done
+        terminations = {a: done for a in self.agents}
+        truncations = {a: False for a in self.agents}
+        infos = self._infos()
+        if done:
+            self.agents = []
+        return observations, rewards, terminations, truncations, infos
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return render_transcript(self.game)
+        if self.render_mode == "human":
+            print(render_transcript(self.game))
+        return None
+
+    def trajectory(self) -> Trajectory:
+        return self.game.trajectory()
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,143 @@
+"""SEAD-Outbound-v0: an outbound promotion call, agent vs. a user with hidden state.
+
+## Description
+A service agent phones a restaurant owner to get them to claim a free advertising trial credit
+(SEAD, paper 000; SPEC section 1). The owner has a hidden state (cooperation 0-4, emotion 0-3,
+trust 0-5) and 1-3 behaviors (asks whether the caller is a robot, asks about hidden costs, ...).
+The scripted simulator (default) reacts to the agent's free text; an LLM can play the user instead.
+
+## Roles
+``agent`` (speaks first) and ``user``. Single-agent view: ``learner="agent"`` (default) or ``"user"``.
+
+## Observation Space
+``Dict(messages=ChatMessages, turn=Discrete(T_max + 1))`` for the agent: the chat from its side
+(system prompt with SOP and facts, then the call), ready for ``apply_chat_template``. The user
+additionally gets ``state=MultiDiscrete([5, 4, 6])`` and ``behaviors=MultiBinary(|L|)``, and its
+system prompt carries its persona, state and rules. The agent never observes the hidden state;
+``info["user_state"]`` carries it for metrics.
+
+## Action Space
+``Utterance``: the role's raw text. Agent: SEAD tags (``<response>`` + ``<cooperation_score>``,
+``<emotion_score>``, ``<trust_score>``), the same fields as JSON, or plain text. User:
+``<think>``, ``<reply>``, ``<cooperation>``, ``<emotion>``, ``<trust>``, ``<status>``.
+A non-``str`` action raises :class:`~dialogue_gym.errors.InvalidAction`.
+
+## Rewards
+Agent: ``success_reward`` (1.0) when the user completes the operation, else 0; minus
+``invalid_action_penalty`` (0.1) per malformed output. User: ``success_reward`` when the agent
+fails (``user_reward="adversarial"``, SEAD's "Train URM" ablation) or 0 (``"none"``).
+
+## Starting State
+A profile drawn uniformly: one of the 120 states and 1-3 behaviors; or ``reset(options={"profile":
+{"state": [c, e, tr], "behaviors": [ids]}})``.
+
+## Episode End
+Terminated on success (user status 1 with cooperation >= 3), hang-up (status -1), timeout after
+``max_agent_turns`` (15) agent turns, or a malformed output with ``invalid_action="end"``. The
+timeout is a task failure with the turn counter in the observation, so it is a termination, not a
+truncation. ``info["outcome"]`` names the end.
+
+## Arguments
+``learner`` ("agent" | "user"), ``agent`` ("sop" | "adaptive" | "oracle" | "random" | "llm"; plays
+the agent when the user learns), ``user`` ("scripted" | "llm"), ``agent_backend`` / ``user_backend``
+(backend spec such as ``{"name": "transformers", "model": "smollm2"}``), ``agent_sampling`` /
+``user_sampling`` (sampling params), ``render_mode``, and every :class:`SeadConfig` field
+(``max_agent_turns``, ``success_reward``, ``invalid_action``, ``invalid_action_penalty``,
+``user_reward``, ``max_utterance_chars``, ``scenario_file``, ``behaviors_file``).
+
+## Version History
+* v0: initial release.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pettingzoo.utils import wrappers
+
+from dialogue_gym.envs.multiagent import DialogueAECEnv, DialogueParallelEnv
+from dialogue_gym.envs.single import DialogueEnv
+from dialogue_gym.envs.vector import DialogueVectorEnv
+from dialogue_gym.game import build_config
+from dialogue_gym.scenarios.sead.game import SeadConfig, SeadGame
+from dialogue_gym.scenarios.sead.policies import make_policy
+
+ROLES = SeadGame.roles
+
+
+def _policies(
+    learner: str,
+    agent: Any,
+    user: Any,
+    agent_backend: Any,
+    user_backend: Any,
+    agent_sampling: dict | None,
+    user_sampling: dict | None,
+    game: SeadGame,
+) -> dict[str, Any]:
+    specs = {"agent": (agent, agent_backend, agent_sampling), "user": (user, user_backend, user_sampling)}
+    return {
+        role: make_policy(role, spec, game.library, backend, sampling)
+        for role, (spec, backend, sampling) in specs.items()
+        if role != learner
+    }
+
+
+class SeadOutboundEnv(DialogueEnv):
+    __doc__ = __doc__
+
+    def __init__(
+        self,
+        learner: str = "agent",
+        agent: Any = "sop",
+        user: Any = "scripted",
+        agent_backend: Any = None,
+        user_backend: Any = None,
+        agent_sampling: dict | None = None,
+        user_sampling: dict | None = None,
+        render_mode: str | None = None,
+        **config: Any,
+    ):
+        game = SeadGame(build_config(SeadConfig, config))
+        policies = _policies(learner, agent, user, agent_backend, user_backend, agent_sampling, user_sampling, game)
+        super().__init__(game, learner, policies, render_mode)
+
+
+class SeadOutboundVectorEnv(DialogueVectorEnv):
+    __doc__ = __doc__
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        learner: str = "agent",
+        agent: Any = "sop",
+        user: Any = "scripted",
+        agent_backend: Any = None,
+        user_backend: Any = None,
+        agent_sampling: dict | None = None,
+        user_sampling: dict | None = None,
+        **config: Any,
+    ):
+        sead_config = build_config(SeadConfig, config)
+        template = SeadGame(sead_config)
+        policies = _policies(learner, agent, user, agent_backend, user_backend, agent_sampling, user_sampling, template)
+        super().__init__(lambda: SeadGame(sead_config), num_envs, learner, policies)
+
+
+class raw_env(DialogueAECEnv):
+    __doc__ = __doc__
+    metadata = {**DialogueAECEnv.metadata, "name": "sead_outbound_v0"}
+
+    def __init__(self, render_mode: str | None = None, **config: Any):
+        super().__init__(SeadGame(build_config(SeadConfig, config)), render_mode)
+
+
+def env(render_mode: str | None = None, **config: Any) -> DialogueAECEnv:
+    """The AEC env, wrapped like PettingZoo's own (order enforcing)."""
+    return wrappers.OrderEnforcingWrapper(raw_env(render_mode=render_mode, **config))
+
+
+def parallel_env(render_mode: str | None = None, **config: Any) -> DialogueParallelEnv:
+    environment = DialogueParallelEnv(SeadGame(build_config(SeadConfig, config)), render_mode)
+    environment.metadata = {**environment.metadata, "name": "sead_outbound_v0"}
+    return environment
