@@ -51,6 +51,7 @@ class Game(ABC):
 
     id: str
     roles: tuple[str, ...]
+    config: Any
 
     def __init__(self) -> None:
         self.np_random = np.random.default_rng()
@@ -112,6 +113,14 @@ class Game(ABC):
     @abstractmethod
     def episode_profile(self) -> dict[str, Any]:
         """JSON form of how this episode started (what policies receive in ``start``)."""
+
+    def spawn(self) -> Game:
+        """A fresh game with the same configuration (for batches of parallel episodes)."""
+        return type(self)(self.config)
+
+    def evaluation_options(self, episode: int, seed: int) -> dict[str, Any] | None:
+        """Reset options of the ``episode``-th episode of a fixed evaluation set (``None``: sample from the seed)."""
+        return None
 
     @property
     def done(self) -> bool:

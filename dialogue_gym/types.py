@@ -79,6 +79,8 @@ class Trajectory:
     rewards: dict[str, float] = field(default_factory=dict)
     reward_terms: dict[str, float] = field(default_factory=dict)
     learner: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Free-form provenance: which policies played, backend, run id."""
 
     def turns_of(self, role: str) -> list[Turn]:
         return [turn for turn in self.turns if turn.role == role]
@@ -93,6 +95,7 @@ class Trajectory:
             "rewards": dict(self.rewards),
             "reward_terms": dict(self.reward_terms),
             "learner": self.learner,
+            "meta": dict(self.meta),
         }
 
     @classmethod
@@ -106,4 +109,5 @@ class Trajectory:
             rewards=dict(data.get("rewards", {})),
             reward_terms=dict(data.get("reward_terms", {})),
             learner=data.get("learner"),
+            meta=dict(data.get("meta", {})),
         )

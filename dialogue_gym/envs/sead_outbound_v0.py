@@ -102,6 +102,9 @@ class SeadOutboundEnv(DialogueEnv):
         policies = _policies(learner, agent, user, agent_backend, user_backend, agent_sampling, user_sampling, game)
         super().__init__(game, learner, policies, render_mode)
 
+    def make_role_policy(self, role: str, spec: Any, backend: Any = None, sampling: dict | None = None):
+        return make_policy(role, spec, self.game.library, backend, sampling)
+
 
 class SeadOutboundVectorEnv(DialogueVectorEnv):
     __doc__ = __doc__
@@ -121,7 +124,7 @@ class SeadOutboundVectorEnv(DialogueVectorEnv):
         sead_config = build_config(SeadConfig, config)
         template = SeadGame(sead_config)
         policies = _policies(learner, agent, user, agent_backend, user_backend, agent_sampling, user_sampling, template)
-        super().__init__(lambda: SeadGame(sead_config), num_envs, learner, policies)
+        super().__init__(template.spawn, num_envs, learner, policies)
 
 
 class raw_env(DialogueAECEnv):

@@ -40,6 +40,10 @@ class DialogueEnv(gym.Env):
         self.action_space = game.action_space(learner)
         self._memories: dict[str, Any] = {}
 
+    def make_role_policy(self, role: str, spec: Any, backend: Any = None, sampling: dict[str, Any] | None = None) -> RolePolicy:
+        """Build a policy for ``role`` from its name (scenario envs override this)."""
+        raise ConfigError(f"{type(self).__name__} has no named policies; pass a policy object instead of {spec!r}.")
+
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         episode_seed = seed if seed is not None else int(self.np_random.integers(2**62))

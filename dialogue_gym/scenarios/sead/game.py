@@ -24,7 +24,7 @@ from dialogue_gym.scenarios.sead.data import (
 )
 from dialogue_gym.scenarios.sead.parsing import parse_agent_output, parse_user_output
 from dialogue_gym.scenarios.sead.prompts import agent_system_prompt, user_system_prompt
-from dialogue_gym.scenarios.sead.state import STATE_DIMS, Profile, UserState, sample_profile
+from dialogue_gym.scenarios.sead.state import ALL_STATES, STATE_DIMS, Profile, sample_profile
 from dialogue_gym.spaces import ChatMessages, Utterance
 from dialogue_gym.types import Outcome, Trajectory, Turn
 
@@ -216,6 +216,12 @@ class SeadGame(Game):
             "invalid_action": self._last_problem[role],
             "outcome": self.outcome.value if self.outcome is not None else None,
         }
+
+    def evaluation_options(self, episode: int, seed: int) -> dict[str, Any]:
+        """Stratified: initial state ``episode % 120``, behaviors drawn from ``(seed, episode)``."""
+        rng = np.random.default_rng([seed, episode])
+        profile = sample_profile(rng, self.library.ids, ALL_STATES[episode % len(ALL_STATES)])
+        return {"profile": profile.to_dict()}
 
     def episode_profile(self) -> dict[str, Any]:
         return self.profile.to_dict()

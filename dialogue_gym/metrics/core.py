@@ -1,0 +1,88 @@
+"""Scenario-independent metrics over trajectories (pure functions)."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.types import Outcome, Trajectory
+
+
+class MeanStd(NamedTuple):
+    mean: float
+    std: float
+    n: int
+
+
+def mean_std(values: Sequence[float]) -> MeanStd:
+    """Mean and sample standard deviation (ddof=1; NaN below two values)."""
+    array = np.asarray(values, dtype=float)
+    if array.size == 0:
+        return MeanStd(math.nan, math.nan, 0)
+    std = float(array.std(ddof=1)) if array.size > 1 else math.nan
+    return MeanStd(float(array.mean()), std, int(array.size))
+
+
+def _require(trajectories: Sequence[Trajectory]) -> Sequence[Trajectory]:
+    if not isinstance(trajectories, Sequence) or isinstance(trajectories, (str, bytes)):
+        raise ConfigError(f"Expected a sequence of Trajectory, got {type(trajectories).__name__}.")
+    for position, item in enumerate(trajectories):
+        if not isinstance(item, Trajectory):
+            raise ConfigError(
+                f"trajectories[{position}] is a {type(item).__name__}, not a Trajectory; "
+                "load JSONL records with Trajectory.from_dict."
+            )
+    return trajectories
+
+
+def cr(trajectories: Sequence[Trajectory]) -> float:
+    """Completion rate: the fraction of trajectories whose outcome is success (NaN when empty)."""
+    trajectories = _require(trajectories)
+    if not trajectories:
+        return math.nan
+    return sum(t.outcome is Outcome.SUCCESS for t in trajectories) / len(trajectories)
+
+
+def cr_interval(trajectories: Sequence[Trajectory], confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of the completion rate."""
+    trajectories = _require(trajectories)
+    n = len(trajectories)
+    if n == 0:
+        return (math.nan, math.nan)
+    if not 0 < confidence < 1:
+        raise ConfigError(f"confidence must be in (0, 1), got {confidence!r}.")
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    p = cr(trajectories)
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def invalid_action_rate(trajectories: Sequence[Trajectory], role: str = "agent") -> float:
+    """Fraction of ``role``'s turns flagged invalid (NaN when it never moved)."""
+    turns = [turn for t in _require(trajectories) for turn in t.turns_of(role)]
+    if not turns:
+        return math.nan
+    return sum(turn.invalid is not None for turn in turns) / len(turns)
+
+
+def tokens_per_dialogue(trajectories: Sequence[Trajectory], role: str | None = None) -> float:
+    """Mean tokens per dialogue: generated token ids where recorded, else whitespace-separated words of
+    the raw output (an approximation for text-only policies). ``role=None`` counts every role."""
+    trajectories = _require(trajectories)
+    if not trajectories:
+        return math.nan
+    totals = [
+        sum(
+            len(turn.token_ids) if turn.token_ids is not None else len(turn.raw.split())
+            for turn in t.turns
+            if role is None or turn.role == role
+        )
+        for t in trajectories
+    ]
+    return float(np.mean(totals))
