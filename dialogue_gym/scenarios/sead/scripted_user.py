@@ -47,6 +47,7 @@ class UserDynamics:
     floor_hangup: float = 0.5
     let_go: float = 0.35
     open_concern_factor: float = 0.5
+    filler_penalty: float = 0.3
     hesitation: float = 0.15
 
 
@@ -66,6 +67,7 @@ class UserMemory:
 
 
 _BUSY = "Progress_Expediting"
+_FILLER = frozenset({"empathy", "greeting", "respect_time", "simplify"})
 _CONFUSED = "Communication_and_Comprehension"
 
 
@@ -140,6 +142,7 @@ class ScriptedUser(ScriptedPolicy):
         if _CONFUSED in categories and n_words > 35:
             tr -= chance(0.3)
 
+        resolved_now = False
         if not (overloaded or repeated):
             if turn <= 2 and acts & {"greeting", "self_intro"}:
                 e += chance(0.3)
@@ -148,6 +151,7 @@ class ScriptedUser(ScriptedPolicy):
             for behavior_id in list(memory.open):
                 if self.library[behavior_id].resolved_by & acts:
                     del memory.open[behavior_id]
+                    resolved_now = True
                     tr += chance(0.6)
                     c += chance(0.35)
                     said.append(rng.choice(("Okay, that answers it.", "Alright, fair enough.", "I see.")))
@@ -178,6 +182,9 @@ class ScriptedUser(ScriptedPolicy):
             if "guide" in acts and c >= MIN_COOPERATION_TO_ACT and tr >= 2:
                 needs_help = bool(categories & {"Operational_Concerns"}) and "simplify" not in acts
                 memory.guide_steps += chance(0.6 if needs_help else 0.95)
+            if acts <= _FILLER and turn > 1 and e >= 2 and not resolved_now:
+                c -= chance(d.filler_penalty)
+                said.append("So what is this about?")
         if turn == 2 and not memory.identity_checked:
             tr -= 1
             said.append("Who are you even looking for?")

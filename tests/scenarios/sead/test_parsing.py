@@ -1,0 +1,102 @@
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dialogue_gym.scenarios.sead.parsing import (
+    parse_agent_output,
+    parse_user_output,
+    render_agent_output,
+    render_user_output,
+)
+from dialogue_gym.scenarios.sead.state import UserState
+
+
+def test_tagged_agent_output_with_estimate():
+    move = parse_agent_output(render_agent_output("Hello there.", (3, 2, 4)) + "<stage>1</stage>")
+    assert move.utterance == "Hello there."
+    assert move.estimate == UserState(3, 2, 4)
+    assert move.stage == 1 and move.format == "tags" and move.problem is None
+
+
+def test_json_agent_output():
+    text = json.dumps({"response": "Hi!", "cooperation_score": 1, "emotion_score": "2", "trust_score": 0})
+    move = parse_agent_output(text)
+    assert (move.utterance, move.estimate, move.format, move.problem) == ("Hi!", (1, 2, 0), "json", None)
+
+
+def test_plain_text_has_no_estimate_and_is_valid():
+    move = parse_agent_output("  Hello,   is this the owner? ")
+    assert move.utterance == "Hello, is this the owner?"
+    assert move.estimate is None and move.format == "plain" and move.problem is None
+
+
+def test_out_of_range_estimate_is_flagged_and_dropped():
+    move = parse_agent_output(render_agent_output("Hi", (7, 2, 4)))
+    assert move.estimate is None
+    assert "cooperation 7 outside 0..4" in move.problem
+
+
+def test_incomplete_estimate_is_flagged():
+    move = parse_agent_output("<response>Hi</response><cooperation_score>2</cooperation_score>")
+    assert move.estimate is None and "missing emotion_score, trust_score" in move.problem
+
+
+def test_empty_and_malformed_outputs_are_flagged():
+    assert parse_agent_output("").problem == "empty utterance"
+    assert "malformed JSON" in parse_agent_output("{not json").problem
+    assert "no string 'response'" in parse_agent_output('{"reply": "x"}').problem
+    unclosed = parse_agent_output("<response>Hello there")
+    assert unclosed.utterance == "Hello there" and "unclosed <response> tag" in unclosed.problem
+    tags_only = parse_agent_output("<cooperation_score>2</cooperation_score>")
+    assert "without a <response> tag" in tags_only.problem
+
+
+def test_overlong_utterance_is_truncated_and_flagged():
+    move = parse_agent_output("word " * 100, max_chars=50)
+    assert len(move.utterance) == 50 and "exceeds max_utterance_chars=50" in move.problem
+
+
+def test_user_output_round_trip():
+    move = parse_user_output(render_user_output("Fine.", (3, 1, 5), 1, "thinking"), UserState(0, 0, 0))
+    assert (move.reply, move.state, move.status, move.think, move.problem) == ("Fine.", (3, 1, 5), 1, "thinking", None)
+
+
+def test_user_output_is_clamped_and_repaired():
+    move = parse_user_output("<reply>ok</reply><cooperation>9</cooperation><emotion>-2</emotion>", UserState(1, 2, 3))
+    assert move.state == (4, 0, 3)
+    assert "trust missing" in move.problem and "clamped" in move.problem
+    plain = parse_user_output("just words", UserState(1, 2, 3))
+    assert plain.reply == "just words" and plain.state == (1, 2, 3) and "no <reply> tag" in plain.problem
+    bad_status = parse_user_output(render_user_output("x", (1, 1, 1), 0).replace("<status>0", "<status>7"), UserState(1, 1, 1))
+    assert bad_status.status == 0 and "status '7'" in bad_status.problem
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300))
+def test_agent_parser_never_crashes_and_flags_what_it_cannot_use(text):
+    move = parse_agent_output(text)
+    assert isinstance(move.utterance, str)
+    if not move.utterance:
+        assert move.problem is not None
+    if move.estimate is not None:
+        assert not move.estimate.out_of_range()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["<response>", "</response>", "<cooperation_score>", "</cooperation_score>", "{", "}", '"response":', "9", "-1", "hi", " "]),
+        max_size=20,
+    )
+)
+def test_agent_parser_on_tag_soup(pieces):
+    move = parse_agent_output("".join(pieces))
+    assert move.problem is not None or move.utterance
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200), st.tuples(st.integers(0, 4), st.integers(0, 3), st.integers(0, 5)))
+def test_user_parser_always_returns_a_state_in_range(text, previous):
+    move = parse_user_output(text, UserState(*previous))
+    assert not move.state.out_of_range() and move.status in (-1, 0, 1)
