@@ -31,9 +31,12 @@ REFERENCE_RULES = (
 
 def user_system_prompt(campaign: Campaign, profile: Profile, state: UserState, library: BehaviorLibrary) -> str:
     behaviors = "\n".join(f"- {library[b].description}" for b in profile.behaviors)
+    stages = ", then ".join(stage["name"] for stage in campaign.sop)
     c, e, tr = (n - 1 for n in STATE_DIMS)
     return (
         f"You are a restaurant owner receiving a phone call from {campaign.company}. Play this person realistically.\n"
+        f"The caller wants you to claim {campaign.facts.get('credit', 'an offer')}; their script goes: {stages}. "
+        "Success means you complete the operation in your back-office app.\n"
         f"Your current state: cooperation {state.cooperation}/{c}, emotion {state.emotion}/{e}, trust {state.trust}/{tr}.\n"
         f"Your behaviors in this call:\n{behaviors}\n{REFERENCE_RULES}\n\n"
         "Each turn, think, reply in one or two spoken sentences, and update your state. Answer in this format:\n"
