@@ -136,16 +136,36 @@ class SopAgent(ScriptedPolicy):
         return render_agent_output(line, (2, 2, 2))
 
 
+# How a user's words move the adaptive agent's estimate of (cooperation, emotion, trust).
+ESTIMATE_CUES: tuple[tuple[re.Pattern[str], tuple[int, int, int]], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), delta)
+    for pattern, delta in (
+        (r"ugh|look,|annoying|push|already said|waste", (0, -1, 0)),
+        (r"believe|scam|catch|proof|promise", (0, 0, -1)),
+        (r"not (really )?interested|why would i need", (-1, 0, 0)),
+        (r"answers it|fair enough|i see", (0, 0, 1)),
+        (r"what do i need to do|what's next", (1, 1, 0)),
+    )
+)
+
+
 class AdaptiveAgent(ScriptedPolicy):
-    """Answers what the user's last words call for; otherwise advances the SOP."""
+    """Answers what the user's last words call for; otherwise advances the SOP. Estimates the
+    user's state from the same cues."""
 
     def act(self, observation: dict[str, Any], info: dict[str, Any], memory: Any) -> str:
         turn = int(observation["turn"])
+        estimate = memory.setdefault("estimate", [2, 2, 2])
         if turn == 0:
-            return render_agent_output(PHRASES["opening"][0])
+            return render_agent_output(PHRASES["opening"][0], tuple(estimate))
         said = observation["messages"][-1]["content"]
+        for pattern, delta in ESTIMATE_CUES:
+            if pattern.search(said):
+                estimate[:] = [min(max(v + d, 0), top) for v, d, top in zip(estimate, delta, (4, 3, 5))]
+        if re.search(r"what do i need to do|what's next", said, re.IGNORECASE):
+            estimate[0] = max(estimate[0], MIN_COOPERATION_TO_ACT)
         needs = [act for act, pattern in CUES if pattern.search(said)]
-        return render_agent_output(self._compose(needs, memory, turn))
+        return render_agent_output(self._compose(needs, memory, turn), tuple(estimate))
 
     @staticmethod
     def _compose(needs: list[str], memory: dict[str, Any], turn: int) -> str:

@@ -1,0 +1,87 @@
+import math
+
+import numpy as np
+import pytest
+
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.metrics import sead
+from dialogue_gym.metrics.core import cr_interval, invalid_action_rate, mean_std, tokens_per_dialogue
+from dialogue_gym.types import Outcome, Trajectory, Turn
+
+
+def dialogue(initial, steps, outcome, invalid=(), tokens=None):
+    """steps: list of (estimate or None, state after the user's reply)."""
+    turns, state = [], tuple(initial)
+    for index, (estimate, after) in enumerate(steps):
+        turns.append(
+            Turn("agent", "a b c", "a b c", {"estimate": estimate}, state, "bad" if index in invalid else None, tokens)
+        )
+        turns.append(Turn("user", "x y", "x y", {"status": 0}, tuple(after)))
+        state = tuple(after)
+    return Trajectory("SEAD-Outbound-v0", 0, {"state": list(initial), "behaviors": ["CC1"]}, turns, outcome)
+
+
+@pytest.fixture
+def trajectories():
+    return [
+        dialogue((2, 1, 3), [((2, 1, 3), (3, 2, 3)), ((3, 2, 3), (4, 2, 4))], Outcome.SUCCESS),
+        dialogue((0, 0, 0), [((4, 3, 5), (0, 0, 0))], Outcome.HANGUP, invalid=(0,)),
+        dialogue((1, 2, 2), [(None, (1, 2, 2)), (None, (2, 3, 2)), ((0, 0, 0), (2, 3, 2))], Outcome.TIMEOUT, tokens=[1, 2]),
+    ]
+
+
+def test_cr_and_wilson_interval(trajectories):
+    assert sead.cr(trajectories) == pytest.approx(1 / 3)
+    low, high = cr_interval(trajectories)
+    # Wilson, n=3, p=1/3, z=1.959964: centre 0.4247, half 0.3630
+    assert low == pytest.approx(0.0615, abs=1e-3) and high == pytest.approx(0.7923, abs=1e-3)
+
+
+def test_att(trajectories):
+    mean, std, n = sead.att_success(trajectories)
+    assert (mean, n) == (2.0, 1) and math.isnan(std)
+    mean, std, n = sead.att_all(trajectories)
+    assert (mean, n) == (2.0, 3) and std == pytest.approx(1.0)
+
+
+def test_upa_by_hand(trajectories):
+    # per-turn errors: 0, 0 (perfect); (4/4 + 3/3 + 5/5)/3 = 1; last: (2/4 + 2/3 + 2/5)/3
+    last = (2 / 4 + 3 / 3 + 2 / 5) / 3
+    expected = 1 - (0 + 0 + 1 + last) / 4
+    assert sead.upa(trajectories) == pytest.approx(expected)
+
+
+def test_improvements_use_sample_std(trajectories):
+    assert sead.ci(trajectories).mean == pytest.approx((2 + 0 + 1) / 3)
+    assert sead.ei(trajectories).mean == pytest.approx((1 + 0 + 1) / 3)
+    assert sead.ti(trajectories).mean == pytest.approx((1 + 0 + 0) / 3)
+    assert sead.ci(trajectories).std == pytest.approx(np.std([2, 0, 1], ddof=1))
+
+
+def test_invalid_rate_and_tokens(trajectories):
+    assert invalid_action_rate(trajectories) == pytest.approx(1 / 6)
+    # token ids where recorded (2 per agent turn in the third), else whitespace words: agent 3, user 2
+    assert tokens_per_dialogue(trajectories) == pytest.approx(((3 + 2) * 2 + (3 + 2) + (2 + 2) * 3) / 3)
+    assert tokens_per_dialogue(trajectories, role="user") == pytest.approx((4 + 2 + 6) / 3)
+
+
+def test_per_state_cr(trajectories):
+    rates = sead.per_state_cr(trajectories)
+    assert rates.shape == (5, 4, 6)
+    assert rates[2, 1, 3] == 1.0 and rates[0, 0, 0] == 0.0 and np.isnan(rates[4, 3, 5])
+    assert np.isnan(rates).sum() == 117
+
+
+def test_empty_inputs_and_type_errors():
+    assert math.isnan(sead.cr([])) and math.isnan(sead.upa([]))
+    assert mean_std([]).n == 0
+    with pytest.raises(ConfigError, match=r"trajectories\[0\] is a dict, not a Trajectory; load JSONL records with Trajectory.from_dict"):
+        sead.cr([{"outcome": "success"}])
+    with pytest.raises(ConfigError, match="confidence must be in"):
+        cr_interval([dialogue((0, 0, 0), [], Outcome.SUCCESS)], confidence=95)
+
+
+def test_summary_keys(trajectories):
+    summary = sead.summary(trajectories)
+    assert summary["episodes"] == 3 and summary["cr"] == pytest.approx(1 / 3)
+    assert {"upa", "att_all", "att_success", "ei", "ti", "ci", "invalid_action_rate", "tokens_per_dialogue"} <= set(summary)
