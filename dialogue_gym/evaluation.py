@@ -58,10 +58,11 @@ def evaluate(
     agent_name = agent if isinstance(agent, str) else type(agent).__name__
     trajectories: list[Trajectory] = []
     sink = open(out, "a", encoding="utf-8") if out is not None else None
+    pool: list[Game] = [environment.game.spawn() for _ in range(min(batch_size, episodes))]
     try:
         for start in range(0, episodes, batch_size):
             indices = range(start, min(episodes, start + batch_size))
-            games: list[Game] = [environment.game.spawn() for _ in indices]
+            games = pool[: len(indices)]
             for game, episode in zip(games, indices):
                 game.reset(seed=seed + episode, options=game.evaluation_options(episode, seed))
             memories = [driver.start(game) for game in games]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-import numpy as np
+import random
 
 
 @runtime_checkable
@@ -24,10 +24,11 @@ class RolePolicy(Protocol):
 
 
 class ScriptedPolicy:
-    """Base of weight-free policies: implement ``act`` for one observation; memory holds a seeded RNG."""
+    """Base of weight-free policies: implement ``act`` for one observation; memory holds a seeded
+    ``random.Random`` (cheaper than a NumPy generator for the few scalar draws a turn needs)."""
 
     def start(self, profile: dict[str, Any], seed: int) -> Any:
-        return {"rng": np.random.default_rng(seed), "profile": profile}
+        return {"rng": random.Random(seed), "profile": profile}
 
     def act(self, observation: dict[str, Any], info: dict[str, Any], memory: Any) -> str:
         raise NotImplementedError

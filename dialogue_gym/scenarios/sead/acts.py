@@ -8,6 +8,7 @@ also reacts to *how many* acts are crammed into one turn, to repetition and to p
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _PATTERNS: dict[str, str] = {
     "greeting": r"\b(hello|hi|hey|good (morning|afternoon|evening))\b",
@@ -34,6 +35,7 @@ ACTS: frozenset[str] = frozenset(_PATTERNS) | {"off_script"}
 _COMPILED = tuple((name, re.compile(pattern, re.IGNORECASE)) for name, pattern in _PATTERNS.items())
 
 
+@lru_cache(maxsize=8192)
 def analyze(utterance: str) -> frozenset[str]:
     """Return the set of dialogue acts in ``utterance`` (``{"off_script"}`` when none)."""
     found = frozenset(name for name, pattern in _COMPILED if pattern.search(utterance))
@@ -43,6 +45,7 @@ def analyze(utterance: str) -> frozenset[str]:
 _WORD = re.compile(r"[a-z0-9']+")
 
 
+@lru_cache(maxsize=8192)
 def words(utterance: str) -> frozenset[str]:
     return frozenset(_WORD.findall(utterance.lower()))
 

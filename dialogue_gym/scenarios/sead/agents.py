@@ -123,8 +123,8 @@ class RandomAgent(ScriptedPolicy):
             "You have to claim this right now, it's your last chance!",
             "The weather is nice today.",
         ]
-        estimate = (int(rng.integers(5)), int(rng.integers(4)), int(rng.integers(6)))
-        return render_agent_output(str(rng.choice(pool)), estimate)
+        estimate = (rng.randrange(5), rng.randrange(4), rng.randrange(6))
+        return render_agent_output(rng.choice(pool), estimate)
 
 
 class SopAgent(ScriptedPolicy):
@@ -197,11 +197,9 @@ class OracleAgent(ScriptedPolicy):
     def act(self, observation: dict[str, Any], info: dict[str, Any], memory: Any) -> str:
         turn = int(observation["turn"])
         c, e, tr = info["user_state"]
-        parts: list[str] = []
-        if e <= 1:
-            parts.append(_fresh("empathy", memory))
         if turn == 0:
-            return render_agent_output(" ".join([*parts, PHRASES["opening"][0]]), (c, e, tr))
+            return render_agent_output(PHRASES["opening"][0], (c, e, tr))
+        parts: list[str] = [_fresh("empathy", memory)] if e <= 1 else []
         said = observation["messages"][-1]["content"]
         concerns = [acts for line, acts in self._line_to_acts.items() if line in said]
         progress = memory.setdefault("progress", [])
@@ -213,14 +211,12 @@ class OracleAgent(ScriptedPolicy):
             parts.append(_guide(memory))
             if self._needs_help(memory["profile"]):
                 parts.insert(0, "Let's go step by step.")
-        elif tr <= 2:
-            parts.append(_fresh("evidence", memory))
         else:
-            for act in ("value", "cost", "rules", "evidence"):
-                if act not in progress:
-                    progress.append(act)
-                    parts.append(_fresh(act, memory))
-                    break
-            else:
-                parts.append(_fresh("value", memory))
+            if tr <= 2:
+                parts.append(_fresh("evidence", memory))
+            if len(parts) < 2:
+                unused = [act for act in ("value", "cost", "rules") if act not in progress]
+                act = unused[0] if unused else ("evidence" if tr >= 3 else "value")
+                progress.append(act)
+                parts.append(_fresh(act, memory))
         return render_agent_output(" ".join(parts[:2]), (c, e, tr))

@@ -28,24 +28,26 @@ class Behavior:
     resolved_by: frozenset[str]
 
 
-@dataclass(frozen=True)
 class BehaviorLibrary:
-    behaviors: tuple[Behavior, ...]
+    """The behaviors, addressable by id."""
 
-    @property
-    def ids(self) -> tuple[str, ...]:
-        return tuple(b.id for b in self.behaviors)
+    def __init__(self, behaviors: tuple[Behavior, ...]):
+        self.behaviors = behaviors
+        self.ids = tuple(b.id for b in behaviors)
+        self._by_id = {b.id: b for b in behaviors}
+        self._index = {b.id: i for i, b in enumerate(behaviors)}
 
     def __getitem__(self, behavior_id: str) -> Behavior:
-        for behavior in self.behaviors:
-            if behavior.id == behavior_id:
-                return behavior
-        raise ScenarioError(
-            f"Unknown behavior id {behavior_id!r}. Use one of the library's ids: {', '.join(self.ids)}."
-        )
+        try:
+            return self._by_id[behavior_id]
+        except KeyError:
+            raise ScenarioError(
+                f"Unknown behavior id {behavior_id!r}. Use one of the library's ids: {', '.join(self.ids)}."
+            ) from None
 
     def index(self, behavior_id: str) -> int:
-        return self.ids.index(self[behavior_id].id)
+        self[behavior_id]
+        return self._index[behavior_id]
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from dialogue_gym.scenarios.sead.data import (
 )
 from dialogue_gym.scenarios.sead.parsing import parse_agent_output, parse_user_output
 from dialogue_gym.scenarios.sead.prompts import agent_system_prompt, user_system_prompt
-from dialogue_gym.scenarios.sead.state import ALL_STATES, STATE_DIMS, Profile, sample_profile
+from dialogue_gym.scenarios.sead.state import ALL_STATES, STATE_DIMS, Profile, UserState, sample_profile
 from dialogue_gym.spaces import ChatMessages, Utterance
 from dialogue_gym.types import Outcome, Trajectory, Turn
 
@@ -121,6 +121,7 @@ class SeadGame(Game):
             {"role": "user", "content": CALL_CONNECTED},
         ]
         self._user_messages: list[dict[str, str]] = []
+        self._user_prompts: dict[UserState, str] = {}
         self._behavior_mask = np.zeros(len(self.library.behaviors), dtype=np.int8)
         for behavior_id in self.profile.behaviors:
             self._behavior_mask[self.library.index(behavior_id)] = 1
@@ -201,7 +202,10 @@ class SeadGame(Game):
     def observe(self, role: str) -> dict[str, Any]:
         if role == "agent":
             return {"messages": list(self._agent_messages), "turn": self.agent_turns}
-        system = {"role": "system", "content": user_system_prompt(self.campaign, self.profile, self.state, self.library)}
+        prompt = self._user_prompts.get(self.state)
+        if prompt is None:
+            prompt = self._user_prompts[self.state] = user_system_prompt(self.campaign, self.profile, self.state, self.library)
+        system = {"role": "system", "content": prompt}
         return {
             "messages": [system, *self._user_messages],
             "turn": self.agent_turns,

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from dialogue_gym.scenarios.sead.state import UserState
 
 _TAG = re.compile(r"<(\w+)>(.*?)</\1>", re.DOTALL)
 _ANY_TAG = re.compile(r"</?\w+>")
-_INT = re.compile(r"^\s*(-?\d+)\s*$")
 
 AGENT_SCORE_FIELDS = ("cooperation_score", "emotion_score", "trust_score")
 USER_STATE_FIELDS = ("cooperation", "emotion", "trust")
@@ -51,16 +51,16 @@ class UserMove:
 
 
 def _to_int(value: object) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
+    kind = type(value)
+    if kind is int:
         return value
-    if isinstance(value, float) and value.is_integer():
+    if kind is str:
+        try:
+            return int(value)
+        except ValueError:
+            return None
+    if kind is float and value.is_integer():
         return int(value)
-    if isinstance(value, str):
-        match = _INT.match(value)
-        if match:
-            return int(match.group(1))
     return None
 
 
@@ -82,8 +82,11 @@ def _read_estimate(fields: dict[str, object], names: tuple[str, ...]) -> tuple[U
     return state, None
 
 
+@lru_cache(maxsize=16384)
 def parse_agent_output(text: str, max_chars: int = 2000) -> AgentMove:
-    """Read one agent turn; ``problem`` is set when the output is malformed or out of range."""
+    """Read one agent turn; ``problem`` is set when the output is malformed or out of range.
+
+    Pure and memoised: scripted policies repeat their lines, and an env step should cost microseconds."""
     stripped = text.strip()
     fields: dict[str, object] = {}
     problems: list[str] = []
@@ -136,8 +139,9 @@ def render_agent_output(utterance: str, estimate: tuple[int, int, int] | None = 
     return text
 
 
+@lru_cache(maxsize=16384)
 def parse_user_output(text: str, previous: UserState) -> UserMove:
-    """Read one user turn. Out-of-range states are clamped, missing ones repaired from ``previous``."""
+    """Read one user turn. Out-of-range states are clamped, missing ones repaired from ``previous``. Pure and memoised."""
     fields = {name: value.strip() for name, value in _TAG.findall(text)}
     problems: list[str] = []
     if "reply" in fields:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
+import random
 
 from dialogue_gym.scenarios.sead.acts import analyze, similarity, words
 from dialogue_gym.scenarios.sead.data import Behavior, BehaviorLibrary
@@ -53,7 +53,7 @@ class UserDynamics:
 
 @dataclass
 class UserMemory:
-    rng: np.random.Generator
+    rng: random.Random
     behaviors: tuple[Behavior, ...]
     voice_at: dict[str, int]
     open: dict[str, int] = field(default_factory=dict)
@@ -71,6 +71,10 @@ _FILLER = frozenset({"empathy", "greeting", "respect_time", "simplify"})
 _CONFUSED = "Communication_and_Comprehension"
 
 
+def _one(rng: random.Random, options: tuple[str, ...]) -> str:
+    return options[rng.randrange(len(options))]
+
+
 class ScriptedUser(ScriptedPolicy):
     """Seeded scripted user. ``act`` returns the tagged user record the game parses."""
 
@@ -79,11 +83,9 @@ class ScriptedUser(ScriptedPolicy):
         self.dynamics = dynamics or UserDynamics()
 
     def start(self, profile: dict[str, Any], seed: int) -> UserMemory:
-        rng = np.random.default_rng(seed)
+        rng = random.Random(seed)
         behaviors = tuple(self.library[b] for b in profile["behaviors"])
-        voice_at = {
-            b.id: 1 if b.category == _BUSY else int(rng.integers(1, self.dynamics.max_voice_turn + 1)) for b in behaviors
-        }
+        voice_at = {b.id: 1 if b.category == _BUSY else rng.randint(1, self.dynamics.max_voice_turn) for b in behaviors}
         return UserMemory(rng=rng, behaviors=behaviors, voice_at=voice_at)
 
     def act(self, observation: dict[str, Any], info: dict[str, Any], memory: UserMemory) -> str:
@@ -154,7 +156,7 @@ class ScriptedUser(ScriptedPolicy):
                     resolved_now = True
                     tr += chance(0.6)
                     c += chance(0.35)
-                    said.append(rng.choice(("Okay, that answers it.", "Alright, fair enough.", "I see.")))
+                    said.append(_one(rng, ("Okay, that answers it.", "Alright, fair enough.", "I see.")))
             if "empathy" in acts:
                 e += chance(0.8 if e <= 1 else 0.15)
             if "evidence" in acts:
@@ -215,7 +217,7 @@ class ScriptedUser(ScriptedPolicy):
         worsened = c < start[0] or e < start[1] or tr < start[2]
         at_floor = c <= 1 or e == 0
         if at_floor and not lapse and (worsened or (not improved and rng.random() < d.floor_hangup)):
-            said.append(rng.choice(("I'm not interested. Goodbye.", "I don't have time for this.")))
+            said.append(_one(rng, ("I'm not interested. Goodbye.", "I don't have time for this.")))
             return self._emit(memory, rng, said, (c, e, tr), status=-1)
         if e == 1 and not improved and rng.random() < d.grumpy_hangup:
             said.append("That's enough, I'm hanging up.")
@@ -230,10 +232,10 @@ class ScriptedUser(ScriptedPolicy):
         self._voice(memory, rng, said, (c, e, tr))
         return self._emit(memory, rng, said, (c, e, tr), status=0)
 
-    def _voice(self, memory: UserMemory, rng: np.random.Generator, said: list[str], state) -> None:
+    def _voice(self, memory: UserMemory, rng: random.Random, said: list[str], state) -> None:
         c, e, tr = state
         for behavior_id in memory.open:
-            said.append(str(rng.choice(self.library[behavior_id].lines)))
+            said.append(_one(rng, self.library[behavior_id].lines))
         if memory.open:
             return
         if c >= MIN_COOPERATION_TO_ACT and rng.random() < 0.8:
@@ -241,13 +243,13 @@ class ScriptedUser(ScriptedPolicy):
         elif tr <= 2 and rng.random() < 0.5:
             said.append("I'm not sure I believe this.")
         elif c <= 2 and rng.random() < 0.5:
-            said.append(str(rng.choice(("Hmm, why would I need this?", "I'm not really interested."))))
+            said.append(_one(rng, ("Hmm, why would I need this?", "I'm not really interested.")))
         if e <= 1 and rng.random() < 0.7:
-            said.insert(0, str(rng.choice(("Ugh.", "Look,", "Honestly, this is annoying."))))
+            said.insert(0, _one(rng, ("Ugh.", "Look,", "Honestly, this is annoying.")))
 
-    def _emit(self, memory: UserMemory, rng: np.random.Generator, said: list[str], state, status: int) -> str:
+    def _emit(self, memory: UserMemory, rng: random.Random, said: list[str], state, status: int) -> str:
         if not said:
-            said.append(str(rng.choice(("Uh-huh.", "Okay.", "Go on."))))
+            said.append(_one(rng, ("Uh-huh.", "Okay.", "Go on.")))
         if rng.random() < self.dynamics.hesitation:
             said.insert(0, "Uh,")
         think = f"open concerns: {sorted(memory.open)}; guided steps: {memory.guide_steps}"
