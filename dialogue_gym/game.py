@@ -3,6 +3,7 @@ vector) drive a :class:`Game` and never re-implement its rules."""
 
 from __future__ import annotations
 
+import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -54,7 +55,7 @@ class Game(ABC):
     config: Any
 
     def __init__(self) -> None:
-        self.np_random = np.random.default_rng()
+        self.rng = random.Random()
         self.seed: int | None = None
         self._started = False
 
@@ -64,8 +65,8 @@ class Game(ABC):
             raise ConfigError(f"seed must be a non-negative int or None, got {seed!r}.")
         if options is not None and not isinstance(options, dict):
             raise ConfigError(f"options must be a dict or None, got {type(options).__name__}: {options!r}.")
-        self.seed = int(seed) if seed is not None else int(np.random.SeedSequence().entropy % 2**63)
-        self.np_random = np.random.default_rng(self.seed)
+        self.seed = int(seed) if seed is not None else random.SystemRandom().getrandbits(62)
+        self.rng = random.Random(self.seed)
         self._started = True
         self._reset(options or {})
 

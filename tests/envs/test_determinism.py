@@ -74,10 +74,11 @@ def play_vector(seeds):
         for index in range(len(seeds)):
             observation = {"messages": observations["messages"][index], "turn": observations["turn"][index]}
             info = {"user_state": infos["user_state"][index]}
-            actions.append(agent.act(observation, info, memories[index]) if index not in finished else "")
+            actions.append(agent.act(observation, info, memories[index]) if seeds[index] not in finished else "")
         observations, _, terminations, _, infos = envs.step(actions)
         for trajectory in envs.unwrapped.pop_trajectories():
-            finished.setdefault(trajectory.seed, transcript(trajectory))
+            if trajectory.seed in seeds:
+                finished.setdefault(trajectory.seed, transcript(trajectory))
     return [finished[s] for s in seeds]
 
 

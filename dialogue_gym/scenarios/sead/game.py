@@ -7,6 +7,7 @@ whether played by the scripted simulator, an LLM, or a learner.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,7 @@ class SeadGame(Game):
         if "profile" in options:
             self.profile = Profile.coerce(options["profile"], self.library.ids)
         else:
-            self.profile = sample_profile(self.np_random, self.library.ids)
+            self.profile = sample_profile(self.rng, self.library.ids)
         self.state = self.profile.state
         self.turns: list[Turn] = []
         self.agent_turns = 0
@@ -223,7 +224,7 @@ class SeadGame(Game):
 
     def evaluation_options(self, episode: int, seed: int) -> dict[str, Any]:
         """Stratified: initial state ``episode % 120``, behaviors drawn from ``(seed, episode)``."""
-        rng = np.random.default_rng([seed, episode])
+        rng = random.Random(f"{seed}/{episode}")
         profile = sample_profile(rng, self.library.ids, ALL_STATES[episode % len(ALL_STATES)])
         return {"profile": profile.to_dict()}
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import random
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import numpy as np
 
 from dialogue_gym.errors import ScenarioError
 
@@ -86,10 +86,9 @@ class Profile:
         return profile
 
 
-def sample_profile(rng: np.random.Generator, library_ids: tuple[str, ...], state: UserState | None = None) -> Profile:
+def sample_profile(rng: random.Random, library_ids: tuple[str, ...], state: UserState | None = None) -> Profile:
     """Uniform initial state (unless given) and 1-3 distinct behaviors, uniform from the library."""
     if state is None:
-        state = ALL_STATES[int(rng.integers(len(ALL_STATES)))]
-    count = int(rng.integers(1, MAX_BEHAVIORS + 1))
-    chosen = rng.choice(len(library_ids), size=count, replace=False)
+        state = ALL_STATES[rng.randrange(len(ALL_STATES))]
+    chosen = rng.sample(range(len(library_ids)), rng.randint(1, MAX_BEHAVIORS))
     return Profile(state, tuple(library_ids[i] for i in sorted(chosen)))
