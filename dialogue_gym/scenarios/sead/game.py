@@ -160,11 +160,11 @@ class SeadGame(Game):
             self._add_reward(rewards, "user", "agent_failed", float(self.config.success_reward))
 
     def _step(self, role: str, text: str, token_ids: list[int] | None, logprobs: list[float] | None) -> StepResult:
-        rewards: dict[str, float] = {r: 0.0 for r in self.roles}
+        rewards = {"agent": 0.0, "user": 0.0}
         if role == "agent":
             move = parse_agent_output(text, self.config.max_utterance_chars)
             heard = move.utterance or SILENCE
-            self.turns.append(Turn("agent", text, heard, move.parsed(), tuple(self.state), move.problem, token_ids, logprobs))
+            self.turns.append(Turn("agent", text, heard, move.parsed(), self.state, move.problem, token_ids, logprobs))
             self.agent_turns += 1
             self._agent_messages.append({"role": "assistant", "content": text})
             self._user_messages.append({"role": "user", "content": heard})
@@ -183,7 +183,7 @@ class SeadGame(Game):
                 status = 0
             self.state = move.state
             parsed = {"status": status, "think": move.think}
-            self.turns.append(Turn("user", text, move.reply, parsed, tuple(self.state), problem, token_ids, logprobs))
+            self.turns.append(Turn("user", text, move.reply, parsed, self.state, problem, token_ids, logprobs))
             self._user_messages.append({"role": "assistant", "content": text})
             self._agent_messages.append({"role": "user", "content": move.reply or SILENCE})
             if self._flag(role, problem, rewards):

@@ -71,6 +71,13 @@ _FILLER = frozenset({"empathy", "greeting", "respect_time", "simplify"})
 _CONFUSED = "Communication_and_Comprehension"
 
 
+_TOP_C, _TOP_E, _TOP_TR = (n - 1 for n in STATE_DIMS)
+
+
+def _clamp(c: int, e: int, tr: int) -> tuple[int, int, int]:
+    return min(max(c, 0), _TOP_C), min(max(e, 0), _TOP_E), min(max(tr, 0), _TOP_TR)
+
+
 def _one(rng: random.Random, options: tuple[str, ...]) -> str:
     return options[rng.randrange(len(options))]
 
@@ -93,7 +100,7 @@ class ScriptedUser(ScriptedPolicy):
         rng = memory.rng
         utterance = observation["messages"][-1]["content"]
         turn = int(observation["turn"])
-        c, e, tr = (int(v) for v in observation["state"])
+        c, e, tr = observation["state"].tolist()
         start = (c, e, tr)
         acts = analyze(utterance)
         n_words = len(utterance.split())
@@ -194,7 +201,7 @@ class ScriptedUser(ScriptedPolicy):
 
     def _finish(self, memory, rng, said, state, start, turn, acts, lapse=False) -> str:
         d = self.dynamics
-        c, e, tr = (min(max(v, 0), n - 1) for v, n in zip(state, STATE_DIMS))
+        c, e, tr = _clamp(*state)
         for behavior_id in list(memory.open):
             memory.open[behavior_id] += 1
             if lapse:
@@ -209,7 +216,7 @@ class ScriptedUser(ScriptedPolicy):
             if due and not memory.open:
                 memory.open[behavior.id] = 0
                 memory.voiced.add(behavior.id)
-        c, e, tr = (min(max(v, 0), n - 1) for v, n in zip((c, e, tr), STATE_DIMS))
+        c, e, tr = _clamp(c, e, tr)
         if any(age > d.patience_rounds for age in memory.open.values()):
             said.append("I asked you already. Forget it.")
             return self._emit(memory, rng, said, (c, e, tr), status=-1)
