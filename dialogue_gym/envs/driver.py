@@ -10,20 +10,15 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from dialogue_gym.seeding import mix_seed
+
 from dialogue_gym.game import Game, StepResult
 from dialogue_gym.simulators.base import RolePolicy
 
 
-_MASK64 = (1 << 64) - 1
-
-
 def role_seed(episode_seed: int, role: str, roles: Sequence[str]) -> int:
-    """The seed a role's policy uses in an episode: a pure function of the episode seed and the role
-    (SplitMix64 of the pair; cheap, since scripted rollouts start thousands of episodes per second)."""
-    z = (int(episode_seed) * 0x9E3779B97F4A7C15 + roles.index(role) + 1) & _MASK64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return (z ^ (z >> 31)) >> 1
+    """The seed a role's policy uses in an episode: a pure function of the episode seed and the role."""
+    return mix_seed(episode_seed, roles.index(role))
 
 
 class CounterpartDriver:

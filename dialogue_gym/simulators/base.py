@@ -24,11 +24,18 @@ class RolePolicy(Protocol):
 
 
 class ScriptedPolicy:
-    """Base of weight-free policies: implement ``act`` for one observation; memory holds a seeded
-    ``random.Random`` (cheaper than a NumPy generator for the few scalar draws a turn needs)."""
+    """Base of weight-free policies: implement ``act`` for one observation. The memory is a dict with
+    the episode's ``profile`` and ``seed``; :meth:`rng` gives a seeded ``random.Random``, made on first use
+    (cheaper than a NumPy generator for the few scalar draws a turn needs)."""
 
     def start(self, profile: dict[str, Any], seed: int) -> Any:
-        return {"rng": random.Random(seed), "profile": profile}
+        return {"seed": seed, "profile": profile}
+
+    @staticmethod
+    def rng(memory: dict[str, Any]) -> random.Random:
+        if "rng" not in memory:
+            memory["rng"] = random.Random(memory["seed"])
+        return memory["rng"]
 
     def act(self, observation: dict[str, Any], info: dict[str, Any], memory: Any) -> str:
         raise NotImplementedError

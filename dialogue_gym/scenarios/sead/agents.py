@@ -118,7 +118,7 @@ class RandomAgent(ScriptedPolicy):
     """Says a random phrase from any act (including closings) each turn, with a random estimate."""
 
     def act(self, observation: dict[str, Any], info: dict[str, Any], memory: Any) -> str:
-        rng = memory["rng"]
+        rng = self.rng(memory)
         pool = [phrase for options in PHRASES.values() for phrase in options] + [
             "You have to claim this right now, it's your last chance!",
             "The weather is nice today.",

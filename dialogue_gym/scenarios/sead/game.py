@@ -17,6 +17,7 @@ from gymnasium import logger, spaces
 
 from dialogue_gym.errors import ConfigError, InvalidAction
 from dialogue_gym.game import Game, StepResult, check_invalid_action_mode
+from dialogue_gym.seeding import mix_seed
 from dialogue_gym.scenarios.sead.data import (
     DEFAULT_BEHAVIORS_FILE,
     DEFAULT_SCENARIO_FILE,
@@ -224,7 +225,7 @@ class SeadGame(Game):
 
     def evaluation_options(self, episode: int, seed: int) -> dict[str, Any]:
         """Stratified: initial state ``episode % 120``, behaviors drawn from ``(seed, episode)``."""
-        rng = random.Random(f"{seed}/{episode}")
+        rng = random.Random(mix_seed(seed, episode))
         profile = sample_profile(rng, self.library.ids, ALL_STATES[episode % len(ALL_STATES)])
         return {"profile": profile.to_dict()}
 

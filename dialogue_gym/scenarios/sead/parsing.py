@@ -17,6 +17,11 @@ from dialogue_gym.scenarios.sead.state import UserState
 
 _TAG = re.compile(r"<(\w+)>(.*?)</\1>", re.DOTALL)
 _ANY_TAG = re.compile(r"</?\w+>")
+_CANONICAL_USER = re.compile(
+    r"<think>(.*?)</think><reply>(.*?)</reply><cooperation>(\d)</cooperation>"
+    r"<emotion>(\d)</emotion><trust>(\d)</trust><status>(-?\d)</status>",
+    re.DOTALL,
+)
 
 AGENT_SCORE_FIELDS = ("cooperation_score", "emotion_score", "trust_score")
 USER_STATE_FIELDS = ("cooperation", "emotion", "trust")
@@ -142,6 +147,12 @@ def render_agent_output(utterance: str, estimate: tuple[int, int, int] | None = 
 @lru_cache(maxsize=16384)
 def parse_user_output(text: str, previous: UserState) -> UserMove:
     """Read one user turn. Out-of-range states are clamped, missing ones repaired from ``previous``. Pure and memoised."""
+    canonical = _CANONICAL_USER.fullmatch(text)
+    if canonical is not None:
+        think, reply, c, e, tr, status = canonical.groups()
+        state = UserState(int(c), int(e), int(tr))
+        if not state.out_of_range() and int(status) in USER_STATUS and reply.strip() == reply and reply:
+            return UserMove(" ".join(reply.split()), state, int(status), think.strip())
     fields = {name: value.strip() for name, value in _TAG.findall(text)}
     problems: list[str] = []
     if "reply" in fields:

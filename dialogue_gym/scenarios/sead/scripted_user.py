@@ -55,6 +55,7 @@ class UserDynamics:
 class UserMemory:
     rng: random.Random
     behaviors: tuple[Behavior, ...]
+    categories: frozenset[str]
     voice_at: dict[str, int]
     open: dict[str, int] = field(default_factory=dict)
     voiced: set[str] = field(default_factory=set)
@@ -93,7 +94,7 @@ class ScriptedUser(ScriptedPolicy):
         rng = random.Random(seed)
         behaviors = tuple(self.library[b] for b in profile["behaviors"])
         voice_at = {b.id: 1 if b.category == _BUSY else rng.randint(1, self.dynamics.max_voice_turn) for b in behaviors}
-        return UserMemory(rng=rng, behaviors=behaviors, voice_at=voice_at)
+        return UserMemory(rng=rng, behaviors=behaviors, categories=frozenset(b.category for b in behaviors), voice_at=voice_at)
 
     def act(self, observation: dict[str, Any], info: dict[str, Any], memory: UserMemory) -> str:
         d = self.dynamics
@@ -109,7 +110,7 @@ class ScriptedUser(ScriptedPolicy):
         def chance(p: float) -> int:
             return int(rng.random() < p)
 
-        categories = {b.category for b in memory.behaviors}
+        categories = memory.categories
         lapse_p = d.lapse + (d.long_turn_lapse if n_words > d.long_turn_words else 0.0)
         if rng.random() < lapse_p:
             said.append("Sorry, I missed that. What did you say?")

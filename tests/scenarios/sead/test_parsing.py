@@ -100,3 +100,20 @@ def test_agent_parser_on_tag_soup(pieces):
 def test_user_parser_always_returns_a_state_in_range(text, previous):
     move = parse_user_output(text, UserState(*previous))
     assert not move.state.out_of_range() and move.status in (-1, 0, 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(max_size=40),
+    st.text(max_size=60),
+    st.tuples(st.integers(-1, 9), st.integers(-1, 9), st.integers(-1, 9)),
+    st.integers(-2, 2),
+)
+def test_canonical_user_records_parse_like_the_general_path(think, reply, state, status):
+    """The fast path for well-formed records must agree with the lenient parser on every input."""
+    text = render_user_output(reply, state, status, think)
+    fast = parse_user_output(text, UserState(1, 1, 1))
+    slow = parse_user_output.__wrapped__(text + " ", UserState(1, 1, 1))
+    assert fast.state == slow.state and fast.status == slow.status and (fast.problem is None) == (slow.problem is None)
+    if fast.problem is None:
+        assert fast.reply == slow.reply
