@@ -50,6 +50,7 @@ def words(utterance: str) -> frozenset[str]:
     return frozenset(_WORD.findall(utterance.lower()))
 
 
+@lru_cache(maxsize=65536)
 def similarity(a: frozenset[str], b: frozenset[str]) -> float:
     """Jaccard similarity of two word sets (1.0 for identical utterances)."""
     if not a or not b:
