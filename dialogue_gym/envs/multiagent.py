@@ -8,25 +8,22 @@ ignores the others'; ``infos[agent]["to_act"]`` says who acts next.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from pettingzoo import AECEnv, ParallelEnv
 
-from dialogue_gym.envs.single import render_transcript
+from dialogue_gym.envs.rendering import RENDER_MODES, TranscriptRendering
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game
-from dialogue_gym.types import Trajectory
 
 
-class DialogueAECEnv(AECEnv):
-    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1, "is_parallelizable": False}
+class DialogueAECEnv(TranscriptRendering, AECEnv):
+    metadata = {"render_modes": RENDER_MODES, "render_fps": 1, "is_parallelizable": False}
 
     def __init__(self, game: Game, render_mode: str | None = None):
         super().__init__()
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ConfigError(f"render_mode={render_mode!r} is not supported; use one of {self.metadata['render_modes']} or None.")
         self.game = game
-        self.render_mode = render_mode
+        self.render_mode = self.check_render_mode(render_mode)
         self.possible_agents = list(game.roles)
         self.agents: list[str] = []
 
@@ -65,29 +62,16 @@ class DialogueAECEnv(AECEnv):
             next_agent = self.game.current_role
         self._accumulate_rewards()
         self.agent_selection = next_agent
-        if self.render_mode == "human":
-            print(render_transcript(self.game).splitlines()[-1])
-
-    def render(self) -> str | None:
-        if self.render_mode == "ansi":
-            return render_transcript(self.game)
-        if self.render_mode == "human":
-            print(render_transcript(self.game))
-        return None
-
-    def trajectory(self) -> Trajectory:
-        return self.game.trajectory()
-
-    def close(self) -> None:
-        pass
+        self._after_step()
 
 
-class DialogueParallelEnv(ParallelEnv):
-    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
+
+class DialogueParallelEnv(TranscriptRendering, ParallelEnv):
+    metadata = {"render_modes": RENDER_MODES, "render_fps": 1}
 
     def __init__(self, game: Game, render_mode: str | None = None):
         self.game = game
-        self.render_mode = render_mode
+        self.render_mode = self.check_render_mode(render_mode)
         self.possible_agents = list(game.roles)
         self.agents: list[str] = []
 
@@ -121,19 +105,8 @@ class DialogueParallelEnv(ParallelEnv):
         terminations = {a: done for a in self.agents}
         truncations = {a: False for a in self.agents}
         infos = self._infos()
+        self._after_step()
         if done:
             self.agents = []
         return observations, rewards, terminations, truncations, infos
 
-    def render(self) -> str | None:
-        if self.render_mode == "ansi":
-            return render_transcript(self.game)
-        if self.render_mode == "human":
-            print(render_transcript(self.game))
-        return None
-
-    def trajectory(self) -> Trajectory:
-        return self.game.trajectory()
-
-    def close(self) -> None:
-        pass

@@ -8,33 +8,24 @@ import gymnasium as gym
 import numpy as np
 
 from dialogue_gym.envs.driver import CounterpartDriver
+from dialogue_gym.envs.rendering import RENDER_MODES, TranscriptRendering
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game
 from dialogue_gym.simulators.base import RolePolicy
 from dialogue_gym.types import Trajectory
 
 
-def render_transcript(game: Game) -> str:
-    lines = [f"[{game.id} seed={game.seed} profile={game.episode_profile()}]"]
-    lines += [f"{turn.role}: {turn.text}" + (f"  [invalid: {turn.invalid}]" if turn.invalid else "") for turn in game.trajectory().turns]
-    if game.done:
-        lines.append(f"-- outcome: {game.trajectory().outcome.value}")
-    return "\n".join(lines)
-
-
-class DialogueEnv(gym.Env):
+class DialogueEnv(TranscriptRendering, gym.Env):
     """Generic single-agent view over a :class:`~dialogue_gym.game.Game`."""
 
-    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
+    metadata = {"render_modes": RENDER_MODES, "render_fps": 1}
 
     def __init__(self, game: Game, learner: str, policies: Mapping[str, RolePolicy], render_mode: str | None = None):
         if learner not in game.roles:
             raise ConfigError(f"learner={learner!r} is not a role of {game.id}; choose one of {list(game.roles)}.")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ConfigError(f"render_mode={render_mode!r} is not supported; use one of {self.metadata['render_modes']} or None.")
         self.game = game
         self.learner = learner
-        self.render_mode = render_mode
+        self.render_mode = self.check_render_mode(render_mode)
         self.driver = CounterpartDriver({r: p for r, p in policies.items() if r != learner}, learner)
         self.observation_space = game.observation_space(learner)
         self.action_space = game.action_space(learner)
@@ -57,20 +48,12 @@ class DialogueEnv(gym.Env):
         reward = np.zeros(1)
         reward[0] = result.rewards.get(self.learner, 0.0)
         self.driver.advance([self.game], [self._memories], reward)
-        if self.render_mode == "human":
-            print(render_transcript(self.game).splitlines()[-1])
+        self._after_step()
         terminated = self.game.done
         return self.game.observe(self.learner), float(reward[0]), terminated, False, self.game.info(self.learner)
 
-    def render(self) -> str | None:
-        if self.render_mode == "ansi":
-            return render_transcript(self.game)
-        if self.render_mode == "human":
-            print(render_transcript(self.game))
-        return None
-
     def trajectory(self) -> Trajectory:
         """The episode so far (complete once terminated), with the learner role recorded."""
-        trajectory = self.game.trajectory()
+        trajectory = super().trajectory()
         trajectory.learner = self.learner
         return trajectory
