@@ -17,7 +17,19 @@ from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game
 
 
-class DialogueAECEnv(TranscriptRendering, AECEnv):
+class _RoleSpaces:
+    """Each agent's spaces are its role's spaces in the game."""
+
+    game: Game
+
+    def observation_space(self, agent: str):
+        return self.game.observation_space(agent)
+
+    def action_space(self, agent: str):
+        return self.game.action_space(agent)
+
+
+class DialogueAECEnv(_RoleSpaces, TranscriptRendering, AECEnv):
     metadata = {"render_modes": RENDER_MODES, "render_fps": 1, "is_parallelizable": False}
 
     def __init__(self, game: Game, render_mode: str | None = None):
@@ -26,12 +38,6 @@ class DialogueAECEnv(TranscriptRendering, AECEnv):
         self.render_mode = self.check_render_mode(render_mode)
         self.possible_agents = list(game.roles)
         self.agents: list[str] = []
-
-    def observation_space(self, agent: str):
-        return self.game.observation_space(agent)
-
-    def action_space(self, agent: str):
-        return self.game.action_space(agent)
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         self.game.reset(seed=seed, options=options)
@@ -66,7 +72,7 @@ class DialogueAECEnv(TranscriptRendering, AECEnv):
 
 
 
-class DialogueParallelEnv(TranscriptRendering, ParallelEnv):
+class DialogueParallelEnv(_RoleSpaces, TranscriptRendering, ParallelEnv):
     metadata = {"render_modes": RENDER_MODES, "render_fps": 1}
 
     def __init__(self, game: Game, render_mode: str | None = None):
@@ -74,12 +80,6 @@ class DialogueParallelEnv(TranscriptRendering, ParallelEnv):
         self.render_mode = self.check_render_mode(render_mode)
         self.possible_agents = list(game.roles)
         self.agents: list[str] = []
-
-    def observation_space(self, agent: str):
-        return self.game.observation_space(agent)
-
-    def action_space(self, agent: str):
-        return self.game.action_space(agent)
 
     def _infos(self) -> dict[str, dict[str, Any]]:
         return {a: {**self.game.info(a), "to_act": a == self.game.current_role} for a in self.agents}

@@ -51,6 +51,7 @@ the agent when the user learns), ``user`` ("scripted" | "llm"), ``agent_backend`
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from typing import Any
 
 from pettingzoo.utils import wrappers
@@ -65,42 +66,40 @@ from dialogue_gym.scenarios.sead.policies import make_policy
 ROLES = SeadGame.roles
 
 
-def _policies(
-    learner: str,
-    agent: Any,
-    user: Any,
-    agent_backend: Any,
-    user_backend: Any,
-    agent_sampling: dict | None,
-    user_sampling: dict | None,
-    game: SeadGame,
-) -> dict[str, Any]:
-    specs = {"agent": (agent, agent_backend, agent_sampling), "user": (user, user_backend, user_sampling)}
-    return {
-        role: make_policy(role, spec, game.library, backend, sampling)
-        for role, (spec, backend, sampling) in specs.items()
-        if role != learner
-    }
+@dataclass(frozen=True)
+class RolePlayers:
+    """Who plays which role (JSON-serializable kwargs shared by the single-agent and vector envs)."""
+
+    learner: str = "agent"
+    agent: Any = "sop"
+    user: Any = "scripted"
+    agent_backend: Any = None
+    user_backend: Any = None
+    agent_sampling: dict | None = None
+    user_sampling: dict | None = None
+
+    @classmethod
+    def split(cls, kwargs: dict[str, Any]) -> tuple[RolePlayers, SeadGame]:
+        """Separate role kwargs from game-config kwargs; build the players and a template game."""
+        names = {f.name for f in fields(cls)}
+        players = cls(**{k: v for k, v in kwargs.items() if k in names})
+        game = SeadGame(build_config(SeadConfig, {k: v for k, v in kwargs.items() if k not in names}))
+        return players, game
+
+    def policies(self, game: SeadGame) -> dict[str, Any]:
+        return {
+            role: make_policy(role, getattr(self, role), game.library, getattr(self, f"{role}_backend"), getattr(self, f"{role}_sampling"))
+            for role in ROLES
+            if role != self.learner
+        }
 
 
 class SeadOutboundEnv(DialogueEnv):
     __doc__ = __doc__
 
-    def __init__(
-        self,
-        learner: str = "agent",
-        agent: Any = "sop",
-        user: Any = "scripted",
-        agent_backend: Any = None,
-        user_backend: Any = None,
-        agent_sampling: dict | None = None,
-        user_sampling: dict | None = None,
-        render_mode: str | None = None,
-        **config: Any,
-    ):
-        game = SeadGame(build_config(SeadConfig, config))
-        policies = _policies(learner, agent, user, agent_backend, user_backend, agent_sampling, user_sampling, game)
-        super().__init__(game, learner, policies, render_mode)
+    def __init__(self, render_mode: str | None = None, **kwargs: Any):
+        players, game = RolePlayers.split(kwargs)
+        super().__init__(game, players.learner, players.policies(game), render_mode)
 
     def make_role_policy(self, role: str, spec: Any, backend: Any = None, sampling: dict | None = None):
         return make_policy(role, spec, self.game.library, backend, sampling)
@@ -109,22 +108,9 @@ class SeadOutboundEnv(DialogueEnv):
 class SeadOutboundVectorEnv(DialogueVectorEnv):
     __doc__ = __doc__
 
-    def __init__(
-        self,
-        num_envs: int = 1,
-        learner: str = "agent",
-        agent: Any = "sop",
-        user: Any = "scripted",
-        agent_backend: Any = None,
-        user_backend: Any = None,
-        agent_sampling: dict | None = None,
-        user_sampling: dict | None = None,
-        **config: Any,
-    ):
-        sead_config = build_config(SeadConfig, config)
-        template = SeadGame(sead_config)
-        policies = _policies(learner, agent, user, agent_backend, user_backend, agent_sampling, user_sampling, template)
-        super().__init__(template.spawn, num_envs, learner, policies)
+    def __init__(self, num_envs: int = 1, **kwargs: Any):
+        players, template = RolePlayers.split(kwargs)
+        super().__init__(template.spawn, num_envs, players.learner, players.policies(template))
 
 
 class raw_env(DialogueAECEnv):
