@@ -1,0 +1,5 @@
+"""Pieces every trainer shares: the run folder (crash-safe outputs and resume)."""
+
+from trainers.common.rundir import RunDir
+
+__all__ = ["RunDir"]
