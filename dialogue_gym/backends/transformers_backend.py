@@ -137,8 +137,9 @@ class TransformersBackend:
 
     def __init__(
         self,
-        model: str | os.PathLike[str],
+        model: str | os.PathLike[str] | Any,
         *,
+        tokenizer: Any = None,
         gguf_file: str | None = None,
         device: str = "cpu",
         dtype: str = "float32",
@@ -157,9 +158,13 @@ class TransformersBackend:
         _check_seed(seed, where)
         if dtype not in _DTYPES:
             raise ConfigError(f"{where}: dtype must be one of {list(_DTYPES)}, got {dtype!r}.")
-        if not isinstance(model, (str, os.PathLike)):
+        in_memory = not isinstance(model, (str, os.PathLike)) and callable(getattr(model, "generate", None))
+        if in_memory and tokenizer is None:
+            raise ConfigError(f"{where}: a model object needs its tokenizer; pass tokenizer=... with model={type(model).__name__}.")
+        if not in_memory and not isinstance(model, (str, os.PathLike)):
             raise ConfigError(
-                f"{where}: model must be a local folder path or 'smollm2', got {type(model).__name__} {model!r}."
+                f"{where}: model must be a local folder path, 'smollm2', or a loaded causal LM with tokenizer=..., "
+                f"got {type(model).__name__} {model!r}."
             )
         if gguf_file is not None and not isinstance(gguf_file, str):
             raise ConfigError(f"{where}: gguf_file must be a file name (str) or None, got {gguf_file!r}.")
@@ -181,7 +186,7 @@ class TransformersBackend:
         if self.device.type == "cuda" and not torch.cuda.is_available():
             raise ConfigError(f"{where}: device={device!r} but CUDA is not available here; pass device='cpu'.")
 
-        folder, gguf_file = self._resolve_model(model, gguf_file)
+        folder, gguf_file = (None, None) if in_memory else self._resolve_model(model, gguf_file)
         if gguf_file is not None:
             for package in ("gguf", "accelerate"):
                 if importlib.util.find_spec(package) is None:
@@ -194,16 +199,21 @@ class TransformersBackend:
         if gguf_file is not None:
             load_kw["gguf_file"] = gguf_file
         try:
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), **load_kw)
-            self.model = transformers.AutoModelForCausalLM.from_pretrained(str(folder), **load_kw, **dtype_kw)
+            if in_memory:
+                # A live policy being trained: generate with its current weights, leave its mode to the caller.
+                self.tokenizer, self.model = tokenizer, model
+            else:
+                self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), **load_kw)
+                self.model = transformers.AutoModelForCausalLM.from_pretrained(str(folder), **load_kw, **dtype_kw)
         except (OSError, ValueError, KeyError) as exc:
             raise ConfigError(
                 f"{where}: could not load a causal language model from model={str(model)!r}"
                 f"{f' (gguf_file={gguf_file!r})' if gguf_file else ''}: {exc}. Pass a folder written by "
                 "save_pretrained (tokenizer + model), a folder holding a .gguf file, or model='smollm2'."
             ) from exc
-        self.model.to(self.device)
-        self.model.eval()
+        if not in_memory:
+            self.model.to(self.device)
+            self.model.eval()
 
         if getattr(self.tokenizer, "chat_template", None) is None:
             raise ConfigError(
@@ -224,7 +234,7 @@ class TransformersBackend:
             pad = self.model.generation_config.pad_token_id
         self._pad_id = int(pad) if pad is not None else self._eos_ids[0]
 
-        self.model_name = str(model)
+        self.model_name = type(model).__name__ if in_memory else str(model)
         self.gguf_file = gguf_file
         self.max_new_tokens = max_new_tokens
         self.temperature = float(temperature)
@@ -234,7 +244,7 @@ class TransformersBackend:
         self._calls = 0
         self.spec: dict[str, Any] = {
             "name": self.name,
-            "model": str(model) if not isinstance(model, str) else model,
+            "model": self.model_name,
             "gguf_file": gguf_file,
             "device": device,
             "dtype": dtype,
