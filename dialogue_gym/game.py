@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from gymnasium.spaces import Space
@@ -47,6 +47,14 @@ def check_invalid_action_mode(mode: str) -> str:
     return mode
 
 
+class StartSource(Protocol):
+    """Where episodes start when ``reset`` gets no options (e.g. a curriculum), and who hears how they end."""
+
+    def next_options(self) -> dict[str, Any]: ...
+
+    def episode_finished(self, trajectory: Trajectory) -> None: ...
+
+
 class Game(ABC):
     """A turn-based dialogue game: roles take turns emitting raw text until the episode ends."""
 
@@ -58,6 +66,7 @@ class Game(ABC):
         self.rng = random.Random()
         self.seed: int | None = None
         self._started = False
+        self.start_source: StartSource | None = None
 
     # -- lifecycle -----------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
@@ -68,6 +77,8 @@ class Game(ABC):
         self.seed = int(seed) if seed is not None else random.SystemRandom().getrandbits(62)
         self.rng = random.Random(self.seed)
         self._started = True
+        if not options and self.start_source is not None:
+            options = self.start_source.next_options()
         self._reset(options or {})
 
     def step(self, action: Any, *, token_ids: list[int] | None = None, logprobs: list[float] | None = None) -> StepResult:
@@ -82,7 +93,25 @@ class Game(ABC):
                 f"The {role!r} role's action must be a str (its raw text output), got "
                 f"{type(action).__name__}: {action!r:.80}. Decode model output to text before calling step()."
             )
-        return self._step(role, action, token_ids, logprobs)
+        result = self._step(role, action, token_ids, logprobs)
+        if self.start_source is not None and self.current_role is None:
+            self.start_source.episode_finished(self.trajectory())
+        return result
+
+    def abort(self, cause: str) -> StepResult:
+        """End the running episode because a role could not move (e.g. its backend failed after its
+        bounded retries): outcome :attr:`~dialogue_gym.types.Outcome.BACKEND_FAILURE`, no rewards, and
+        ``cause`` kept in the trajectory's ``meta["failure"]``. Returns a truncation :class:`StepResult`
+        for the role that could not move."""
+        if not isinstance(cause, str) or not cause.strip():
+            raise ConfigError(f"abort(cause) needs a non-empty str naming what failed, got {cause!r}.")
+        if not self._started:
+            raise EpisodeStateError("abort() called before reset(); call reset(seed=...) first.")
+        role = self.current_role
+        if role is None:
+            raise EpisodeStateError("abort() called after the episode ended; call reset() to start a new one.")
+        self._abort(role, cause)
+        return StepResult(role, {}, terminated=False, truncated=True, info=self.info(role))
 
     # -- what scenarios implement --------------------------------------------------
     @abstractmethod
@@ -90,6 +119,14 @@ class Game(ABC):
 
     @abstractmethod
     def _step(self, role: str, text: str, token_ids: list[int] | None, logprobs: list[float] | None) -> StepResult: ...
+
+    def _abort(self, role: str, cause: str) -> None:
+        """End the episode with outcome ``BACKEND_FAILURE`` and record ``cause`` (see :meth:`abort`)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not implement _abort(role, cause), so a backend failure cannot end "
+            "its episodes; implement it (set the outcome to Outcome.BACKEND_FAILURE, end the episode, and put "
+            "the cause in the trajectory's meta['failure'])."
+        )
 
     @property
     @abstractmethod

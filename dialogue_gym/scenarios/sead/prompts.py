@@ -37,7 +37,8 @@ def user_system_prompt(campaign: Campaign, profile: Profile, state: UserState, l
         f"You are a restaurant owner receiving a phone call from {campaign.company}. Play this person realistically.\n"
         f"The caller wants you to claim {campaign.facts.get('credit', 'an offer')}; their script goes: {stages}. "
         "Success means you complete the operation in your back-office app.\n"
-        f"Your current state: cooperation {state.cooperation}/{c}, emotion {state.emotion}/{e}, trust {state.trust}/{tr}.\n"
+        + (f"Who you are: {profile.persona}\n" if profile.persona else "")
+        + f"Your current state: cooperation {state.cooperation}/{c}, emotion {state.emotion}/{e}, trust {state.trust}/{tr}.\n"
         f"Your behaviors in this call:\n{behaviors}\n{REFERENCE_RULES}\n\n"
         "Each turn, think, reply in one or two spoken sentences, and update your state. Answer in this format:\n"
         "<think>your private reasoning</think><reply>what you say</reply>"

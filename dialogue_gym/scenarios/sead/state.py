@@ -47,13 +47,18 @@ def state_index(state: tuple[int, int, int]) -> int:
 
 @dataclass(frozen=True)
 class Profile:
-    """Initial user profile p_0: initial state and 1-3 behavior ids from the library."""
+    """Initial user profile p_0: initial state, 1-3 behavior ids from the library, and an optional
+    free-form persona text (the unstructured curriculum's profiles; shown in the user's prompt)."""
 
     state: UserState
     behaviors: tuple[str, ...]
+    persona: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"state": list(self.state), "behaviors": list(self.behaviors)}
+        data: dict[str, Any] = {"state": list(self.state), "behaviors": list(self.behaviors)}
+        if self.persona is not None:
+            data["persona"] = self.persona
+        return data
 
     @classmethod
     def coerce(cls, value: Any, library_ids: tuple[str, ...]) -> Profile:
@@ -67,7 +72,10 @@ class Profile:
                 raise ScenarioError(
                     f"profile['state'] must be three ints (cooperation, emotion, trust), got {value['state']!r}."
                 ) from exc
-            profile = cls(state, tuple(value.get("behaviors", ())))
+            persona = value.get("persona")
+            if persona is not None and not isinstance(persona, str):
+                raise ScenarioError(f"profile['persona'] must be a str or absent, got {persona!r}.")
+            profile = cls(state, tuple(value.get("behaviors", ())), persona)
         else:
             raise ScenarioError(
                 f"A profile must be a Profile or a dict like {{'state': [c, e, tr], 'behaviors': [ids]}}, "

@@ -1,0 +1,279 @@
+"""SEAD's Profile Controller: the curriculum over initial user profiles (SPEC section 1).
+
+It never acts inside a dialogue; it only picks the profiles p_0 = (c0, e0, tr0, B) that the next
+batch of dialogues starts from, and learns which initial states are near the target completion
+rate from the trajectories those dialogues produced (Mistake Analysis).
+
+Modes (the paper's Table 3 ablations):
+
+* ``full``: cold start uniform over the 120 states, then weights w(s) = 1 - |CR(s) - target| on
+  the completion rates accumulated over the run; unseen states weigh 1 (explored first).
+* ``uniform`` ("w/o MA"): the structured grid, sampled uniformly, no adaptation.
+* ``unstructured`` ("w/o MA + w/o PS"): free-form personas, not drawn from the grid.
+
+In every grid mode a state stops being sampled once ``n_max`` dialogues started from it, no
+profile appears twice in a batch, and profiles breaking a consistency rule are resampled.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from dialogue_gym.errors import ConfigError, ScenarioError
+from dialogue_gym.scenarios.sead.data import DATA_DIR, DEFAULT_BEHAVIORS_FILE, BehaviorLibrary, load_behaviors
+from dialogue_gym.scenarios.sead.state import ALL_STATES, MAX_BEHAVIORS, STATE_DIMS, STATE_NAMES, Profile, UserState, state_index
+from dialogue_gym.types import Outcome, Trajectory
+
+MODES = ("full", "uniform", "unstructured")
+CATEGORIES = ("too_easy", "ideal", "too_hard", "unseen")
+DEFAULT_RULES_FILE = DATA_DIR / "profile_rules.json"
+DEFAULT_PERSONAS_FILE = DATA_DIR / "personas.json"
+_MAX_ATTEMPTS = 10_000
+
+
+@dataclass(frozen=True)
+class ProfileRules:
+    """The declarative consistency table (data/profile_rules.json)."""
+
+    state_rules: tuple[dict[str, Any], ...]
+    behavior_rules: tuple[dict[str, Any], ...]
+
+    def state_violation(self, state: UserState) -> str | None:
+        values = dict(zip(STATE_NAMES, state))
+        for rule in self.state_rules:
+            if all(low <= values[name] <= high for name, (low, high) in rule["when"].items()):
+                return rule["reason"]
+        return None
+
+    def violations(self, profile: Profile, library: BehaviorLibrary) -> list[str]:
+        reasons = [r for r in [self.state_violation(profile.state)] if r]
+        categories = [library[b].category for b in profile.behaviors]
+        for rule in self.behavior_rules:
+            if rule.get("same_category") and len(set(categories)) < len(categories):
+                reasons.append(rule["reason"])
+            elif "categories" in rule and all(c in categories for c in rule["categories"]):
+                reasons.append(rule["reason"])
+        return reasons
+
+
+@lru_cache(maxsize=8)
+def load_rules(path: str | Path = DEFAULT_RULES_FILE) -> ProfileRules:
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    for position, rule in enumerate(data.get("state_rules", [])):
+        unknown = set(rule.get("when", {})) - set(STATE_NAMES)
+        if unknown or "reason" not in rule:
+            raise ScenarioError(
+                f"{path}: state_rules[{position}]: needs 'when' over {list(STATE_NAMES)} and a 'reason'; got {rule!r}."
+            )
+    for position, rule in enumerate(data.get("behavior_rules", [])):
+        if "reason" not in rule or not ("categories" in rule or rule.get("same_category")):
+            raise ScenarioError(f"{path}: behavior_rules[{position}]: needs 'categories' or 'same_category', and a 'reason'.")
+    return ProfileRules(tuple(data.get("state_rules", [])), tuple(data.get("behavior_rules", [])))
+
+
+def _jsonable(value: Any) -> Any:
+    return [_jsonable(v) for v in value] if isinstance(value, (tuple, list)) else value
+
+
+def _tupled(value: Any) -> Any:
+    return tuple(_tupled(v) for v in value) if isinstance(value, list) else value
+
+
+class ProfileController:
+    """Samples initial user profiles for SEAD-Outbound and adapts to the agent's completion rates.
+
+    Args:
+        mode: ``"full"``, ``"uniform"`` or ``"unstructured"`` (see the module docstring).
+        batch_size: profiles per iteration (SPEC: 60); ``sample()`` without ``n`` returns this many.
+        n_max: dialogues per initial state over a run before the state is no longer sampled (200).
+        target: the completion rate the curriculum aims at (0.5).
+        band: ``(low, high)`` completion rates counted as "ideal" (0.4, 0.6).
+        smoothing: ``None`` (the paper) or ``"beta"``: CR = (successes + a) / (dialogues + a + b).
+        prior: ``(a, b)`` of the Beta smoothing, centred at 0.5 by default.
+        seed: seed of the sampler; the sampler's state is part of :meth:`state_dict`.
+    """
+
+    def __init__(
+        self,
+        mode: str = "full",
+        batch_size: int = 60,
+        n_max: int = 200,
+        target: float = 0.5,
+        band: tuple[float, float] = (0.4, 0.6),
+        smoothing: str | None = None,
+        prior: tuple[float, float] = (1.0, 1.0),
+        seed: int = 0,
+        behaviors_file: str | None = None,
+        rules_file: str | None = None,
+        personas_file: str | None = None,
+    ):
+        if mode not in MODES:
+            raise ConfigError(f"mode={mode!r} is not a ProfileController mode; use one of {MODES}.")
+        for name, value in (("batch_size", batch_size), ("n_max", n_max)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive int, got {value!r}.")
+        if not 0.0 <= target <= 1.0:
+            raise ConfigError(f"target must be a completion rate in [0, 1], got {target!r}.")
+        if len(band) != 2 or not 0.0 <= band[0] <= band[1] <= 1.0:
+            raise ConfigError(f"band must be (low, high) with 0 <= low <= high <= 1, got {band!r}.")
+        if smoothing not in (None, "beta"):
+            raise ConfigError(f"smoothing={smoothing!r} is not supported; use None or 'beta'.")
+        if len(prior) != 2 or min(prior) <= 0:
+            raise ConfigError(f"prior must be two positive Beta parameters (a, b), got {prior!r}.")
+        self.mode = mode
+        self.batch_size = batch_size
+        self.n_max = n_max
+        self.target = float(target)
+        self.band = (float(band[0]), float(band[1]))
+        self.smoothing = smoothing
+        self.prior = (float(prior[0]), float(prior[1]))
+        self.seed = seed
+        self.library = load_behaviors(behaviors_file or DEFAULT_BEHAVIORS_FILE)
+        self.rules = load_rules(rules_file or DEFAULT_RULES_FILE)
+        self._personas = json.loads(Path(personas_file or DEFAULT_PERSONAS_FILE).read_text(encoding="utf-8"))
+        self._valid_states = np.array([self.rules.state_violation(s) is None for s in ALL_STATES])
+        self.rng = random.Random(seed)
+        self.successes = np.zeros(len(ALL_STATES))
+        self.counts = np.zeros(len(ALL_STATES))
+        self.iterations = 0
+
+    # -- statistics (Mistake Analysis) -------------------------------------------------
+    def update(self, trajectories: Iterable[Trajectory]) -> None:
+        """Add finished dialogues to the per-initial-state statistics (accumulated over the run)."""
+        for trajectory in trajectories:
+            if not isinstance(trajectory, Trajectory):
+                raise ConfigError(f"update() takes Trajectory objects, got {type(trajectory).__name__}.")
+            if trajectory.outcome is None or trajectory.outcome.value == "backend_failure":
+                continue  # unfinished, or no verdict on the agent
+            index = state_index(tuple(trajectory.profile["state"]))
+            self.counts[index] += 1
+            self.successes[index] += trajectory.outcome is Outcome.SUCCESS
+        self.iterations += 1
+
+    def completion_rates(self) -> np.ndarray:
+        """CR per initial state (120 entries, (c, e, tr) lexicographic); NaN where unseen; Beta-smoothed if configured."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if self.smoothing == "beta":
+                a, b = self.prior
+                rates = (self.successes + a) / (self.counts + a + b)
+            else:
+                rates = self.successes / self.counts
+        return np.where(self.counts > 0, rates, np.nan)
+
+    def _raw_weights(self, planned: np.ndarray | None = None) -> np.ndarray:
+        counts = self.counts + (planned if planned is not None else 0)
+        available = self._valid_states & (counts < self.n_max)
+        if self.mode == "full":
+            rates = self.completion_rates()
+            weights = np.where(np.isnan(rates), 1.0, 1.0 - np.abs(rates - self.target))
+        else:
+            weights = np.ones(len(ALL_STATES))
+        return np.where(available, weights, 0.0)
+
+    def weights(self) -> np.ndarray:
+        """The normalised sampling distribution over the 120 states (uniform in ``uniform`` mode)."""
+        weights = self._raw_weights()
+        total = weights.sum()
+        return weights / total if total > 0 else weights
+
+    def categories(self) -> list[str]:
+        """Per state: ``too_easy`` (CR > band high), ``ideal``, ``too_hard`` (CR < band low) or ``unseen``."""
+        low, high = self.band
+        return [
+            "unseen" if math.isnan(rate) else "too_easy" if rate > high else "too_hard" if rate < low else "ideal"
+            for rate in self.completion_rates()
+        ]
+
+    def ideal_fraction(self) -> float:
+        """Fraction of the played states whose completion rate is in the ideal band."""
+        labels = [c for c in self.categories() if c != "unseen"]
+        return labels.count("ideal") / len(labels) if labels else math.nan
+
+    def weight_entropy(self) -> float:
+        weights = self.weights()
+        weights = weights[weights > 0]
+        return float(-(weights * np.log(weights)).sum())
+
+    # -- sampling ---------------------------------------------------------------------
+    def _behaviors(self) -> tuple[str, ...]:
+        ids = self.library.ids
+        chosen = self.rng.sample(range(len(ids)), self.rng.randint(1, MAX_BEHAVIORS))
+        return tuple(ids[i] for i in sorted(chosen))
+
+    def _persona_profile(self) -> Profile:
+        traits = self.rng.sample(self._personas["traits"], 2)
+        state = UserState(*(b + sum(t["shift"][i] for t in traits) for i, b in enumerate(self._personas["base"])))
+        return Profile(state.clamped(), self._behaviors(), persona=" and ".join(t["text"] for t in traits))
+
+    def sample(self, n: int | None = None) -> list[dict[str, Any]]:
+        """``n`` (default ``batch_size``) distinct, consistent profiles, as dicts for ``reset(options={"profile": ...})``."""
+        n = self.batch_size if n is None else n
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ConfigError(f"sample(n) needs a positive int, got {n!r}.")
+        planned = np.zeros(len(ALL_STATES))
+        batch: list[Profile] = []
+        seen: set[Profile] = set()
+        for _ in range(n):
+            for _attempt in range(_MAX_ATTEMPTS):
+                if self.mode == "unstructured":
+                    profile = self._persona_profile()
+                else:
+                    weights = self._raw_weights(planned)
+                    if weights.sum() <= 0:
+                        raise ScenarioError(
+                            f"Every initial state has reached n_max={self.n_max} dialogues; raise n_max or stop the run."
+                        )
+                    index = self.rng.choices(range(len(ALL_STATES)), weights=weights.tolist())[0]
+                    profile = Profile(ALL_STATES[index], self._behaviors())
+                if profile not in seen and not self.rules.violations(profile, self.library):
+                    break
+            else:
+                raise ScenarioError(f"Could not draw {n} distinct consistent profiles; lower n (asked {n}).")
+            seen.add(profile)
+            batch.append(profile)
+            planned[state_index(profile.state)] += 1
+        return [profile.to_dict() for profile in batch]
+
+    # -- persistence ------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "config": {
+                "mode": self.mode, "batch_size": self.batch_size, "n_max": self.n_max, "target": self.target,
+                "band": list(self.band), "smoothing": self.smoothing, "prior": list(self.prior), "seed": self.seed,
+            },
+            "successes": self.successes.tolist(),
+            "counts": self.counts.tolist(),
+            "iterations": self.iterations,
+            "rng": _jsonable(self.rng.getstate()),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        mismatched = {k: (v, getattr(self, k)) for k, v in state["config"].items() if _jsonable(getattr(self, k)) != v}
+        if mismatched:
+            raise ConfigError(f"load_state_dict: saved config differs from this controller's: {mismatched}.")
+        self.successes = np.asarray(state["successes"], dtype=float)
+        self.counts = np.asarray(state["counts"], dtype=float)
+        self.iterations = int(state["iterations"])
+        self.rng.setstate(_tupled(state["rng"]))
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any], **files: Any) -> ProfileController:
+        config = dict(state["config"])
+        config["band"] = tuple(config["band"])
+        config["prior"] = tuple(config["prior"])
+        controller = cls(**config, **files)
+        controller.load_state_dict(state)
+        return controller
+
+
+def state_grid(values: Sequence[float]) -> np.ndarray:
+    """Reshape 120 per-state values to the (cooperation, emotion, trust) grid (5, 4, 6)."""
+    return np.asarray(values, dtype=float).reshape(STATE_DIMS)
