@@ -23,10 +23,15 @@ class SamplingParams:
 
 @dataclass(frozen=True)
 class GenerationRequest:
-    """One chat to continue: ``messages`` as ``[{"role": ..., "content": ...}, ...]``."""
+    """One chat to continue: ``messages`` as ``[{"role": ..., "content": ...}, ...]``.
+
+    ``prompt_ids``, where given, is the exact tokenised prompt (token-in generation for multi-turn
+    training: earlier turns keep the ids they were generated with); backends that work on token
+    ids use it instead of rendering ``messages``."""
 
     messages: tuple[dict[str, str], ...]
     sampling: SamplingParams = field(default_factory=SamplingParams)
+    prompt_ids: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -35,6 +40,10 @@ class GenerationOutput:
 
     ``token_ids`` / ``logprobs`` cover the generated tokens only and are ``None`` where the
     backend cannot provide them; ``prompt_token_ids`` is the tokenised prompt where known.
+
+    ``error`` is ``None`` for a real output. A backend that gives up on one request (after its
+    bounded retries) reports the cause there instead of raising for the whole batch; ``text`` is
+    then ``""`` and must not be used as the role's move (the driver aborts that episode instead).
     """
 
     text: str
@@ -43,6 +52,7 @@ class GenerationOutput:
     prompt_token_ids: list[int] | None = None
     finish_reason: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
 
 
 @runtime_checkable

@@ -310,6 +310,8 @@ class TransformersBackend:
         return max_new, float(temperature), float(top_p), sampling.seed, stop
 
     def _prompt_ids(self, request: GenerationRequest, index: int) -> list[int]:
+        if getattr(request, "prompt_ids", None) is not None:
+            return [int(token) for token in request.prompt_ids]
         messages = getattr(request, "messages", None)
         if messages is None or isinstance(messages, (str, bytes)) or not all(
             isinstance(m, dict) and "role" in m and "content" in m for m in messages

@@ -149,6 +149,19 @@ ESTIMATE_CUES: tuple[tuple[re.Pattern[str], tuple[int, int, int]], ...] = tuple(
 )
 
 
+def track_estimate(estimate: list[int], said: str) -> tuple[int, int, int]:
+    """Move a running (c, e, tr) estimate by the cues in the user's last words; returns it as a tuple."""
+    for pattern, delta in ESTIMATE_CUES:
+        if pattern.search(said):
+            estimate[:] = [min(max(v + d, 0), top) for v, d, top in zip(estimate, delta, (4, 3, 5))]
+    if READY.search(said):
+        estimate[0] = max(estimate[0], MIN_COOPERATION_TO_ACT)
+    return tuple(estimate)
+
+
+READY = re.compile(r"what do i need to do|what's next", re.IGNORECASE)
+
+
 class AdaptiveAgent(ScriptedPolicy):
     """Answers what the user's last words call for; otherwise advances the SOP. Estimates the
     user's state from the same cues."""
@@ -159,11 +172,7 @@ class AdaptiveAgent(ScriptedPolicy):
         if turn == 0:
             return render_agent_output(PHRASES["opening"][0], tuple(estimate))
         said = observation["messages"][-1]["content"]
-        for pattern, delta in ESTIMATE_CUES:
-            if pattern.search(said):
-                estimate[:] = [min(max(v + d, 0), top) for v, d, top in zip(estimate, delta, (4, 3, 5))]
-        if re.search(r"what do i need to do|what's next", said, re.IGNORECASE):
-            estimate[0] = max(estimate[0], MIN_COOPERATION_TO_ACT)
+        track_estimate(estimate, said)
         needs = [act for act, pattern in CUES if pattern.search(said)]
         return render_agent_output(self._compose(needs, memory, turn), tuple(estimate))
 

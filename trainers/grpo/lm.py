@@ -1,0 +1,231 @@
+"""The causal-LM policy of the GRPO core: generation with its current weights, token-level GRPO.
+
+Multi-turn accounting: each learner turn is one :class:`TurnSample` whose prompt ids and completion
+ids and logprobs are exactly those of generation (no re-tokenisation drift). The loss covers
+completion tokens only — the learner's own tokens, across all its turns — each weighted by its
+advantage (constant per trajectory for SEAD; modulated per turn for TRACER), with PPO-style ratio
+clipping and a k3 KL estimate to a frozen reference policy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from dialogue_gym.backends import GenerationRequest, SamplingParams
+from dialogue_gym.errors import ConfigError, DependencyNotInstalled
+from dialogue_gym.seeding import mix_seed
+
+
+@dataclass(frozen=True)
+class GRPOConfig:
+    learning_rate: float = 1e-6
+    """AdamW learning rate (SEAD: 1e-6)."""
+    kl_coef: float = 0.001
+    """Weight of the KL to the reference policy (SEAD reference code: 0.001); 0 skips the reference."""
+    clip_eps: float = 0.2
+    """Ratio clipping of the surrogate."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping."""
+    micro_batch_size: int = 8
+    """Turn samples per forward/backward pass."""
+    lora_rank: int = 0
+    """LoRA rank via peft (0: full fine-tuning)."""
+    temperature: float = 1.2
+    """Rollout temperature; logprobs are of the temperature-scaled distribution on both sides of the ratio."""
+    max_new_tokens: int = 96
+    """Tokens per learner turn."""
+
+
+@dataclass
+class TurnSample:
+    """One learner turn: what the model saw, what it generated, and the advantage of each generated token."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    old_logprobs: list[float]
+    advantages: list[float]
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as exc:
+        raise DependencyNotInstalled("torch", "train", "The causal-LM policy") from exc
+    return torch
+
+
+def build_batch(samples: Sequence[TurnSample], pad_id: int):
+    """Right-padded tensors: input ids, attention mask, and per-position completion mask, old logprobs
+    and advantages aligned with the *predicted* token (position i predicts token i + 1)."""
+    torch = _torch()
+    length = max(len(s.prompt_ids) + len(s.completion_ids) for s in samples)
+    size = (len(samples), length)
+    input_ids = torch.full(size, pad_id, dtype=torch.long)
+    attention = torch.zeros(size, dtype=torch.long)
+    mask = torch.zeros(size, dtype=torch.float32)
+    old = torch.zeros(size, dtype=torch.float32)
+    advantages = torch.zeros(size, dtype=torch.float32)
+    for row, sample in enumerate(samples):
+        if not (len(sample.completion_ids) == len(sample.old_logprobs) == len(sample.advantages)):
+            raise ConfigError(
+                f"TurnSample {row}: completion_ids ({len(sample.completion_ids)}), old_logprobs ({len(sample.old_logprobs)}) "
+                f"and advantages ({len(sample.advantages)}) must have one entry per generated token."
+            )
+        ids = sample.prompt_ids + sample.completion_ids
+        input_ids[row, : len(ids)] = torch.tensor(ids)
+        attention[row, : len(ids)] = 1
+        start = len(sample.prompt_ids) - 1  # logits at start predict the first completion token
+        end = start + len(sample.completion_ids)
+        mask[row, start:end] = 1.0
+        old[row, start:end] = torch.tensor(sample.old_logprobs, dtype=torch.float32)
+        advantages[row, start:end] = torch.tensor(sample.advantages, dtype=torch.float32)
+    return input_ids, attention, mask, old, advantages
+
+
+def token_logprobs(model, input_ids, attention, temperature: float):
+    """Log-probability of each next token under ``model`` (position i scores token i + 1; last is 0)."""
+    torch = _torch()
+    logits = model(input_ids=input_ids, attention_mask=attention).logits.float() / temperature
+    scores = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, input_ids[:, 1:, None]).squeeze(-1)
+    return torch.nn.functional.pad(scores, (0, 1))
+
+
+def grpo_loss(new, old, reference, advantages, mask, clip_eps: float, kl_coef: float):
+    """Token-level clipped surrogate + k3 KL, averaged over learner tokens only."""
+    torch = _torch()
+    ratio = torch.exp(new - old)
+    surrogate = -torch.minimum(ratio * advantages, torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps) * advantages)
+    per_token = surrogate
+    kl = torch.zeros_like(new)
+    if reference is not None:
+        delta = reference - new
+        kl = torch.exp(delta) - delta - 1
+        per_token = per_token + kl_coef * kl
+    tokens = mask.sum().clamp(min=1)
+    clipped = ((ratio - 1).abs() > clip_eps).float()
+    with torch.no_grad():
+        stats = {
+            "loss/kl": float((kl * mask).sum() / tokens),
+            "loss/clip_fraction": float((clipped * mask).sum() / tokens),
+            "loss/ratio_mean": float((ratio * mask).sum() / tokens),
+        }
+    return (per_token * mask).sum() / tokens, stats
+
+
+class CausalLMPolicy:
+    """A trainable agent/user policy backed by a causal LM (transformers; LoRA via peft optional).
+
+    Generation goes through :class:`~dialogue_gym.backends.transformers_backend.TransformersBackend`
+    over the live weights, so token ids and logprobs come straight from sampling.
+    """
+
+    def __init__(self, model: str, config: GRPOConfig | None = None, *, device: str = "cpu", checkpoint: str | None = None, seed: int = 0):
+        torch = _torch()
+        from dialogue_gym.backends.transformers_backend import TransformersBackend
+
+        self.config = config or GRPOConfig()
+        self.seed = seed
+        lora = self.config.lora_rank > 0
+        weights = checkpoint if checkpoint and not lora else model
+        loader = TransformersBackend(weights, device=device, temperature=self.config.temperature, top_p=1.0, max_new_tokens=self.config.max_new_tokens)
+        self.tokenizer, self.model, self.device = loader.tokenizer, loader.model, loader.device
+        if lora:
+            try:
+                import peft
+            except ImportError as exc:
+                raise DependencyNotInstalled("peft", "train", "LoRA training") from exc
+            if checkpoint:
+                self.model = peft.PeftModel.from_pretrained(self.model, checkpoint, is_trainable=True)
+            else:
+                adapter = peft.LoraConfig(r=self.config.lora_rank, lora_alpha=2 * self.config.lora_rank, target_modules="all-linear", task_type="CAUSAL_LM")
+                self.model = peft.get_peft_model(self.model, adapter)
+        self.reference = None
+        if self.config.kl_coef > 0 and not lora:  # with LoRA the reference is the base model, adapters disabled
+            self.reference = TransformersBackend(model, device=device).model.eval()
+            for parameter in self.reference.parameters():
+                parameter.requires_grad_(False)
+        self.backend = TransformersBackend(
+            self.model, tokenizer=self.tokenizer, device=device, temperature=self.config.temperature,
+            top_p=1.0, max_new_tokens=self.config.max_new_tokens,
+        )
+        self.optimizer = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad], lr=self.config.learning_rate)
+        if checkpoint and Path(checkpoint, "optimizer.pt").exists():
+            self.optimizer.load_state_dict(torch.load(Path(checkpoint, "optimizer.pt"), weights_only=True))
+        self._pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+
+    # -- acting ---------------------------------------------------------------------------
+    def start(self, profile: dict[str, Any], seed: int) -> dict[str, Any]:
+        return {"seed": seed, "turns": []}
+
+    def generate(self, requests: Sequence[GenerationRequest]):
+        self.model.eval()
+        return self.backend.generate(requests)
+
+    def act_batch(self, observations, infos, memories) -> list[str]:
+        requests = [
+            GenerationRequest(tuple(o["messages"]), SamplingParams(seed=mix_seed(m["seed"], int(o["turn"]))))
+            for o, m in zip(observations, memories)
+        ]
+        outputs = self.generate(requests)
+        for output, memory in zip(outputs, memories):
+            memory["turns"].append(
+                {"prompt_ids": output.prompt_token_ids, "completion_ids": output.token_ids, "logprobs": output.logprobs}
+            )
+        return [output.text for output in outputs]
+
+    # -- learning -------------------------------------------------------------------------
+    def record(self, memory: dict[str, Any]) -> dict[str, Any]:
+        return {"turns": memory["turns"]}
+
+    def update(self, records: Sequence[dict[str, Any]], advantages: Sequence[float]) -> dict[str, float]:
+        """SEAD's GRPO: every learner token of trajectory i gets A_i."""
+        samples = [
+            TurnSample(t["prompt_ids"], t["completion_ids"], t["logprobs"], [float(a)] * len(t["completion_ids"]))
+            for record, a in zip(records, advantages)
+            for t in record["turns"]
+            if t["completion_ids"]
+        ]
+        return self.step(samples)
+
+    def step(self, samples: Sequence[TurnSample]) -> dict[str, float]:
+        """One optimizer step over ``samples`` (gradients accumulated over micro-batches)."""
+        torch = _torch()
+        if not samples:
+            return {"loss/total": math.nan}
+        self.model.train()
+        self.optimizer.zero_grad()
+        total_tokens = sum(len(s.completion_ids) for s in samples)
+        metrics: dict[str, float] = {"loss/total": 0.0, "loss/kl": 0.0, "loss/clip_fraction": 0.0, "loss/ratio_mean": 0.0}
+        size = self.config.micro_batch_size
+        for start in range(0, len(samples), size):
+            chunk = samples[start : start + size]
+            input_ids, attention, mask, old, advantages = (t.to(self.device) for t in build_batch(chunk, self._pad))
+            new = token_logprobs(self.model, input_ids, attention, self.config.temperature)
+            reference = None
+            if self.config.kl_coef > 0:
+                with torch.no_grad():
+                    if self.reference is not None:
+                        reference = token_logprobs(self.reference, input_ids, attention, self.config.temperature)
+                    else:
+                        with self.model.disable_adapter():
+                            reference = token_logprobs(self.model, input_ids, attention, self.config.temperature)
+            loss, parts = grpo_loss(new, old, reference, advantages, mask, self.config.clip_eps, self.config.kl_coef)
+            weight = float(mask.sum()) / max(1, total_tokens)
+            (loss * weight).backward()
+            metrics["loss/total"] += float(loss.detach()) * weight
+            for key, value in parts.items():
+                metrics[key] += value * weight
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm)
+        self.optimizer.step()
+        self.model.eval()
+        metrics["loss/learner_tokens"] = float(total_tokens)
+        return metrics
+
+    def save(self, directory: str | Path) -> None:
+        """Weights (or LoRA adapters), tokenizer and optimizer state, so a resumed run continues the same optimisation."""
+        self.model.save_pretrained(str(directory))
+        self.tokenizer.save_pretrained(str(directory))
+        _torch().save(self.optimizer.state_dict(), Path(directory) / "optimizer.pt")

@@ -1,0 +1,5 @@
+import sys
+
+from trainers.sead.train import main
+
+sys.exit(main())

@@ -1,0 +1,123 @@
+"""Configuration of the SEAD trainer: one frozen dataclass, one docstring per field, named presets."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from dialogue_gym.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class SeadTrainConfig:
+    preset: str = "cpu-strategy"
+    """Named starting point (see PRESETS); explicit fields override it."""
+    run_dir: str = ""
+    """Output folder (default: runs/sead-<preset>-<curriculum>-seed<seed>)."""
+    seed: int = 0
+    """Seeds the curriculum, every episode and the policy's initialisation."""
+    iterations: int = 150
+    """Outer iterations of the four-phase loop."""
+    batch_size: int = 60
+    """Profiles (dialogues) per iteration; SEAD's GRPO group."""
+    curriculum: str = "full"
+    """ProfileController mode: full | uniform | unstructured."""
+    n_max: int = 200
+    """Dialogues per initial state over the run before the state is capped."""
+    smoothing: str | None = None
+    """Completion-rate smoothing of the controller: None or "beta"."""
+    advantage: str = "batch_mean"
+    """batch_mean (SEAD: A_i = R_i - mean R) or group_standardized."""
+    policy: str = "strategy"
+    """strategy (CPU softmax over dialogue moves) or lm (a causal language model)."""
+    learning_rate: float = 2.0
+    """Step size (strategy: gradient ascent step; lm: AdamW learning rate, SEAD uses 1e-6)."""
+    model: str = ""
+    """lm policy: local model folder, "smollm2", or "tiny" (a random tiny model built in the run folder)."""
+    device: str = "cpu"
+    """lm policy: torch device."""
+    lora_rank: int = 0
+    """lm policy: LoRA rank via peft (0 = full fine-tuning)."""
+    kl_coef: float = 0.001
+    """lm policy: weight of the KL to the frozen reference (SEAD reference code: 0.001)."""
+    clip_eps: float = 0.2
+    """lm policy: PPO-style ratio clipping."""
+    temperature: float = 1.2
+    """lm policy: rollout temperature (SEAD reference code: 1.2)."""
+    max_new_tokens: int = 96
+    """lm policy: tokens per agent turn."""
+    user: str = "scripted"
+    """Who plays the user: scripted or llm."""
+    user_backend: dict | None = None
+    """Backend spec of the LLM user, e.g. {"name": "transformers", "model": "smollm2"}."""
+    user_sampling: dict = field(default_factory=lambda: {"temperature": 0.9, "top_p": 0.95})
+    """Sampling of the LLM user (SEAD: temperature 0.9, top_p 0.95)."""
+    max_agent_turns: int = 15
+    """T_max of the calls."""
+    eval_episodes: int = 1200
+    """Held-out evaluation after training (fixed stratified profiles, eval_seed); 0 skips it."""
+    eval_seed: int = 10_000
+    """Seed of the held-out profile set (disjoint from training seeds)."""
+    plots: bool = True
+    """Write PNG plots (needs matplotlib)."""
+
+    def resolved_run_dir(self) -> str:
+        return self.run_dir or f"runs/sead-{self.preset}-{self.curriculum}-seed{self.seed}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "cpu-strategy": {},
+    "cpu-tiny-lm": {
+        "policy": "lm", "model": "tiny", "iterations": 2, "batch_size": 4, "max_agent_turns": 3,
+        "max_new_tokens": 16, "learning_rate": 1e-4, "eval_episodes": 8, "temperature": 1.0,
+    },
+    "gpu-lm": {
+        "policy": "lm", "model": "/path/to/Qwen2.5-0.5B-Instruct", "device": "cuda", "iterations": 50,
+        "batch_size": 60, "learning_rate": 1e-6, "lora_rank": 0, "max_new_tokens": 160, "eval_episodes": 600,
+    },
+}
+
+
+def build_config(preset: str = "cpu-strategy", **overrides: Any) -> SeadTrainConfig:
+    if preset not in PRESETS:
+        raise ConfigError(f"preset={preset!r} is unknown; use one of {sorted(PRESETS)}.")
+    names = {f.name for f in fields(SeadTrainConfig)}
+    unknown = sorted(set(overrides) - names)
+    if unknown:
+        raise ConfigError(f"Unknown trainer option(s) {unknown}; options are {sorted(names)}.")
+    config = SeadTrainConfig(**{**PRESETS[preset], **overrides, "preset": preset})
+    if config.curriculum not in ("full", "uniform", "unstructured"):
+        raise ConfigError(f"curriculum={config.curriculum!r}; use full, uniform or unstructured.")
+    if config.policy not in ("strategy", "lm"):
+        raise ConfigError(f"policy={config.policy!r}; use strategy or lm.")
+    if config.policy == "lm" and not config.model:
+        raise ConfigError("policy='lm' needs model=... (a local folder, 'smollm2' or 'tiny').")
+    return config
+
+
+def parser() -> argparse.ArgumentParser:
+    """A CLI generated from the dataclass: --field value for every field, plus --resume."""
+    cli = argparse.ArgumentParser(prog="python -m trainers.sead", description="SEAD self-evolving training (four-phase loop).")
+    cli.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run from its folder")
+    converters = {
+        "int": int,
+        "float": float,
+        "bool": lambda text: text.lower() in ("1", "true", "yes"),
+        "dict | None": json.loads,
+        "dict": json.loads,
+        "str | None": lambda text: None if text.lower() == "none" else text,
+    }
+    for spec in fields(SeadTrainConfig):
+        cli.add_argument(
+            "--" + spec.name.replace("_", "-"),
+            type=converters.get(str(spec.type), str),
+            default=argparse.SUPPRESS,
+            help=f"{spec.type} (see SeadTrainConfig.{spec.name})",
+        )
+    return cli

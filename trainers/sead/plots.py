@@ -1,0 +1,78 @@
+"""Plots of a SEAD run: CR and ideal-band fraction per iteration, CR heatmaps first vs last iteration."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dialogue_gym.errors import DependencyNotInstalled
+from dialogue_gym.metrics.sead import per_state_cr
+from dialogue_gym.scenarios.sead.state import STATE_DIMS
+from trainers.common import RunDir
+
+
+def _pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise DependencyNotInstalled("matplotlib", "train", "Plotting a training run") from exc
+    return plt
+
+
+def plot_run(run: RunDir) -> list[str]:
+    plt = _pyplot()
+    rows = run.read_metrics()
+    iterations = [r["iteration"] for r in rows]
+    written = []
+    for key, label, name in (
+        ("episode/cr", "completion rate (training batch)", "cr_per_iteration.png"),
+        ("curriculum/ideal_fraction", "ideal-band fraction of played states", "ideal_fraction.png"),
+    ):
+        figure, axis = plt.subplots(figsize=(6, 3.5))
+        axis.plot(iterations, [r[key] for r in rows], marker=".")
+        axis.set_xlabel("iteration")
+        axis.set_ylabel(label)
+        axis.set_ylim(0, 1)
+        axis.grid(alpha=0.3)
+        figure.tight_layout()
+        figure.savefig(run.path / "plots" / name, dpi=110)
+        plt.close(figure)
+        written.append(name)
+    by_iteration: dict[int, list] = {}
+    for trajectory_iteration, trajectory in _with_iterations(run):
+        by_iteration.setdefault(trajectory_iteration, []).append(trajectory)
+    if by_iteration:
+        first, last = min(by_iteration), max(by_iteration)
+        window = max(1, len(by_iteration) // 5)
+        early = [t for i in sorted(by_iteration)[:window] for t in by_iteration[i]]
+        late = [t for i in sorted(by_iteration)[-window:] for t in by_iteration[i]]
+        figure, axes = plt.subplots(2, STATE_DIMS[1], figsize=(12, 6), squeeze=False, constrained_layout=True)
+        for row, (label, trajectories) in enumerate(((f"iterations {first}..{first + window - 1}", early), (f"iterations {last - window + 1}..{last}", late))):
+            rates = per_state_cr(trajectories)
+            for emotion in range(STATE_DIMS[1]):
+                axis = axes[row][emotion]
+                image = axis.imshow(np.ma.masked_invalid(rates[:, emotion, :]), vmin=0, vmax=1, cmap="viridis", origin="lower")
+                axis.set_title(f"{label}\nemotion {emotion}", fontsize=8)
+                axis.set_xlabel("trust")
+                axis.set_ylabel("cooperation")
+        figure.colorbar(image, ax=axes, shrink=0.6, label="CR")
+        figure.savefig(run.path / "plots" / "cr_heatmaps_first_vs_last.png", dpi=110)
+        plt.close(figure)
+        written.append("cr_heatmaps_first_vs_last.png")
+    return written
+
+
+def _with_iterations(run: RunDir):
+    import json
+
+    from dialogue_gym.types import Trajectory
+
+    if not run.trajectories_path.exists():
+        return
+    with open(run.trajectories_path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.endswith("\n"):
+                record = json.loads(line)
+                yield record["iteration"], Trajectory.from_dict(record)

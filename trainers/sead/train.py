@@ -1,0 +1,209 @@
+"""SEAD's four-phase self-evolving loop (paper 000; SPEC section 1), CleanRL style: one file, top to bottom.
+
+Each iteration:
+  1. Profile Controller samples a batch of initial user profiles (curriculum);
+  2. the agent policy talks to the fixed user (scripted or LLM) -> trajectories, appended as they finish;
+  3. GRPO: A_i = R_i - mean(R) (or group standardisation), one policy update;
+  4. Mistake Analysis: per-state completion rates update the controller.
+Then the iteration is committed: policy checkpoint, then ``state/progress.json`` (controller state
++ iteration) in one atomic write. ``--resume RUN_DIR`` after a crash or ``kill -9`` continues from the
+last commit: completed trajectories of the interrupted iteration are kept (not replayed) and the
+controller continues exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+import dialogue_gym  # noqa: F401  (registers the ids)
+from dialogue_gym.curriculum import ProfileController
+from dialogue_gym.envs.driver import CounterpartDriver
+from dialogue_gym.evaluation import evaluate
+from dialogue_gym.metrics import sead as sead_metrics
+from dialogue_gym.metrics.core import invalid_action_rate
+from dialogue_gym.scenarios.sead.game import SeadConfig, SeadGame
+from dialogue_gym.scenarios.sead.policies import make_policy
+from dialogue_gym.seeding import mix_seed
+from dialogue_gym.types import Trajectory
+from trainers.common import RunDir
+from trainers.grpo.policy import advantages_for
+from trainers.sead.config import SeadTrainConfig, build_config, parser
+
+KEEP_CHECKPOINTS = 2
+
+
+def make_policy_for(config: SeadTrainConfig, run: RunDir, checkpoint: Path | None):
+    """The trainable agent policy, fresh or from a checkpoint."""
+    if config.policy == "strategy":
+        from trainers.grpo.strategy import StrategyPolicy
+
+        return StrategyPolicy.load(checkpoint) if checkpoint else StrategyPolicy(config.learning_rate)
+    from trainers.grpo.lm import CausalLMPolicy, GRPOConfig
+
+    model = config.model
+    if model == "tiny":
+        from dialogue_gym.backends.tiny import build_tiny_chat_model
+
+        model = str(run.path / "tiny_model")
+        if not Path(model, "config.json").exists():
+            build_tiny_chat_model(model, seed=config.seed)
+    grpo = GRPOConfig(
+        learning_rate=config.learning_rate, kl_coef=config.kl_coef, clip_eps=config.clip_eps,
+        lora_rank=config.lora_rank, temperature=config.temperature, max_new_tokens=config.max_new_tokens,
+    )
+    return CausalLMPolicy(model, grpo, device=config.device, checkpoint=str(checkpoint) if checkpoint else None, seed=config.seed)
+
+
+class _Finished:
+    """Start source of one game during a batch: hands the game's trajectory over the moment it ends."""
+
+    def __init__(self, index: int, on_done):
+        self.index, self.on_done = index, on_done
+
+    def next_options(self) -> dict[str, Any]:
+        return {}
+
+    def episode_finished(self, trajectory: Trajectory) -> None:
+        self.on_done(self.index, trajectory)
+
+
+def play(games, driver, profiles, seeds, policy, on_done) -> None:
+    """Phase 2: the dialogues of ``profiles`` in lockstep; ``on_done(index, trajectory)`` as each one ends."""
+    memories: list[dict[str, Any]] = []
+
+    def finished(index: int, trajectory: Trajectory) -> None:
+        trajectory.learner = "agent"
+        trajectory.meta = {"learner_record": policy.record(memories[index]["agent"])}
+        on_done(index, trajectory)
+
+    for index, (game, profile, seed) in enumerate(zip(games, profiles, seeds)):
+        game.start_source = _Finished(index, finished)
+        game.reset(seed=seed, options={"profile": profile})
+    memories.extend(driver.start(game) for game in games)
+    driver.advance(games, memories)
+
+
+def iteration_metrics(iteration: int, trajectories: list[Trajectory], controller: ProfileController, update: dict) -> dict[str, Any]:
+    rewards = [t.rewards.get("agent", 0.0) for t in trajectories]
+    return {
+        "iteration": iteration,
+        "episode/cr": sead_metrics.cr(trajectories),
+        "episode/mean_reward": float(np.mean(rewards)),
+        "episode/turns": sead_metrics.att_all(trajectories).mean,
+        "episode/upa": sead_metrics.upa(trajectories),
+        "episode/invalid_action_rate": invalid_action_rate(trajectories),
+        "curriculum/ideal_fraction": controller.ideal_fraction(),
+        "curriculum/weight_entropy": controller.weight_entropy(),
+        "curriculum/seen_states": int((controller.counts > 0).sum()),
+        **update,
+    }
+
+
+def train(config: SeadTrainConfig, resume: bool = False) -> RunDir:
+    run = RunDir(config.resolved_run_dir())
+    if not resume:
+        if run.load_state("progress") is not None or run.trajectories_path.exists():
+            from dialogue_gym.errors import ConfigError
+
+            raise ConfigError(f"{run.path} already holds a run; pass --resume {run.path} or choose another --run-dir.")
+        run.write_config(config.to_dict())
+    controller = ProfileController(
+        mode=config.curriculum, batch_size=config.batch_size, n_max=config.n_max, smoothing=config.smoothing, seed=config.seed
+    )
+    progress = run.load_state("progress")
+    start, checkpoint = 0, None
+    if progress is not None:
+        controller.load_state_dict(progress["controller"])
+        start, checkpoint = progress["iteration"] + 1, run.path / progress["checkpoint"]
+        run.truncate_metrics_after(progress["iteration"])
+    policy = make_policy_for(config, run, checkpoint)
+    sead_config = SeadConfig(max_agent_turns=config.max_agent_turns)
+    games = [SeadGame(sead_config) for _ in range(config.batch_size)]
+    user = make_policy("user", config.user, games[0].library, config.user_backend, config.user_sampling)
+    driver = CounterpartDriver({"agent": policy, "user": user}, learner=None)
+
+    bar = tqdm(range(start, config.iterations), initial=start, total=config.iterations, desc="SEAD", file=sys.stderr)
+    for iteration in bar:
+        started = time.perf_counter()
+        # Phase 1: the batch's profiles, fixed once drawn so an interrupted iteration replays the same plan.
+        plan = run.load_state("plan")
+        if plan is not None and plan["iteration"] == iteration:
+            controller.load_state_dict(plan["controller"])
+            profiles = plan["profiles"]
+        else:
+            profiles = controller.sample()
+            run.save_state("plan", {"iteration": iteration, "profiles": profiles, "controller": controller.state_dict()})
+        # Phase 2: dialogues; keep those finished before a crash, play the rest.
+        done = run.completed_episodes(iteration) if iteration == start else {}
+        missing = [e for e in range(len(profiles)) if e not in done]
+        if missing:
+
+            def keep(index: int, trajectory: Trajectory) -> None:
+                run.append_trajectories([(missing[index], trajectory)], iteration)
+                done[missing[index]] = trajectory
+
+            seeds = [mix_seed(config.seed, iteration, e) for e in missing]
+            play(games[: len(missing)], driver, [profiles[e] for e in missing], seeds, policy, keep)
+        trajectories = [done[e] for e in range(len(profiles))]
+        # Phase 3: GRPO on the agent.
+        rewards = [t.rewards.get("agent", 0.0) for t in trajectories]
+        update = policy.update([t.meta["learner_record"] for t in trajectories], advantages_for(rewards, config.advantage))
+        # Phase 4: Mistake Analysis.
+        controller.update(trajectories)
+        # Commit: checkpoint first, then the progress record that points at it.
+        name = f"checkpoints/iter_{iteration:04d}"
+        policy.save(run.path / name)
+        row = iteration_metrics(iteration, trajectories, controller, update)
+        row["time/seconds"] = time.perf_counter() - started
+        run.append_metrics(row)
+        run.save_state("progress", {"iteration": iteration, "checkpoint": name, "controller": controller.state_dict()})
+        for old in sorted((run.path / "checkpoints").glob("iter_*"))[:-KEEP_CHECKPOINTS]:
+            shutil.rmtree(old, ignore_errors=True)
+        bar.set_postfix(cr=f"{row['episode/cr']:.2f}", ideal=f"{row['curriculum/ideal_fraction']:.2f}")
+    bar.close()
+
+    if config.eval_episodes and run.load_state("eval") is None:
+        run.save_state("eval", held_out_evaluation(config, policy))
+    if config.plots:
+        from trainers.sead.plots import plot_run
+
+        plot_run(run)
+    return run
+
+
+def held_out_evaluation(config: SeadTrainConfig, policy) -> dict[str, Any]:
+    """Final CR on the fixed held-out profile set (stratified over the 120 states, eval_seed)."""
+    if hasattr(policy, "greedy"):
+        policy.greedy = True
+    trajectories = evaluate(
+        "SEAD-Outbound-v0", policy, config.eval_episodes, seed=config.eval_seed,
+        env_kwargs={"max_agent_turns": config.max_agent_turns, "user": config.user, "user_backend": config.user_backend},
+    )
+    low, high = sead_metrics.cr_interval(trajectories)
+    summary = sead_metrics.summary(trajectories)
+    return {"cr": summary["cr"], "cr_low": low, "cr_high": high, "episodes": len(trajectories),
+            **{k: v for k, v in summary.items() if isinstance(v, float) and not math.isnan(v)}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = vars(parser().parse_args(argv))
+    resume = args.pop("resume", None)
+    if resume:
+        saved = RunDir(resume).read_config()
+        config = build_config(**{**saved, "run_dir": resume})
+    else:
+        config = build_config(**args)
+    run = train(config, resume=bool(resume))
+    evaluation = run.load_state("eval")
+    if evaluation:
+        print(f"held-out CR {evaluation['cr']:.3f} [{evaluation['cr_low']:.3f}, {evaluation['cr_high']:.3f}] over {evaluation['episodes']} episodes")
+    print(f"run folder: {run.path}")
+    return 0
