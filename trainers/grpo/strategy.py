@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from dialogue_gym.errors import ConfigError
-from dialogue_gym.scenarios.sead.agents import CUES, PHRASES, READY, _fresh, _guide, track_estimate
+from dialogue_gym.scenarios.sead.agents import CUES, PHRASES, READY, fresh_phrase, next_guide_step, track_estimate
 from dialogue_gym.scenarios.sead.parsing import render_agent_output
 
 MOVES: tuple[str, ...] = (
@@ -67,9 +67,9 @@ def render(move: str, memory: dict[str, Any]) -> str:
         if act == "opening":
             parts.append(PHRASES["opening"][0])
         elif act == "guide":
-            parts.append(_guide(memory))
+            parts.append(next_guide_step(memory))
         else:
-            parts.append(_fresh(act, memory))
+            parts.append(fresh_phrase(act, memory))
     return " ".join(parts)
 
 

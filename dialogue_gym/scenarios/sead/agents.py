@@ -96,7 +96,7 @@ def _pick(act: str, turn: int) -> str:
     return options[turn % len(options)]
 
 
-def _guide(memory: dict[str, Any]) -> str:
+def next_guide_step(memory: dict[str, Any]) -> str:
     """The next step of the operation, rephrased when a step has to be given again."""
     step = memory.get("guide_turns", 0)
     memory["guide_turns"] = step + 1
@@ -105,7 +105,7 @@ def _guide(memory: dict[str, Any]) -> str:
     return (PHRASES["guide_again"] + PHRASES["guide"])[(step - 3) % 6 if step < 9 else 2 + 3 * (step % 2)]
 
 
-def _fresh(act: str, memory: dict[str, Any]) -> str:
+def fresh_phrase(act: str, memory: dict[str, Any]) -> str:
     """The least-used phrasing of ``act`` in this episode (reactive agents avoid repeating themselves)."""
     used = memory.setdefault("used", {})
     options = PHRASES[act]
@@ -180,11 +180,11 @@ class AdaptiveAgent(ScriptedPolicy):
     def _compose(needs: list[str], memory: dict[str, Any], turn: int) -> str:
         progress = memory.setdefault("progress", [])
         if "guide" in needs and not (set(needs) - {"guide"}):
-            return _guide(memory)
+            return next_guide_step(memory)
         if needs:
             chosen = needs[:2]
             progress.extend(chosen)
-            return " ".join(_fresh(act, memory) for act in chosen)
+            return " ".join(fresh_phrase(act, memory) for act in chosen)
         for act in ("value", "evidence", "cost", "ask_readiness"):
             if act not in progress:
                 progress.append(act)
@@ -208,24 +208,24 @@ class OracleAgent(ScriptedPolicy):
         c, e, tr = info["user_state"]
         if turn == 0:
             return render_agent_output(PHRASES["opening"][0], (c, e, tr))
-        parts: list[str] = [_fresh("empathy", memory)] if e <= 1 else []
+        parts: list[str] = [fresh_phrase("empathy", memory)] if e <= 1 else []
         said = observation["messages"][-1]["content"]
         concerns = [acts for line, acts in self._line_to_acts.items() if line in said]
         progress = memory.setdefault("progress", [])
         if concerns:
             act = sorted(concerns[0] - {"guide"} or concerns[0])[0]
             if act != "empathy" or not parts:
-                parts.append(_fresh(act, memory))
+                parts.append(fresh_phrase(act, memory))
         elif c >= MIN_COOPERATION_TO_ACT and tr >= 2 and e >= 1:
-            parts.append(_guide(memory))
+            parts.append(next_guide_step(memory))
             if self._needs_help(memory["profile"]):
                 parts.insert(0, "Let's go step by step.")
         else:
             if tr <= 2:
-                parts.append(_fresh("evidence", memory))
+                parts.append(fresh_phrase("evidence", memory))
             if len(parts) < 2:
                 unused = [act for act in ("value", "cost", "rules") if act not in progress]
                 act = unused[0] if unused else ("evidence" if tr >= 3 else "value")
                 progress.append(act)
-                parts.append(_fresh(act, memory))
+                parts.append(fresh_phrase(act, memory))
         return render_agent_output(" ".join(parts[:2]), (c, e, tr))
