@@ -7,7 +7,7 @@ trainers and datasets read it. All types are JSON-round-trippable via ``to_dict`
 from __future__ import annotations
 
 import enum
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -19,6 +19,9 @@ class Outcome(str, enum.Enum):
     TIMEOUT = "timeout"
     INVALID = "invalid"
     """Ended because a role's output could not be used and the env was configured to end on it."""
+    BACKEND_FAILURE = "backend_failure"
+    """Cut short because a text-generation backend failed a role's request after its bounded retries;
+    the cause is in ``Trajectory.meta["failure"]``. Not a game outcome: metrics report these apart."""
 
 
 @dataclass(frozen=True)
@@ -51,9 +54,17 @@ class Turn:
     logprobs: list[float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["state"] = list(self.state) if self.state is not None else None
-        return data
+        # Built by hand: dataclasses.asdict deep-copies and dominated trajectory serialisation.
+        return {
+            "role": self.role,
+            "raw": self.raw,
+            "text": self.text,
+            "parsed": dict(self.parsed),
+            "state": list(self.state) if self.state is not None else None,
+            "invalid": self.invalid,
+            "token_ids": list(self.token_ids) if self.token_ids is not None else None,
+            "logprobs": list(self.logprobs) if self.logprobs is not None else None,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Turn:

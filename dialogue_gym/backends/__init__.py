@@ -15,13 +15,19 @@ from ..errors import ConfigError
 from .base import Backend, GenerationOutput, GenerationRequest, SamplingParams
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .cache import CachedBackend
     from .canned import CannedBackend
+    from .openai_compat import OpenAIBackend
     from .tiny import build_tiny_chat_model
     from .transformers_backend import TransformersBackend
+    from .vllm_backend import VLLMBackend
 
 BACKENDS: dict[str, str] = {
     "transformers": "dialogue_gym.backends.transformers_backend:TransformersBackend",
     "canned": "dialogue_gym.backends.canned:CannedBackend",
+    "openai": "dialogue_gym.backends.openai_compat:OpenAIBackend",
+    "vllm": "dialogue_gym.backends.vllm_backend:VLLMBackend",
+    "cached": "dialogue_gym.backends.cache:CachedBackend",
 }
 """Backend name -> ``"module:attribute"`` of the class (or factory) that ``make_backend`` calls."""
 
@@ -29,16 +35,22 @@ _LAZY = {
     "TransformersBackend": "dialogue_gym.backends.transformers_backend",
     "CannedBackend": "dialogue_gym.backends.canned",
     "build_tiny_chat_model": "dialogue_gym.backends.tiny",
+    "OpenAIBackend": "dialogue_gym.backends.openai_compat",
+    "VLLMBackend": "dialogue_gym.backends.vllm_backend",
+    "CachedBackend": "dialogue_gym.backends.cache",
 }
 
 __all__ = [
     "BACKENDS",
     "Backend",
+    "CachedBackend",
     "CannedBackend",
     "GenerationOutput",
     "GenerationRequest",
+    "OpenAIBackend",
     "SamplingParams",
     "TransformersBackend",
+    "VLLMBackend",
     "build_tiny_chat_model",
     "make_backend",
     "register_backend",

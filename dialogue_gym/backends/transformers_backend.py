@@ -335,7 +335,12 @@ class TransformersBackend:
     # ------------------------------------------------------------------------------------------
     def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationOutput]:
         """Continue each chat; one ``model.generate`` call per group of identical sampling settings
-        (split into chunks of ``batch_size``). Outputs come back in request order."""
+        (split into chunks of ``batch_size``). Outputs come back in request order.
+
+        Requests that differ only in their seed share a batch (batching is the point of the vector
+        view): such a chunk is seeded from all its requests' seeds, so a request's sample reproduces
+        whenever its batch does. For per-request reproducibility across different batchings, record
+        the run with the ``cached`` backend."""
         requests = list(requests)
         call = self._calls
         self._calls += 1
@@ -343,19 +348,22 @@ class TransformersBackend:
             return []
         groups: dict[tuple, list[int]] = {}
         prompts: list[list[int]] = []
+        seeds: list[int | None] = []
         for i, request in enumerate(requests):
-            key = self._resolve(getattr(request, "sampling", SamplingParams()), i)
+            max_new, temperature, top_p, request_seed, stop = self._resolve(getattr(request, "sampling", SamplingParams()), i)
             prompts.append(self._prompt_ids(request, i))
-            groups.setdefault(key, []).append(i)
+            seeds.append(request_seed)
+            groups.setdefault((max_new, temperature, top_p, stop), []).append(i)
 
         outputs: list[GenerationOutput | None] = [None] * len(requests)
         chunk_no = 0
         for key, indices in groups.items():
-            max_new, temperature, top_p, request_seed, stop = key
+            max_new, temperature, top_p, stop = key
             for start in range(0, len(indices), self.batch_size):
                 chunk = indices[start : start + self.batch_size]
-                if request_seed is not None:
-                    seed = derive_seed("request", request_seed, start // self.batch_size)
+                chunk_seeds = [seeds[i] for i in chunk if seeds[i] is not None]
+                if chunk_seeds:
+                    seed = derive_seed("request", *chunk_seeds, start // self.batch_size)
                 elif self.seed is not None:
                     seed = derive_seed("backend", self.seed, call, chunk_no)
                 else:

@@ -86,3 +86,20 @@ def tokens_per_dialogue(trajectories: Sequence[Trajectory], role: str | None = N
         for t in trajectories
     ]
     return float(np.mean(totals))
+
+
+def backend_failures(trajectories: Sequence[Trajectory]) -> int:
+    """Number of episodes cut short by a backend failure (outcome ``backend_failure``)."""
+    return sum(t.outcome is Outcome.BACKEND_FAILURE for t in _require(trajectories))
+
+
+def backend_failure_rate(trajectories: Sequence[Trajectory]) -> float:
+    """Fraction of episodes cut short by a backend failure (NaN when empty)."""
+    trajectories = _require(trajectories)
+    return backend_failures(trajectories) / len(trajectories) if trajectories else math.nan
+
+
+def completed(trajectories: Sequence[Trajectory]) -> list[Trajectory]:
+    """The episodes that ran to a game outcome, i.e. all but the backend failures: scenario metrics
+    are computed over these, so an infrastructure fault never counts as the agent's failure."""
+    return [t for t in _require(trajectories) if t.outcome is not Outcome.BACKEND_FAILURE]

@@ -7,7 +7,18 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from dialogue_gym.metrics.core import MeanStd, _require, cr, cr_interval, invalid_action_rate, mean_std, tokens_per_dialogue
+from dialogue_gym.metrics.core import (
+    MeanStd,
+    _require,
+    backend_failure_rate,
+    backend_failures,
+    completed,
+    cr,
+    cr_interval,
+    invalid_action_rate,
+    mean_std,
+    tokens_per_dialogue,
+)
 from dialogue_gym.scenarios.sead.state import STATE_DIMS
 from dialogue_gym.types import Outcome, Trajectory
 
@@ -88,10 +99,19 @@ def per_state_cr(trajectories: Sequence[Trajectory]) -> np.ndarray:
 
 
 def summary(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
-    """Every SEAD metric under namespaced keys."""
+    """Every SEAD metric under namespaced keys.
+
+    ``episodes`` counts every trajectory; ``backend_failures`` (and ``backend_failure_rate``) those cut
+    short by a backend failure, and ``completed`` the rest, over which every other metric is computed.
+    """
+    everything = _require(trajectories)
+    trajectories = completed(everything)
     low, high = cr_interval(trajectories)
     result: dict[str, Any] = {
-        "episodes": len(trajectories),
+        "episodes": len(everything),
+        "completed": len(trajectories),
+        "backend_failures": backend_failures(everything),
+        "backend_failure_rate": backend_failure_rate(everything),
         "cr": cr(trajectories),
         "cr_low": low,
         "cr_high": high,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from dialogue_gym.backends import GenerationRequest, SamplingParams, make_backend
+from dialogue_gym.errors import BackendError
 
 
 class LLMPolicy:
@@ -13,6 +14,11 @@ class LLMPolicy:
     The game already renders each role's prompt (system message with persona / SOP, history), so
     this policy only batches the requests; the game's parser reads (and repairs or flags) the output.
     ``backend`` is a backend object or a JSON spec such as ``{"name": "transformers", "model": "smollm2"}``.
+
+    A backend may give up on single requests (``GenerationOutput.error``, after its bounded retries).
+    :meth:`act_batch_with_errors` returns those causes beside the texts, and the env driver aborts the
+    affected episodes with them; :meth:`act_batch` raises :class:`~dialogue_gym.errors.BackendError`
+    instead, so a failed generation is never played as an empty move.
     """
 
     def __init__(self, backend: Any, sampling: dict[str, Any] | None = None):
@@ -23,9 +29,11 @@ class LLMPolicy:
     def start(self, profile: dict[str, Any], seed: int) -> Any:
         return seed
 
-    def act_batch(
+    def act_batch_with_errors(
         self, observations: Sequence[dict[str, Any]], infos: Sequence[dict[str, Any]], memories: Sequence[Any]
-    ) -> list[str]:
+    ) -> tuple[list[str], list[str | None]]:
+        """``(texts, errors)`` for each observation, in order; ``errors[i]`` is ``None`` unless the backend
+        failed request ``i`` (then ``texts[i]`` is ``""`` and must not be played)."""
         requests = []
         for observation, seed in zip(observations, memories):
             sampling = self.sampling
@@ -33,4 +41,23 @@ class LLMPolicy:
                 sampling = SamplingParams(**{**sampling.__dict__, "seed": int(seed) + observation["turn"]})
             requests.append(GenerationRequest(messages=tuple(observation["messages"]), sampling=sampling))
         self.last_outputs = self.backend.generate(requests)
-        return [output.text for output in self.last_outputs]
+        if len(self.last_outputs) != len(requests):
+            raise BackendError(
+                f"{type(self.backend).__name__}.generate returned {len(self.last_outputs)} outputs for "
+                f"{len(requests)} requests; a backend must return exactly one output per request, in order."
+            )
+        errors = [getattr(output, "error", None) for output in self.last_outputs]
+        return [output.text if error is None else "" for output, error in zip(self.last_outputs, errors)], errors
+
+    def act_batch(
+        self, observations: Sequence[dict[str, Any]], infos: Sequence[dict[str, Any]], memories: Sequence[Any]
+    ) -> list[str]:
+        texts, errors = self.act_batch_with_errors(observations, infos, memories)
+        failed = [(i, error) for i, error in enumerate(errors) if error is not None]
+        if failed:
+            raise BackendError(
+                f"LLMPolicy: the backend failed {len(failed)} of {len(texts)} requests (first: request "
+                f"{failed[0][0]}: {failed[0][1]}). Play through the env driver (gym.make / make_vec / evaluate), "
+                "which ends such episodes with outcome 'backend_failure', or use act_batch_with_errors()."
+            )
+        return texts

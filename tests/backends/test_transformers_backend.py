@@ -200,3 +200,20 @@ def test_missing_torch_raises_dependency_not_installed(tiny_model_dir):
     )
     root = pathlib.Path(dialogue_gym.backends.__file__).resolve().parents[2]
     subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
+
+
+def test_requests_differing_only_in_seed_share_one_generate_call(tiny_model_dir):
+    backend = TransformersBackend(str(tiny_model_dir), max_new_tokens=4, temperature=1.0)
+    calls = []
+    original = backend.model.generate
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    backend.model.generate = counting
+    messages = ({"role": "user", "content": "hello"},)
+    batch = [GenerationRequest(messages, SamplingParams(seed=s)) for s in (1, 2, 3)]
+    first = [o.token_ids for o in backend.generate(batch)]
+    assert len(calls) == 1
+    assert [o.token_ids for o in backend.generate(batch)] == first  # the same batch reproduces

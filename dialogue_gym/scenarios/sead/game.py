@@ -114,6 +114,7 @@ class SeadGame(Game):
         self.turns: list[Turn] = []
         self.agent_turns = 0
         self.outcome: Outcome | None = None
+        self.failure: str | None = None
         self.returns = {role: 0.0 for role in self.roles}
         self.reward_terms: dict[str, float] = {}
         self._last_problem = {role: None for role in self.roles}
@@ -158,6 +159,11 @@ class SeadGame(Game):
             self._add_reward(rewards, "agent", "success", float(self.config.success_reward))
         elif self.config.user_reward == "adversarial":
             self._add_reward(rewards, "user", "agent_failed", float(self.config.success_reward))
+
+    def _abort(self, role: str, cause: str) -> None:
+        self.outcome = Outcome.BACKEND_FAILURE
+        self.failure = cause
+        self._role = None
 
     def _step(self, role: str, text: str, token_ids: list[int] | None, logprobs: list[float] | None) -> StepResult:
         rewards = {"agent": 0.0, "user": 0.0}
@@ -240,4 +246,5 @@ class SeadGame(Game):
             outcome=self.outcome,
             rewards=dict(self.returns),
             reward_terms=dict(self.reward_terms),
+            meta={"failure": self.failure} if self.failure is not None else {},
         )

@@ -1,0 +1,195 @@
+"""Collect rollouts on Ray: rollout workers are Ray actors, each playing chunks of a fixed evaluation run.
+
+:func:`collect_rollouts` plays episodes ``0 .. episodes - 1`` of the same fixed sequence as
+:func:`dialogue_gym.evaluation.evaluate` (episode ``i`` seeded ``seed + i``, with the game's
+evaluation options), split into chunks that ``num_workers`` :class:`RolloutWorker` actors take as they
+become free. Each worker builds its env and policies ONCE from data (env id, env kwargs JSON, agent
+policy by name, backend specs) and runs every chunk through an :class:`~dialogue_gym.evaluation.Evaluator`,
+so LLM-played roles keep their batching. Trajectories come back as dicts and are returned in episode
+order, so the result does not depend on which worker played what: with scripted policies (and with
+LLM policies, whose requests carry per-episode seeds) it equals ``evaluate(...)`` with the same arguments.
+
+Ray is an optional extra (``pip install 'dialogue_gym[ray]'``), imported only when a function here runs.
+
+On one machine::
+
+    from dialogue_gym.distributed import collect_rollouts
+    trajectories = collect_rollouts("SEAD-Outbound-v0", "adaptive", 2400, num_workers=4)
+
+On a cluster:
+
+1. install ``dialogue_gym[ray]`` (plus the extras the policies need, e.g. ``[llm]``) on every node,
+   in the same environment (or ship it with ``ray_init={"runtime_env": {"py_modules": [...]}}``);
+2. start Ray: ``ray start --head`` on one node, ``ray start --address=<head-ip>:6379`` on the others;
+3. from any node, ``collect_rollouts(..., num_workers=W, ray_init={"address": "auto"})``. Each worker
+   reserves ``num_cpus_per_worker`` CPUs and ``num_gpus_per_worker`` GPUs, so Ray places workers where
+   those are free (e.g. ``num_gpus_per_worker=1`` for a local ``transformers`` / ``vllm`` backend).
+   To share a vLLM server fleet instead, give the LLM roles an ``openai`` backend pointing at it; a
+   ``cached`` backend in ``replay`` mode can read one recording from every node at once (keep
+   ``record`` / ``read-through`` files on node-local disks: SQLite must not be written over NFS).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from dialogue_gym.errors import ConfigError, DependencyNotInstalled, DialogueGymError
+from dialogue_gym.evaluation import Evaluator
+from dialogue_gym.types import Trajectory
+
+_PURPOSE = "Ray rollouts (dialogue_gym.distributed.collect_rollouts)"
+
+
+def import_ray() -> Any:
+    """The ``ray`` module, or :class:`DependencyNotInstalled` naming the ``ray`` extra."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise DependencyNotInstalled("ray", "ray", _PURPOSE) from exc
+    return ray
+
+
+class RolloutWorker:
+    """Plays chunks of one evaluation run; :func:`collect_rollouts` runs it as a Ray actor.
+
+    Args:
+        env_id: a registered id, e.g. ``"SEAD-Outbound-v0"``.
+        agent: the policy that plays ``learner``, by name (e.g. ``"adaptive"``, or ``"llm"`` with
+            ``agent_backend``).
+        learner: the role ``agent`` plays.
+        env_kwargs_json: the env's keyword arguments as JSON text (other roles, backends, rules).
+        agent_backend_json: the agent's backend spec as JSON text (``"null"`` for none).
+        batch_size: episodes played in lockstep (one backend batch per step per LLM role).
+
+    A configuration error while building (unknown policy name, bad backend spec, ...) is kept and
+    raised by :meth:`run`, so the caller gets the typed error (Ray re-raises it as an instance of its
+    class) rather than a dead actor.
+    """
+
+    def __init__(
+        self, env_id: str, agent: str, learner: str, env_kwargs_json: str, agent_backend_json: str, batch_size: int
+    ) -> None:
+        self.error: DialogueGymError | None = None
+        try:
+            self.evaluator: Evaluator | None = Evaluator(
+                env_id,
+                agent,
+                learner=learner,
+                env_kwargs=json.loads(env_kwargs_json),
+                agent_backend=json.loads(agent_backend_json),
+                batch_size=batch_size,
+            )
+        except DialogueGymError as exc:
+            self.evaluator, self.error = None, exc
+
+    def run(self, first_episode: int, episodes: int, seed: int) -> list[dict[str, Any]]:
+        """Trajectory dicts of episodes ``first_episode .. first_episode + episodes - 1``."""
+        if self.evaluator is None:
+            raise self.error
+        return [t.to_dict() for t in self.evaluator.run(episodes, seed, first_episode=first_episode)]
+
+
+def _as_json(value: Any, name: str) -> str:
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"collect_rollouts: {name} must be JSON data (policies and backends by name + kwargs), got {value!r:.200} "
+            f"({exc}); live objects cannot be rebuilt on Ray workers."
+        ) from exc
+
+
+def _positive(value: Any, name: str, minimum: float = 1, integer: bool = True) -> Any:
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or value < minimum:
+        raise ConfigError(f"collect_rollouts: {name} must be {'an int' if integer else 'a number'} >= {minimum}, got {value!r}.")
+    return value
+
+
+def collect_rollouts(
+    env_id: str,
+    agent: str = "sop",
+    episodes: int = 100,
+    seed: int = 0,
+    *,
+    learner: str = "agent",
+    env_kwargs: dict[str, Any] | None = None,
+    agent_backend: dict[str, Any] | None = None,
+    num_workers: int = 2,
+    chunk_size: int | None = None,
+    batch_size: int = 32,
+    num_cpus_per_worker: float = 1,
+    num_gpus_per_worker: float = 0,
+    out: str | Path | None = None,
+    ray_init: dict[str, Any] | None = None,
+) -> list[Trajectory]:
+    """Play ``episodes`` episodes of ``env_id`` on ``num_workers`` Ray actors; trajectories in episode order.
+
+    Args:
+        env_id, agent, episodes, seed, learner, env_kwargs, agent_backend, batch_size: as for
+            :func:`dialogue_gym.evaluation.evaluate`, except that ``agent``, ``env_kwargs`` and
+            ``agent_backend`` must be data (names and JSON), since each worker rebuilds them.
+        num_workers: rollout actors to start (fewer if there are fewer chunks).
+        chunk_size: episodes per task handed to a worker (default: ``batch_size``, or fewer so that
+            every worker gets work). Smaller chunks balance load; larger ones batch LLM calls better.
+        num_cpus_per_worker, num_gpus_per_worker: Ray resources each actor reserves.
+        out: append the trajectories to this JSONL file (as ``evaluate`` does).
+        ray_init: keyword arguments for ``ray.init`` when Ray is not initialised yet (e.g.
+            ``{"address": "auto"}`` on a cluster, ``{"num_cpus": 2}`` locally); Ray stays up afterwards.
+    """
+    import gymnasium as gym
+
+    if not isinstance(env_id, str) or env_id not in gym.registry:
+        raise ConfigError(f"collect_rollouts: {env_id!r} is not a registered id; `dialogue-gym list` shows them.")
+    if not isinstance(agent, str):
+        raise ConfigError(
+            f"collect_rollouts: agent must be a policy name (e.g. 'sop', or 'llm' with agent_backend=...), got "
+            f"{type(agent).__name__} {agent!r:.100}; workers rebuild policies from names."
+        )
+    _positive(episodes, "episodes")
+    _positive(seed, "seed", 0)
+    _positive(num_workers, "num_workers")
+    _positive(batch_size, "batch_size")
+    _positive(num_cpus_per_worker, "num_cpus_per_worker", 0, integer=False)
+    _positive(num_gpus_per_worker, "num_gpus_per_worker", 0, integer=False)
+    if chunk_size is None:
+        chunk_size = max(1, min(batch_size, math.ceil(episodes / num_workers)))
+    _positive(chunk_size, "chunk_size")
+    worker_args = (env_id, agent, learner, _as_json(env_kwargs or {}, "env_kwargs"), _as_json(agent_backend, "agent_backend"), batch_size)
+
+    ray = import_ray()
+    if not ray.is_initialized():
+        ray.init(**(ray_init or {}))
+    chunks = [(start, min(chunk_size, episodes - start)) for start in range(0, episodes, chunk_size)]
+    actor_class = ray.remote(num_cpus=num_cpus_per_worker, num_gpus=num_gpus_per_worker)(RolloutWorker)
+    actors = [actor_class.remote(*worker_args) for _ in range(min(num_workers, len(chunks)))]
+    results: list[list[dict[str, Any]] | None] = [None] * len(chunks)
+    pending: dict[Any, tuple[Any, int]] = {}
+    queue = iter(range(len(chunks)))
+
+    def submit(actor: Any) -> None:
+        index = next(queue, None)
+        if index is not None:
+            first, count = chunks[index]
+            pending[actor.run.remote(first, count, seed)] = (actor, index)
+
+    try:
+        for actor in actors:
+            submit(actor)
+        while pending:
+            (ready,), _ = ray.wait(list(pending), num_returns=1)
+            actor, index = pending.pop(ready)
+            results[index] = ray.get(ready)
+            submit(actor)
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+
+    trajectories = [Trajectory.from_dict(data) for chunk in results for data in chunk or ()]
+    if out is not None:
+        with open(out, "a", encoding="utf-8") as sink:
+            sink.writelines(json.dumps(t.to_dict()) + "\n" for t in trajectories)
+    return trajectories
