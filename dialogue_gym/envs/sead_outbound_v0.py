@@ -35,7 +35,9 @@ A profile drawn uniformly: one of the 120 states and 1-3 behaviors; or ``reset(o
 Terminated on success (user status 1 with cooperation >= 3), hang-up (status -1), timeout after
 ``max_agent_turns`` (15) agent turns, or a malformed output with ``invalid_action="end"``. The
 timeout is a task failure with the turn counter in the observation, so it is a termination, not a
-truncation. ``info["outcome"]`` names the end.
+truncation. When an LLM-played role's backend fails after its retries, the episode ends with
+outcome ``backend_failure`` (cause in ``trajectory().meta["failure"]``); metrics leave such
+episodes out rather than count them as the agent's failures. ``info["outcome"]`` names the end.
 
 ## Arguments
 ``learner`` ("agent" | "user"), ``agent`` ("sop" | "adaptive" | "oracle" | "random" | "llm"; plays
