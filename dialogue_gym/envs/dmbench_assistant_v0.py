@@ -1,0 +1,89 @@
+"""DMBench-Assistant-v0: a marketing assistant persuades a simulated user (Dynamic Marketing Benchmark).
+
+## Description
+The assistant of a merchant (automotive, healthcare, education, legal) chats with a simulated user
+whose intent evolves turn by turn (DM-Bench, paper 002 section 6; SPEC section 2). The user decides
+conversion (giving contact information); a judge rates the assistant's response quality (RQ) over
+accuracy, helpfulness, informativeness and empathy. The rules are TRACER-UserSim-v0's
+(:class:`~dialogue_gym.scenarios.tracer.game.TracerGame`); instances are the reference sessions'
+profiles, merchants and openings (the packaged ones are SYNTHETIC).
+
+## Roles
+``assistant`` and ``user``; the opening is already said, so the ``user`` moves first. Single-agent
+view: ``learner="assistant"`` (default; the user is the scripted intent-dynamics simulator) or ``"user"``.
+
+## Observation Space
+``Dict(messages=ChatMessages, turn=Discrete(max_user_turns + 1))`` for both roles. The assistant's chat
+starts with a system prompt holding the merchant facts and the SOP, then its opening. It never
+observes the user's intent level; ``info["intent_level"]`` / ``info["intent_trajectory"]`` carry it.
+
+## Action Space
+``Utterance``: the role's raw text. Assistant: plain text (``<response>`` tags or ``{"response": ...}``
+are unwrapped). User: ``<think>...</think><intent_level>z</intent_level><reply>...</reply>``.
+A non-``str`` action raises :class:`~dialogue_gym.errors.InvalidAction`.
+
+## Rewards
+Assistant: ``conversion_reward`` (1.0) when the user converts, else 0; minus ``invalid_action_penalty``
+(0.1) per malformed turn. The judge's scores (``judge="heuristic"`` by default, ``"llm"`` with
+``judge_backend``, or ``"none"``) are reported in ``info["response_quality"]`` at the end, not rewarded.
+User: TRACER's reward against the reference (see TRACER-UserSim-v0).
+
+## Starting State
+A reference session's profile, merchant and opening, drawn uniformly, or
+``reset(options={"session_id": "syn-g00-s00"})``.
+
+## Episode End
+Terminated after a user turn at level 5 (conversion, outcome ``success``), level 0 (dropout,
+``hangup``) or the ``max_user_turns``-th (15) user turn (``timeout``), or a malformed output with
+``invalid_action="end"``.
+
+## Arguments
+``learner`` ("assistant" | "user"), ``user`` ("scripted" | "random" | "flat" | "eager" | "reluctant" |
+"llm", e.g. an LLM simulator in TRACER's format), ``assistant`` ("sop" | "consultative" | "empathetic" |
+"pushy" | "random" | "llm"; plays the assistant when the user learns), ``user_backend`` /
+``assistant_backend``, ``user_sampling`` / ``assistant_sampling``, ``render_mode``, and every
+:class:`~dialogue_gym.scenarios.tracer.game.DMBenchConfig` field (those of TRACER-UserSim-v0, with
+``judge="heuristic"`` and ``invalid_action_penalty=0.1``).
+
+## Version History
+* v0: initial release.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pettingzoo.utils import wrappers
+
+from dialogue_gym.envs import tracer_usersim_v0
+from dialogue_gym.envs.multiagent import DialogueAECEnv, DialogueParallelEnv
+from dialogue_gym.scenarios.tracer.game import DMBenchGame
+
+ROLES = DMBenchGame.roles
+
+
+class DMBenchAssistantEnv(tracer_usersim_v0.TracerUserSimEnv):
+    __doc__ = __doc__
+    game_class = DMBenchGame
+    default_learner = "assistant"
+
+
+class DMBenchAssistantVectorEnv(tracer_usersim_v0.TracerUserSimVectorEnv):
+    __doc__ = __doc__
+    game_class = DMBenchGame
+    default_learner = "assistant"
+
+
+class raw_env(tracer_usersim_v0.raw_env):
+    __doc__ = __doc__
+    game_class = DMBenchGame
+    metadata = {**DialogueAECEnv.metadata, "name": "dmbench_assistant_v0"}
+
+
+def env(render_mode: str | None = None, **config: Any) -> DialogueAECEnv:
+    """The AEC env, wrapped like PettingZoo's own (order enforcing)."""
+    return wrappers.OrderEnforcingWrapper(raw_env(render_mode=render_mode, **config))
+
+
+def parallel_env(render_mode: str | None = None, **config: Any) -> DialogueParallelEnv:
+    return tracer_usersim_v0.parallel_view(DMBenchGame, "dmbench_assistant_v0", render_mode, config)

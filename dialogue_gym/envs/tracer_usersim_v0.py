@@ -1,0 +1,118 @@
+"""TRACER-UserSim-v0: learn a user simulator whose intent trajectories match real sessions.
+
+## Description
+A simulated user chats with a merchant's customer-service assistant (TRACER, paper 002; SPEC
+section 2). Each episode starts from a reference session: the user's profile, the merchant and the
+session's first assistant utterance. Each user turn rates the user's intent level (0 = leaves,
+5 = gives contact information) and replies. At the end the simulated intent trajectory is scored
+against the reference's by DTW. The packaged references are a SYNTHETIC sample
+(``dialogue_gym/scenarios/tracer/data/synthetic_sessions.jsonl``); pass ``sessions_file`` for your own.
+
+## Roles
+``assistant`` and ``user``; the opening is already said, so the ``user`` moves first. Single-agent
+view: ``learner="user"`` (default; the assistant is the fixed SOP assistant) or ``"assistant"``.
+
+## Observation Space
+``Dict(messages=ChatMessages, turn=Discrete(max_user_turns + 1))`` for both roles: the chat from the
+role's side, ready for ``apply_chat_template``. The user's system prompt carries its profile, the
+merchant, the intent-level definitions and the output format; the assistant's the merchant facts
+and SOP. ``turn`` counts user turns so far. Intent levels are never in an observation; ``info`` has them.
+
+## Action Space
+``Utterance``: the role's raw text. User: ``<think>...</think><intent_level>z</intent_level><reply>...</reply>``
+(z in 0-5; other shapes are read leniently and flagged). Assistant: plain text. A non-``str`` action raises
+:class:`~dialogue_gym.errors.InvalidAction`.
+
+## Rewards
+User, at the end: ``l1 R_fmt + l2 R_final + l3 R_traj`` against the paired reference (weights
+(0.2, 0.5, 0.3); ``R_traj = exp(-alpha (D + beta |T* - T|) / T) * eta``); ``user_reward="none"`` turns it off.
+Assistant: ``conversion_reward`` (1.0) when the user converts. ``invalid_action_penalty`` (0.0: the
+format term already prices malformed output) per flagged move. ``info`` after every user turn:
+``intent_trajectory``, ``dtw_cost`` (D), ``deviations`` (d_t), ``deviation_suffix`` (c_t with ``rho``); at
+the end ``reward_terms`` (R_fmt, R_final, R_traj, eta, D, total).
+
+## Starting State
+A reference session drawn uniformly from ``sessions_file`` (or ``sessions``), or
+``reset(options={"session_id": "syn-g00-s00"})``.
+
+## Episode End
+Terminated after a user turn at level 5 (conversion, outcome ``success``), level 0 (dropout, ``hangup``)
+or the ``max_user_turns``-th (15) user turn (a dropout, ``timeout``), or a malformed output with
+``invalid_action="end"``. The limit is a task outcome with the turn counter in the observation, so it
+is a termination, not a truncation.
+
+## Arguments
+``learner`` ("user" | "assistant"), ``user`` ("scripted" | "random" | "flat" | "eager" | "reluctant" |
+"llm"; plays the user when the assistant learns), ``assistant`` ("sop" | "consultative" | "empathetic" |
+"pushy" | "random" | "llm"), ``user_backend`` / ``assistant_backend`` (backend spec such as
+``{"name": "transformers", "model": "smollm2"}``), ``user_sampling`` / ``assistant_sampling``,
+``render_mode``, and every :class:`~dialogue_gym.scenarios.tracer.game.TracerConfig` field
+(``max_user_turns``, ``sessions_file``, ``sessions``, ``user_reward``, ``reward_weights``, ``alpha``, ``beta``,
+``eta_flat``, ``rho``, ``conversion_reward``, ``invalid_action``, ``invalid_action_penalty``,
+``fallback_intent_level``, ``max_utterance_chars``, ``judge``, ``judge_backend``).
+
+## Version History
+* v0: initial release.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pettingzoo.utils import wrappers
+
+from dialogue_gym.envs.multiagent import DialogueAECEnv, DialogueParallelEnv
+from dialogue_gym.envs.single import DialogueEnv
+from dialogue_gym.envs.vector import DialogueVectorEnv
+from dialogue_gym.game import build_config
+from dialogue_gym.scenarios.tracer.game import TracerGame
+from dialogue_gym.scenarios.tracer.policies import RolePlayers, make_policy
+
+ROLES = TracerGame.roles
+
+
+class TracerUserSimEnv(DialogueEnv):
+    __doc__ = __doc__
+    game_class: type[TracerGame] = TracerGame
+    default_learner = "user"
+
+    def __init__(self, render_mode: str | None = None, **kwargs: Any):
+        players, game = RolePlayers.split(kwargs, self.game_class, self.default_learner)
+        super().__init__(game, players.learner, players.policies(), render_mode)
+
+    def make_role_policy(self, role: str, spec: Any, backend: Any = None, sampling: dict | None = None):
+        return make_policy(role, spec, backend, sampling)
+
+
+class TracerUserSimVectorEnv(DialogueVectorEnv):
+    __doc__ = __doc__
+    game_class: type[TracerGame] = TracerGame
+    default_learner = "user"
+
+    def __init__(self, num_envs: int = 1, **kwargs: Any):
+        players, template = RolePlayers.split(kwargs, self.game_class, self.default_learner)
+        super().__init__(template.spawn, num_envs, players.learner, players.policies())
+
+
+class raw_env(DialogueAECEnv):
+    __doc__ = __doc__
+    game_class: type[TracerGame] = TracerGame
+    metadata = {**DialogueAECEnv.metadata, "name": "tracer_usersim_v0"}
+
+    def __init__(self, render_mode: str | None = None, **config: Any):
+        super().__init__(self.game_class(build_config(self.game_class.config_class, config)), render_mode)
+
+
+def parallel_view(game_class: type[TracerGame], name: str, render_mode: str | None, config: dict[str, Any]) -> DialogueParallelEnv:
+    environment = DialogueParallelEnv(game_class(build_config(game_class.config_class, config)), render_mode)
+    environment.metadata = {**environment.metadata, "name": name}
+    return environment
+
+
+def env(render_mode: str | None = None, **config: Any) -> DialogueAECEnv:
+    """The AEC env, wrapped like PettingZoo's own (order enforcing)."""
+    return wrappers.OrderEnforcingWrapper(raw_env(render_mode=render_mode, **config))
+
+
+def parallel_env(render_mode: str | None = None, **config: Any) -> DialogueParallelEnv:
+    return parallel_view(TracerGame, "tracer_usersim_v0", render_mode, config)

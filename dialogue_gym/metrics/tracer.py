@@ -1,0 +1,201 @@
+"""TRACER's user-simulator metrics (SPEC section 2; paper 002, section 5.1), pure functions of trajectories.
+
+Every trajectory of ``TRACER-UserSim-v0`` / ``DMBench-Assistant-v0`` records its paired reference in
+``meta["reference"]`` (session and group id, intent levels, outcome, user replies), so these need
+nothing else. The *real* side of a group is the set of distinct reference sessions paired with the
+trajectories of that group (each counted once, however many rollouts it had).
+
+* Session level: PCR (simulated conversion rate), ACC and conversion-class F1 against the paired
+  real outcome.
+* Group level: Group-dPCR = mean over groups of |simulated CR - real CR|; W1-Turns = mean over groups
+  of the Wasserstein-1 distance (``scipy.stats.wasserstein_distance``) between simulated and real
+  user-turn counts.
+* Semantic: OT-DTW = mean over groups of the exact optimal-transport cost (POT ``ot.emd2``, uniform
+  weights) between simulated and real sessions; the pairwise cost is the DTW of their per-turn reply
+  embeddings under cosine distance, divided by the optimal path's length (**decision**: normalised so
+  sessions of different lengths compare, in [0, 2]).
+* ``intent_dtw``: mean DTW cost of the intent trajectory against its paired reference (TRACER's D).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any, Sequence
+
+import numpy as np
+
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.metrics.core import _require, backend_failure_rate, backend_failures, completed, invalid_action_rate
+from dialogue_gym.metrics.dtw import batch_dtw, dtw_path_from_cost, local_cost_matrix
+from dialogue_gym.metrics.embedders import make_embedder
+from dialogue_gym.types import Outcome, Trajectory
+
+
+def _reference(trajectory: Trajectory) -> dict[str, Any]:
+    reference = trajectory.meta.get("reference")
+    if not isinstance(reference, dict):
+        raise ConfigError(
+            f"trajectory (seed {trajectory.seed}, scenario {trajectory.scenario!r}) has no meta['reference']; "
+            "TRACER metrics need trajectories of TRACER-UserSim-v0 or DMBench-Assistant-v0."
+        )
+    return reference
+
+
+def simulated_intents(trajectory: Trajectory) -> list[int]:
+    return [int(turn.parsed["intent_level"]) for turn in trajectory.turns_of("user")]
+
+
+def converted(trajectory: Trajectory) -> bool:
+    return trajectory.outcome is Outcome.SUCCESS
+
+
+def pcr(trajectories: Sequence[Trajectory]) -> float:
+    """Simulated conversion rate (NaN when empty)."""
+    trajectories = _require(trajectories)
+    return float(np.mean([converted(t) for t in trajectories])) if trajectories else math.nan
+
+
+def real_pcr(trajectories: Sequence[Trajectory]) -> float:
+    """Conversion rate of the distinct reference sessions paired with ``trajectories``."""
+    outcomes = {r["session_id"]: r["outcome"] == "conversion" for r in map(_reference, _require(trajectories))}
+    return float(np.mean(list(outcomes.values()))) if outcomes else math.nan
+
+
+def _paired(trajectories: Sequence[Trajectory]) -> tuple[np.ndarray, np.ndarray]:
+    trajectories = _require(trajectories)
+    simulated = np.array([converted(t) for t in trajectories], dtype=bool)
+    real = np.array([_reference(t)["outcome"] == "conversion" for t in trajectories], dtype=bool)
+    return simulated, real
+
+
+def acc(trajectories: Sequence[Trajectory]) -> float:
+    """Fraction of sessions whose simulated outcome (conversion or not) equals the paired real one."""
+    simulated, real = _paired(trajectories)
+    return float(np.mean(simulated == real)) if simulated.size else math.nan
+
+
+def conversion_f1(trajectories: Sequence[Trajectory]) -> float:
+    """F1 of the conversion class (simulated conversions against the paired real conversions)."""
+    simulated, real = _paired(trajectories)
+    true_positive = float(np.sum(simulated & real))
+    denominator = float(np.sum(simulated) + np.sum(real))
+    if denominator == 0:
+        return math.nan
+    return 2 * true_positive / denominator
+
+
+def _groups(trajectories: Sequence[Trajectory]) -> dict[str, tuple[list[Trajectory], dict[str, dict[str, Any]]]]:
+    """group id -> (its trajectories, its distinct paired reference sessions by id)."""
+    groups: dict[str, tuple[list[Trajectory], dict[str, dict[str, Any]]]] = defaultdict(lambda: ([], {}))
+    for trajectory in _require(trajectories):
+        reference = _reference(trajectory)
+        simulated, real = groups[reference["group_id"]]
+        simulated.append(trajectory)
+        real[reference["session_id"]] = reference
+    return dict(groups)
+
+
+def group_dpcr(trajectories: Sequence[Trajectory]) -> float:
+    """Mean over groups of |simulated CR - real CR|."""
+    gaps = [
+        abs(np.mean([converted(t) for t in simulated]) - np.mean([r["outcome"] == "conversion" for r in real.values()]))
+        for simulated, real in _groups(trajectories).values()
+    ]
+    return float(np.mean(gaps)) if gaps else math.nan
+
+
+def w1_turns(trajectories: Sequence[Trajectory]) -> float:
+    """Mean over groups of the Wasserstein-1 distance between simulated and real user-turn counts."""
+    from scipy.stats import wasserstein_distance
+
+    distances = [
+        wasserstein_distance([len(t.turns_of("user")) for t in simulated], [len(r["intents"]) for r in real.values()])
+        for simulated, real in _groups(trajectories).values()
+    ]
+    return float(np.mean(distances)) if distances else math.nan
+
+
+def semantic_dtw(a: np.ndarray, b: np.ndarray) -> float:
+    """DTW of two reply-embedding sequences under cosine distance, divided by the optimal path's length."""
+    path, cost = dtw_path_from_cost(local_cost_matrix(a, b, "cosine"))
+    return cost / len(path)
+
+
+def ot_dtw(trajectories: Sequence[Trajectory], embedder: Any = "hashing") -> float:
+    """Mean over groups of the exact OT cost (``ot.emd2``, uniform weights) between simulated and real
+    sessions, the pairwise cost being :func:`semantic_dtw` of their per-turn reply embeddings."""
+    import ot
+
+    embedder = make_embedder(embedder)
+    groups = _groups(trajectories)
+    texts = sorted(
+        {turn.text for simulated, _ in groups.values() for t in simulated for turn in t.turns_of("user")}
+        | {reply for _, real in groups.values() for r in real.values() for reply in r["replies"]}
+    )
+    vectors = dict(zip(texts, embedder.embed(texts))) if texts else {}
+    costs = []
+    for simulated, real in groups.values():
+        left = [np.array([vectors[turn.text] for turn in t.turns_of("user")]) for t in simulated]
+        right = [np.array([vectors[reply] for reply in r["replies"]]) for r in real.values()]
+        matrix = np.array([[semantic_dtw(a, b) for b in right] for a in left])
+        weights_left, weights_right = np.full(len(left), 1 / len(left)), np.full(len(right), 1 / len(right))
+        costs.append(float(ot.emd2(weights_left, weights_right, matrix)))
+    return float(np.mean(costs)) if costs else math.nan
+
+
+def intent_dtw(trajectories: Sequence[Trajectory]) -> float:
+    """Mean DTW cost (|zhat - z| local cost) of each simulated intent trajectory against its paired reference."""
+    trajectories = [t for t in _require(trajectories) if t.turns_of("user")]
+    if not trajectories:
+        return math.nan
+    costs = batch_dtw([simulated_intents(t) for t in trajectories], [_reference(t)["intents"] for t in trajectories])
+    return float(costs.mean())
+
+
+def mean_reward(trajectories: Sequence[Trajectory], role: str = "user") -> float:
+    trajectories = _require(trajectories)
+    return float(np.mean([t.rewards.get(role, 0.0) for t in trajectories])) if trajectories else math.nan
+
+
+def summary(trajectories: Sequence[Trajectory], embedder: Any = "hashing") -> dict[str, Any]:
+    """Every TRACER metric; computed over the completed episodes (backend failures counted apart).
+    ``embedder=None`` skips OT-DTW (NaN), the one metric that embeds text."""
+    everything = _require(trajectories)
+    trajectories = completed(everything)
+    return {
+        "episodes": len(everything),
+        "completed": len(trajectories),
+        "backend_failures": backend_failures(everything),
+        "backend_failure_rate": backend_failure_rate(everything),
+        "groups": len(_groups(trajectories)),
+        "pcr": pcr(trajectories),
+        "real_pcr": real_pcr(trajectories),
+        "acc": acc(trajectories),
+        "f1": conversion_f1(trajectories),
+        "group_dpcr": group_dpcr(trajectories),
+        "w1_turns": w1_turns(trajectories),
+        "ot_dtw": ot_dtw(trajectories, embedder) if trajectories and embedder is not None else math.nan,
+        "intent_dtw": intent_dtw(trajectories),
+        "user_turns": float(np.mean([len(t.turns_of("user")) for t in trajectories])) if trajectories else math.nan,
+        "reward": mean_reward(trajectories),
+        "invalid_action_rate": invalid_action_rate(trajectories, "user"),
+    }
+
+
+COLUMNS = (
+    ("pcr", "PCR"), ("real_pcr", "real PCR"), ("acc", "ACC"), ("f1", "F1"), ("group_dpcr", "Group-dPCR"),
+    ("w1_turns", "W1-Turns"), ("ot_dtw", "OT-DTW"), ("intent_dtw", "intent DTW"), ("user_turns", "turns"),
+    ("reward", "reward"), ("invalid_action_rate", "invalid"), ("backend_failures", "failed"),
+)
+
+
+def report(results: dict[str, Sequence[Trajectory]]) -> str:
+    """The reference side of the table: sessions, groups, and whether they are synthetic."""
+    trajectories = [t for group in results.values() for t in group]
+    references = {r["session_id"]: r for r in map(_reference, trajectories)}
+    synthetic = all(r.get("synthetic") for r in references.values())
+    return (
+        f"References: {len(references)} sessions in {len({r['group_id'] for r in references.values()})} groups"
+        f"{' (SYNTHETIC sample)' if synthetic else ''}; lower is better for Group-dPCR, W1-Turns, OT-DTW and intent DTW."
+    )

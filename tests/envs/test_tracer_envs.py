@@ -1,0 +1,142 @@
+"""TRACER-UserSim-v0 and DMBench-Assistant-v0: the same seed gives the same transcript in every view,
+and the kwargs choose who plays which role."""
+
+import gymnasium as gym
+import pytest
+
+import dialogue_gym  # noqa: F401
+from dialogue_gym.backends import CannedBackend
+from dialogue_gym.envs import dmbench_assistant_v0, tracer_usersim_v0
+from dialogue_gym.envs.driver import role_seed
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.evaluation import evaluate
+from dialogue_gym.scenarios.tracer.assistants import SopAssistant
+from dialogue_gym.scenarios.tracer.parsing import render_user_output
+from dialogue_gym.scenarios.tracer.users import IntentDynamicsUser
+
+ROLES = ("assistant", "user")
+CASES = [("TRACER-UserSim-v0", tracer_usersim_v0, "user"), ("DMBench-Assistant-v0", dmbench_assistant_v0, "assistant")]
+
+
+def policies():
+    return {"assistant": SopAssistant(), "user": IntentDynamicsUser()}
+
+
+def transcript(trajectory):
+    return [(turn.role, turn.raw, turn.state) for turn in trajectory.turns], trajectory.outcome, trajectory.profile["session_id"]
+
+
+def play_single(env_id, learner, seed):
+    env = gym.make(env_id)
+    player = policies()[learner]
+    observation, info = env.reset(seed=seed)
+    memory = player.start(env.unwrapped.game.episode_profile(), role_seed(seed, learner, ROLES))
+    done = False
+    while not done:
+        observation, _, done, _, info = env.step(player.act(observation, info, memory))
+    return transcript(env.unwrapped.trajectory())
+
+
+def play_aec(module, seed):
+    env = module.env()
+    env.reset(seed=seed)
+    players = policies()
+    profile = env.unwrapped.game.episode_profile()
+    memories = {role: players[role].start(profile, role_seed(seed, role, ROLES)) for role in ROLES}
+    for role in env.agent_iter():
+        observation, _, terminated, truncated, info = env.last()
+        env.step(None if terminated or truncated else players[role].act(observation, info, memories[role]))
+    return transcript(env.unwrapped.trajectory())
+
+
+def play_parallel(module, seed):
+    env = module.parallel_env()
+    observations, infos = env.reset(seed=seed)
+    players = policies()
+    memories = {role: players[role].start(env.game.episode_profile(), role_seed(seed, role, ROLES)) for role in ROLES}
+    while env.agents:
+        acting = next(role for role in env.agents if infos[role]["to_act"])
+        actions = {role: "" for role in env.agents}
+        actions[acting] = players[acting].act(observations[acting], infos[acting], memories[acting])
+        observations, _, _, _, infos = env.step(actions)
+    return transcript(env.trajectory())
+
+
+def play_vector(env_id, learner, seeds):
+    envs = gym.make_vec(env_id, num_envs=len(seeds))
+    observations, infos = envs.reset(seed=list(seeds))
+    player = policies()[learner]
+    games = envs.unwrapped.games
+    memories = [player.start(g.episode_profile(), role_seed(s, learner, ROLES)) for g, s in zip(games, seeds)]
+    finished = {}
+    while len(finished) < len(seeds):
+        actions = []
+        for index, seed in enumerate(seeds):
+            observation = {"messages": observations["messages"][index], "turn": observations["turn"][index]}
+            info = {"intent_trajectory": infos["intent_trajectory"][index]}
+            actions.append(player.act(observation, info, memories[index]) if seed not in finished else "")
+        observations, _, _, _, infos = envs.step(actions)
+        for trajectory in envs.unwrapped.pop_trajectories():
+            finished.setdefault(trajectory.seed, transcript(trajectory))
+    return [finished[s] for s in seeds]
+
+
+@pytest.mark.parametrize("env_id, module, learner", CASES)
+def test_every_view_gives_the_same_transcript(env_id, module, learner):
+    seeds = [0, 1, 2]
+    singles = [play_single(env_id, learner, seed) for seed in seeds]
+    assert all(len(s[0]) >= 1 for s in singles) and len({s[2] for s in singles}) > 1
+    for seed, single in zip(seeds, singles):
+        assert play_aec(module, seed) == single
+        assert play_parallel(module, seed) == single
+    assert play_vector(env_id, learner, seeds) == singles
+
+
+def test_evaluate_follows_the_reference_sessions_in_order():
+    trajectories = evaluate("TRACER-UserSim-v0", "scripted", 3, seed=5, learner="user")
+    assert [t.profile["session_id"] for t in trajectories] == ["syn-g00-s00", "syn-g00-s01", "syn-g00-s02"]
+    env = gym.make("TRACER-UserSim-v0")
+    player = IntentDynamicsUser()
+    options = env.unwrapped.game.evaluation_options(1, 5)
+    observation, info = env.reset(seed=6, options=options)
+    memory = player.start(env.unwrapped.game.episode_profile(), role_seed(6, "user", ROLES))
+    done = False
+    while not done:
+        observation, _, done, _, info = env.step(player.act(observation, info, memory))
+    assert transcript(env.unwrapped.trajectory()) == transcript(trajectories[1])
+
+
+def test_the_learner_gets_its_reward_at_the_end():
+    env = gym.make("TRACER-UserSim-v0")
+    observation, info = env.reset(seed=0, options={"session_id": "syn-g00-s00"})
+    assert observation["turn"] == 0 and info["intent_trajectory"] == []
+    observation, reward, terminated, truncated, info = env.step(render_user_output("How big are the classes?", 3, "curious"))
+    assert reward == 0.0 and not terminated and observation["messages"][-1]["role"] == "user"
+    assert info["intent_trajectory"] == [3] and info["dtw_cost"] is not None
+    _, reward, terminated, _, info = env.step(render_user_output("138xxxx0000", 5, "ready"))
+    assert terminated and reward == pytest.approx(info["reward_terms"]["total"]) and info["outcome"] == "success"
+
+
+def test_an_llm_can_play_the_user_in_tracer_format():
+    replies = [render_user_output("How much is it?", 3, "asks"), render_user_output("", 0, "leaves")]
+    env = gym.make("DMBench-Assistant-v0", user="llm", user_backend=CannedBackend(replies, cycle=False))
+    observation, info = env.reset(seed=0)
+    assert info["intent_trajectory"] == [3] and observation["messages"][-1] == {"role": "user", "content": "How much is it?"}
+    _, reward, terminated, _, info = env.step("It depends on the plan. Leave your number?")
+    assert terminated and reward == 0.0 and info["outcome"] == "hangup" and info["response_quality"]["judge"] == "heuristic"
+    env = gym.make("TRACER-UserSim-v0", assistant="llm", assistant_backend=CannedBackend(["Sure, we have it. Your number?"]))
+    env.reset(seed=0)
+    observation, *_ = env.step(replies[0])
+    assert observation["messages"][-1] == {"role": "user", "content": "Sure, we have it. Your number?"}
+
+
+def test_role_kwargs_and_render():
+    env = gym.make("DMBench-Assistant-v0", user="eager", render_mode="ansi")
+    env.reset(seed=1)
+    env.step("We have SUVs in stock.")
+    text = env.render()
+    assert "[DMBench-Assistant-v0 seed=1" in text and "\nassistant: We have SUVs in stock." in text
+    with pytest.raises(ConfigError, match="assistant='genius' is not a known assistant policy"):
+        gym.make("TRACER-UserSim-v0", assistant="genius")
+    with pytest.raises(ConfigError, match=r"Unknown keyword\(s\) \['temperature'\] for TracerConfig"):
+        gym.make("TRACER-UserSim-v0", temperature=0.7)

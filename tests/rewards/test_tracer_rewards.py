@@ -1,0 +1,132 @@
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.metrics import dtw
+from dialogue_gym.rewards import (
+    final_reward,
+    flatness,
+    format_reward,
+    group_standardized_advantages,
+    modulate_advantage,
+    tracer_reward,
+    trajectory_reward,
+    trl_format_reward,
+    trl_intent_reward,
+    turn_advantages,
+)
+from dialogue_gym.scenarios.tracer.parsing import render_user_output
+
+levels = st.lists(st.integers(0, 5), min_size=1, max_size=15)
+advantage = st.floats(-10, 10, allow_nan=False)
+suffixes = st.lists(st.floats(0, 50, allow_nan=False), min_size=1, max_size=15)
+
+
+def test_terms_by_hand():
+    assert format_reward([True, False, True, True]) == 0.75
+    assert final_reward([2, 3, 5], [1, 5]) == 1.0 and final_reward([2, 3, 4], [1, 5]) == 0.0
+    # D([2, 3, 5], [1, 5]) = |2-1| + |3-1| + 0 = 3 (or via (3,5): 1 + 2 + 0); |T* - T| = 1; T = 2
+    assert trajectory_reward([2, 3, 5], [1, 5]) == pytest.approx(math.exp(-(3 + 1) / 2))
+    assert trajectory_reward([2, 3, 5], [1, 5], alpha=0.5, beta=0.0) == pytest.approx(math.exp(-0.5 * 3 / 2))
+    assert trajectory_reward([1, 5], [1, 5]) == 1.0
+
+
+def test_eta_discounts_only_flat_simulations_of_varying_references():
+    assert flatness([3, 3, 3], [1, 3, 5], eta_flat=0.2) == 0.2
+    assert flatness([3, 3, 3], [3, 3], eta_flat=0.2) == 1.0
+    assert flatness([3, 4], [1, 3, 5], eta_flat=0.2) == 1.0
+    assert trajectory_reward([3, 3, 3], [3, 4, 3]) == pytest.approx(math.exp(-1 / 3) * 0.2)
+    with pytest.raises(ConfigError, match=r"eta_flat must be in \(0, 1\], got 0"):
+        flatness([1], [1], eta_flat=0)
+
+
+def test_weighted_sum_and_its_terms():
+    reward = tracer_reward([2, 3, 5], [1, 5], [True, True, False])
+    assert reward.r_fmt == pytest.approx(2 / 3) and reward.r_final == 1.0 and reward.dtw_cost == 3.0
+    assert reward.total == pytest.approx(0.2 * 2 / 3 + 0.5 * 1.0 + 0.3 * math.exp(-2))
+    assert sum(reward.weighted().values()) == pytest.approx(reward.total)
+    assert reward.to_dict()["eta"] == 1.0
+    with pytest.raises(ConfigError, match="format_ok has 2 flags for 3 simulated turns"):
+        tracer_reward([2, 3, 5], [1, 5], [True, True])
+
+
+@settings(max_examples=200, deadline=None)
+@given(levels, levels)
+def test_trajectory_reward_is_in_unit_interval_and_one_only_without_cost_or_length_gap(simulated, reference):
+    value = trajectory_reward(simulated, reference)
+    assert 0.0 < value <= 1.0
+    assert (value == 1.0) == (dtw(simulated, reference) == 0 and len(simulated) == len(reference))
+    if simulated == reference:
+        assert value == 1.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(advantage, suffixes, st.floats(0, 1), st.floats(0.01, 5))
+def test_modulation_keeps_the_sign_and_bounds_the_change(a, c, l_adv, gamma):
+    modulated = modulate_advantage(a, c, l_adv, gamma)
+    assert modulated.shape == (len(c),)
+    assert np.all(modulated * a >= 0), "the sign never flips"
+    if l_adv < 1:
+        assert np.all(np.sign(modulated) == np.sign(a))
+    if a > 0:
+        assert np.all(modulated <= a + 1e-12) and np.all(modulated >= (1 - l_adv) * a - 1e-12)
+    if a < 0:
+        assert np.all(modulated <= a + 1e-12) and np.all(modulated >= (1 + l_adv) * a - 1e-12)
+    assert np.allclose(modulated, a - l_adv * abs(a) * np.tanh(gamma * np.array(c)))
+
+
+@settings(max_examples=100, deadline=None)
+@given(advantage, suffixes, st.floats(0.01, 5))
+def test_zero_strength_recovers_the_plain_advantage(a, c, gamma):
+    assert np.all(modulate_advantage(a, c, 0.0, gamma) == a)
+
+
+def test_larger_deviation_weakens_reinforcement_and_strengthens_suppression():
+    positive = modulate_advantage(1.0, [0.0, 1.0, 4.0])
+    negative = modulate_advantage(-1.0, [0.0, 1.0, 4.0])
+    assert positive[0] == 1.0 and positive[0] > positive[1] > positive[2] > 0.8
+    assert negative[0] == -1.0 and negative[0] > negative[1] > negative[2] > -1.2
+
+
+def test_turn_advantages_standardise_within_groups_then_modulate():
+    rewards = [1.0, 0.0, 0.5, 0.5]
+    groups = ["a", "a", "b", "b"]
+    suffix = [[0.0, 2.0], [1.0], [0.0], [3.0, 0.0]]
+    result = turn_advantages(rewards, suffix, groups, l_adv=0.2, gamma=0.5)
+    plain = group_standardized_advantages(rewards, groups)
+    assert [r.tolist() for r in turn_advantages(rewards, suffix, groups, l_adv=0.0)] == [[a] * len(c) for a, c in zip(plain, suffix)]
+    assert result[0][0] == pytest.approx(plain[0]) and result[0][1] < plain[0]
+    assert result[1][0] < plain[1] < 0 and result[2].tolist() == [0.0] and result[3].tolist() == [0.0, 0.0]
+    with pytest.raises(ConfigError, match="suffixes has 1 entries for 4 rewards"):
+        turn_advantages(rewards, suffix[:1], groups)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: modulate_advantage(1.0, [0.0], l_adv=1.5), r"l_adv must be in \[0, 1\] \(larger values could flip"),
+        (lambda: modulate_advantage(1.0, [0.0], gamma=0), "gamma must be a positive number, got 0"),
+        (lambda: modulate_advantage(1.0, [-1.0]), "suffix must be a 1-D sequence of finite deviations >= 0"),
+        (lambda: format_reward([]), "format_ok must be a non-empty sequence of bools"),
+        (lambda: final_reward([], [1]), "simulated must be a non-empty 1-D sequence of intent levels"),
+        (lambda: trajectory_reward([1], [1], alpha=-1), "alpha and beta must be >= 0"),
+    ],
+)
+def test_errors(call, message):
+    with pytest.raises(ConfigError, match=message):
+        call()
+
+
+def test_trl_reward_functions_take_standard_and_conversational_completions():
+    good = render_user_output("Where is your store?", 4, "ready")
+    completions = [good, "just text", [{"role": "assistant", "content": good}]]
+    assert trl_format_reward(completions) == [1.0, 0.0, 1.0]
+    assert trl_intent_reward(completions, intent_level=[4, 2, 3]) == [1.0, 0.0, 0.0]
+    with pytest.raises(ConfigError, match="intent_level has 1 values for 3 completions"):
+        trl_intent_reward(completions, intent_level=[4])
+    with pytest.raises(ConfigError, match="a completion must be a str or a list of chat messages"):
+        trl_format_reward([42])

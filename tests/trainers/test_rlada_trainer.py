@@ -1,0 +1,168 @@
+"""The RL-ADA trainer: a small co-evolution end to end, its outputs, config errors, resume after
+kill -9, the tiny-LM plumbing, and (slow) the full cpu-strategy preset."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.scenarios.rlada.data import load_domain
+from trainers.common import RunDir
+from trainers.rlada import train as train_module
+from trainers.rlada.config import build_config
+from trainers.rlada.strategy import CUSTOMER_MOVES, StrategyAgent, StrategyCustomer
+from trainers.rlada.train import train
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = {
+    "episodes_per_scenario": 2, "gym_iterations": 2, "gym_starts": 4, "group_size": 2, "sft_episodes": 40,
+    "warmup_agent_iterations": 2, "warmup_customer_iterations": 2, "warmup_batch": 8, "min_matches": 2,
+    "max_matches": 3, "heldout_repeats": 1,
+}
+
+
+def _small_args():
+    return [f"--{key.replace('_', '-')}={value}" for key, value in SMALL.items()] + ["--plots=false"]
+
+
+def test_small_co_evolution_writes_every_output(tmp_path, capsys):
+    run = train(build_config("cpu-strategy", run_dir=str(tmp_path / "run"), **SMALL))
+    state = run.load_state("progress")
+    phases = [row["phase"] for row in run.read_metrics()]
+    assert phases[:6] == ["sft", "warmup_agent", "warmup_agent", "heldout_before", "warmup_customer", "warmup_customer"]
+    assert phases[-1] == "heldout_after" and "gym" in phases and state["next"] == {"phase": "done"}
+    assert 2 <= len(state["matches"]) <= 3 and state["stop_reason"]
+    match = state["matches"][0]
+    assert set(match["per_scenario"]) == {s.id for s in load_domain().arena} and 0.0 <= match["win_rate"] <= 1.0
+    rows = [r for r in run.read_metrics() if r["phase"] == "match"]
+    assert {"arena/win_rate", "arena/safety_pass_rate", "arena/style/camouflage_a", "arena/scenario/dispute_duplicate"} <= set(rows[0])
+    gyms = [r for r in run.read_metrics() if r["phase"] == "gym"]
+    assert gyms[0]["side"] in ("agent", "customer") and f"{gyms[0]['side']}/policy/entropy" in gyms[0]
+    for name in ("heldout_before", "heldout_after"):
+        result = run.load_state(name)
+        assert result["episodes"] == 12 and 0.0 <= result["routing_accuracy"] <= 1.0
+    assert {p.name for p in (run.path / "plots").iterdir()} == {"win_rate_per_match.png", "per_scenario.png", "heldout_before_after.png"}
+    assert (run.path / "transcripts" / "match_01.txt").read_text().startswith("## dispute_duplicate")
+    sides = sorted(p.name.split("_step_")[0] for p in (run.path / "checkpoints").iterdir())
+    assert set(sides) == {"agent", "customer"} and sides.count("agent") <= 2
+    assert StrategyAgent.load(load_domain(), run.path / state["checkpoints"]["agent"]).core.weights.any()
+    with pytest.raises(ConfigError, match="already holds a run; pass --resume"):
+        train(build_config("cpu-strategy", run_dir=str(run.path), **SMALL))
+
+
+def test_main_prints_matches_and_heldout(tmp_path, capsys):
+    assert train_module.main([*_small_args(), "--run-dir", str(tmp_path / "cli"), "--max-matches", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "match 1: agent win rate" in printed and "held-out routing" in printed and "stopped: " in printed
+
+
+def test_config_errors():
+    with pytest.raises(ConfigError, match="preset='huge' is unknown"):
+        build_config("huge")
+    with pytest.raises(ConfigError, match=r"Unknown trainer option\(s\) \['matches'\]"):
+        build_config(matches=3)
+    with pytest.raises(ConfigError, match="agent_policy='lm' needs agent_model"):
+        build_config(agent_policy="lm")
+    with pytest.raises(ConfigError, match="need 1 <= min_matches <= max_matches, got 5 and 4"):
+        build_config(min_matches=5, max_matches=4)
+    with pytest.raises(ConfigError, match="failure_fraction must be in"):
+        build_config(failure_fraction=1.5)
+
+
+def test_strategy_checkpoints_round_trip_and_reject_other_shapes(tmp_path):
+    domain = load_domain()
+    customer = StrategyCustomer(domain, learning_rate=0.5)
+    customer.core.weights[0, 2] = 1.25
+    customer.save(tmp_path)
+    loaded = StrategyCustomer.load(domain, tmp_path)
+    assert loaded.moves == CUSTOMER_MOVES and loaded.core.weights[0, 2] == 1.25 and loaded.core.learning_rate == 0.5
+    data = json.loads((tmp_path / "customer_strategy.json").read_text())
+    data["moves"] = ["direct"]
+    (tmp_path / "customer_strategy.json").write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match="other features/moves than this domain; retrain it"):
+        StrategyCustomer.load(domain, tmp_path)
+    with pytest.raises(ConfigError, match="Cannot read the strategy checkpoint"):
+        StrategyAgent.load(domain, tmp_path / "nowhere")
+
+
+def _run(args):
+    return subprocess.Popen([sys.executable, "-m", "trainers.rlada", *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _lines(path: Path) -> int:
+    return path.read_text().count("\n") if path.exists() else 0
+
+
+@pytest.mark.parametrize("kill_after_lines", [20, 150])
+def test_resume_after_kill_loses_nothing_and_continues_exactly(tmp_path, kill_after_lines):
+    reference = tmp_path / "reference"
+    assert _run([*_small_args(), "--run-dir", str(reference)]).wait(timeout=300) == 0
+    killed = tmp_path / "killed"
+    process = _run([*_small_args(), "--run-dir", str(killed)])
+    deadline = time.time() + 120
+    while _lines(killed / "trajectories.jsonl") < kill_after_lines and process.poll() is None and time.time() < deadline:
+        time.sleep(0.002)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    total = _lines(reference / "trajectories.jsonl")
+    assert _lines(killed / "trajectories.jsonl") < total, "the run finished before it could be killed"
+    assert _run(["--resume", str(killed)]).wait(timeout=300) == 0
+    done, expected = RunDir(killed), RunDir(reference)
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "time/seconds"} for r in rows]  # noqa: E731
+    assert strip(done.read_metrics()) == strip(expected.read_metrics())
+    assert done.load_state("progress") == expected.load_state("progress")
+    assert done.load_state("heldout_after") == expected.load_state("heldout_after")
+
+    def by_episode(folder):
+        records = [json.loads(line) for line in (folder / "trajectories.jsonl").read_text().splitlines()]
+        return {(r["iteration"], r["episode"]): r for r in records}, len(records)
+
+    resumed, written = by_episode(killed)
+    assert written == total and resumed == by_episode(reference)[0]  # none lost, none twice, all equal
+
+
+def test_tiny_lm_agent_sft_and_grpo_steps(tmp_path, tiny_model_dir):
+    """The LM path of the bootstrap (supervised steps on keyword-router demonstrations, then a GRPO
+    step) with a random tiny model; the whole preset runs in the slow test below."""
+    config = build_config(
+        "cpu-tiny-lm", run_dir=str(tmp_path / "lm"), agent_model=str(tiny_model_dir), sft_episodes=2, warmup_batch=2,
+        max_agent_turns=2, agent_max_new_tokens=8,
+    )
+    run = RunDir(config.run_dir)
+    run.write_config(config.to_dict())
+    state = train_module.new_state()
+    evolution = train_module.CoEvolution(config, run, state, resumed=False)
+    state["next"] = evolution.first_phase()
+    evolution.step()
+    evolution.step()
+    assert [row["phase"] for row in run.read_metrics()] == ["sft", "warmup_agent"] and state["next"] == {"phase": "heldout_before"}
+    sft, warmup = run.read_metrics()
+    assert sft["sft/pairs"] > 0 and sft["sft/nll"] > 0 and warmup["agent/loss/learner_tokens"] > 0
+    record = next(t for t in run.read_trajectories() if t.meta["records"].get("agent", {}).get("turns"))
+    turn = record.meta["records"]["agent"]["turns"][0]
+    assert len(turn["completion_ids"]) == len(turn["logprobs"]) and turn["prompt_ids"]
+    assert (run.path / run.load_state("progress")["checkpoints"]["agent"] / "optimizer.pt").exists()
+
+
+@pytest.mark.slow
+def test_full_cpu_strategy_preset_co_evolves(tmp_path):
+    run = train(build_config("cpu-strategy", run_dir=str(tmp_path / "full")))
+    state = run.load_state("progress")
+    rates = [m["win_rate"] for m in state["matches"]]
+    assert 3 <= len(rates) <= 8 and state["stop_reason"]
+    before, after = run.load_state("heldout_before"), run.load_state("heldout_after")
+    assert after["routing_accuracy"] > before["routing_accuracy"] and after["strict_pass"] > before["strict_pass"]
+    assert rates[-1] > rates[0]
+
+
+@pytest.mark.slow
+def test_cpu_tiny_lm_preset_as_documented(tmp_path):
+    pytest.importorskip("torch")
+    run = train(build_config("cpu-tiny-lm", run_dir=str(tmp_path / "tiny")))
+    assert run.load_state("heldout_after")["episodes"] == 12 and len(run.load_state("progress")["matches"]) == 2

@@ -1,0 +1,137 @@
+"""The TRACER trainer: the strategy preset learns, every output is written, resume loses nothing, the
+tiny-LM preset runs SFT (TRL) and RL with per-turn advantages."""
+
+import json
+
+import numpy as np
+import pytest
+
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.scenarios.tracer.game import TracerGame
+from trainers.common import RunDir
+from trainers.tracer import train as tracer_train
+from trainers.tracer.config import build_config, parser
+from trainers.tracer.policy import IntentPolicy
+from trainers.tracer.sft import lm_dataset, replay, strategy_samples
+
+class Crash(Exception):
+    """Stands for a kill in the middle of an iteration."""
+
+
+SMALL = dict(iterations=3, sessions_per_iteration=4, group_size=4, rollout_batch=6, eval_every=2, eval_sessions=8, eval_rollouts=1)
+
+
+def rows_without_time(run):
+    return [{k: v for k, v in row.items() if k != "time/seconds"} for row in run.read_metrics()]
+
+
+def test_cpu_strategy_smoke_writes_every_output(tmp_path):
+    run = tracer_train.train(build_config("cpu-strategy", run_dir=str(tmp_path / "run"), **SMALL))
+    rows = run.read_metrics()
+    assert [r["iteration"] for r in rows] == [0, 1, 2]
+    assert "eval/group_dpcr" in rows[0] and "eval/group_dpcr" not in rows[1] and "eval/intent_dtw" in rows[2]
+    for key in ("episode/reward", "episode/r_final", "episode/dtw_cost", "advantage/turn_mean_abs", "policy/entropy"):
+        assert np.isfinite(rows[0][key])
+    trajectories = run.read_trajectories()
+    assert len(trajectories) == 3 * 16
+    first = trajectories[0]
+    assert first.learner == "user" and len(first.meta["learner_record"]["steps"]) == len(first.turns_of("user"))
+    groups = {}
+    for t in trajectories[:16]:
+        groups.setdefault(t.meta["reference"]["session_id"], []).append(t.seed)
+    assert len(groups) == 4 and all(len(set(seeds)) == 4 for seeds in groups.values()), "G=4 distinct rollouts per reference"
+    final = run.load_state("eval")
+    assert {"group_dpcr", "ot_dtw", "intent_dtw", "acc", "f1", "w1_turns"} <= set(final)
+    assert sorted(p.name for p in (run.path / "checkpoints").iterdir()) == ["iter_0001", "iter_0002"]
+    assert {p.name for p in (run.path / "plots").iterdir()} == {"eval_curves.png", "reward.png"}
+    assert json.loads((run.path / "config.json").read_text())["group_size"] == 4
+    with pytest.raises(ConfigError, match="already holds a run; pass --resume"):
+        tracer_train.train(build_config("cpu-strategy", run_dir=str(run.path), **SMALL))
+
+
+def test_resume_plays_only_the_missing_episodes_and_continues_exactly(tmp_path, monkeypatch):
+    config = dict(SMALL, eval_every=1, plots=False)
+    reference = tracer_train.train(build_config("cpu-strategy", run_dir=str(tmp_path / "whole"), **config))
+
+    real_play, calls, crashed = tracer_train.play, [], []
+
+    def crashing_play(pool, driver, learner, plan):
+        calls.append(len(plan))
+        if len(calls) == 5 and not crashed:  # iteration 1, second chunk: its first chunk is already on disk
+            crashed.append(True)
+            raise Crash()
+        return real_play(pool, driver, learner, plan)
+
+    monkeypatch.setattr(tracer_train, "play", crashing_play)
+    broken = build_config("cpu-strategy", run_dir=str(tmp_path / "broken"), **config)
+    with pytest.raises(Crash):
+        tracer_train.train(broken)
+    run = RunDir(tmp_path / "broken")
+    assert run.load_state("progress")["iteration"] == 0 and len(run.completed_episodes(1)) == 6
+    calls.clear()
+    tracer_train.train(broken, resume=True)
+    assert calls[:2] == [6, 4], "iteration 1 replays only its 10 missing episodes"
+    assert rows_without_time(run) == rows_without_time(reference)
+    assert run.load_state("eval") == reference.load_state("eval")
+    assert tracer_train.main(["--resume", str(run.path)]) == 0
+
+
+def test_strategy_policy_learns_levels_by_likelihood_and_by_advantage():
+    game = TracerGame(sessions=["syn-g00-s00", "syn-g00-s01", "syn-g01-s00"])
+    policy = IntentPolicy(0.1)
+    x, levels = strategy_samples(policy, game)
+    assert x.shape == (len(levels), policy.dynamics.feature_map.size) and len(levels) == sum(len(s.intents) for s in game.references.sessions)
+    before = policy.fit(x, levels, epochs=0, learning_rate=0.1)["sft/nll"]
+    after = policy.fit(x, levels, epochs=30, learning_rate=0.1)["sft/nll"]
+    assert before == pytest.approx(np.log(6)) and after < 0.6 * before
+    fresh = IntentPolicy(0.5)
+    record = {"steps": [[[0], [1.0], 3], [[0], [1.0], 3]]}
+    fresh.update([record], [[1.0, 1.0]])
+    assert np.argmax(fresh.weights[0]) == 3, "a positive advantage raises the chosen level's logit"
+    with pytest.raises(ConfigError, match="got 1 turn advantages for 2 recorded decisions"):
+        fresh.update([record], [[1.0]])
+
+
+def test_sft_data_is_the_rl_prompt_and_the_reference_turn_in_tracer_format():
+    game = TracerGame()
+    session = game.references["syn-g00-s00"]
+    rows = lm_dataset(TracerGame(sessions=[session.session_id]))
+    assert len(rows) == len(session.intents)
+    steps = list(replay(game, session))
+    assert rows[1]["prompt"] == steps[1][0]["messages"] and rows[1]["prompt"][-1]["content"] == session.turns[2].text
+    completion = rows[1]["completion"][0]["content"]
+    assert completion.startswith("<think>") and f"<intent_level>{session.intents[1]}</intent_level>" in completion
+
+
+def test_config_and_cli_errors():
+    with pytest.raises(ConfigError, match="preset='huge' is unknown"):
+        build_config("huge")
+    with pytest.raises(ConfigError, match=r"Unknown trainer option\(s\) \['iters'\]"):
+        build_config(iters=3)
+    with pytest.raises(ConfigError, match="group_size must be a positive int, got 0"):
+        build_config(group_size=0)
+    with pytest.raises(ConfigError, match=r"l_adv must be in \[0, 1\], got 2"):
+        build_config(l_adv=2)
+    with pytest.raises(ConfigError, match="policy='lm' needs model="):
+        build_config(policy="lm")
+    args = vars(parser().parse_args(["--group-size", "4", "--reward-weights", "[0.1, 0.6, 0.3]", "--sessions-file", "none"]))
+    assert args == {"resume": None, "group_size": 4, "reward_weights": (0.1, 0.6, 0.3), "sessions_file": None}
+
+
+def test_cpu_tiny_lm_runs_sft_then_rl_with_per_turn_advantages(tmp_path):
+    pytest.importorskip("trl")
+    config = build_config(
+        "cpu-tiny-lm", run_dir=str(tmp_path / "lm"), iterations=1, sft_sessions=1, sessions_per_iteration=1,
+        group_size=2, max_user_turns=2, max_new_tokens=6, eval_sessions=1, plots=False,
+    )
+    run = tracer_train.train(config)
+    sft = run.load_state("sft")
+    assert sft["checkpoint"] == "checkpoints/sft" and sft["sft/steps"] >= 1 and (run.path / "checkpoints" / "sft" / "config.json").exists()
+    trajectories = run.read_trajectories()
+    assert len(trajectories) == 2
+    record = trajectories[0].meta["learner_record"]["turns"]
+    assert len(record) == len(trajectories[0].turns_of("user")) and record[0]["prompt_ids"]
+    assert len(record[0]["completion_ids"]) == len(record[0]["logprobs"])
+    row = run.read_metrics()[0]
+    assert row["loss/learner_tokens"] > 0 and "eval/group_dpcr" in row
+    assert (run.path / "checkpoints" / "iter_0000" / "optimizer.pt").exists()

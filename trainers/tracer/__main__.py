@@ -1,0 +1,5 @@
+import sys
+
+from trainers.tracer.train import main
+
+sys.exit(main())

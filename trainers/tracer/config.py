@@ -1,0 +1,158 @@
+"""Configuration of the TRACER trainer: one frozen dataclass, one docstring per field, named presets.
+The dataclass doubles as the CLI (``python -m trainers.tracer --field value``)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from dataclasses import dataclass, fields
+from typing import Any
+
+from dialogue_gym.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class TracerTrainConfig:
+    preset: str = "cpu-strategy"
+    """Named starting point (see PRESETS); explicit fields override it."""
+    run_dir: str = ""
+    """Output folder (default: runs/tracer-<preset>-seed<seed>)."""
+    seed: int = 0
+    """Seeds the session plan, every rollout and the policy's initialisation."""
+    policy: str = "strategy"
+    """strategy (a softmax intent-dynamics user policy in NumPy) or lm (a causal LM in TRACER's format)."""
+    sessions_file: str | None = None
+    """Reference sessions (JSONL); default: the packaged SYNTHETIC sample."""
+    sft_epochs: int = 0
+    """Stage 1: supervised epochs on the reference sessions in the output format (0 skips it)."""
+    sft_learning_rate: float = 0.05
+    """Stage 1 step size (strategy: Adam on the log-likelihood; lm: TRL SFTTrainer's learning rate)."""
+    sft_sessions: int = 0
+    """Reference sessions used by stage 1 (0: all)."""
+    iterations: int = 60
+    """Stage 2: RL iterations."""
+    sessions_per_iteration: int = 16
+    """Reference sessions (prompts) per RL iteration."""
+    group_size: int = 8
+    """G: rollouts per reference session; advantages are standardised within each group (paper: 8)."""
+    learning_rate: float = 0.05
+    """Stage 2 step size (strategy: Adam; lm: AdamW, paper scale ~1e-6)."""
+    l_adv: float = 0.2
+    """Strength of the deviation-aware advantage modulation (0 turns it off; paper: 0.2)."""
+    gamma: float = 0.5
+    """Sensitivity of the modulation to the deviation suffix c_t (paper: 0.5)."""
+    rho: float = 0.4
+    """Discount of the deviation suffix c_t = sum_k rho^k d_{t+k} (paper: 0.4)."""
+    reward_weights: tuple[float, float, float] = (0.2, 0.5, 0.3)
+    """(l1, l2, l3) of R_fmt, R_final, R_traj."""
+    alpha: float = 1.0
+    """R_traj sensitivity."""
+    beta: float = 1.0
+    """R_traj length-mismatch weight."""
+    eta_flat: float = 0.2
+    """R_traj factor for a flat simulation of a varying reference."""
+    max_user_turns: int = 15
+    """Turn limit of a simulated session."""
+    rollout_batch: int = 64
+    """Episodes played in lockstep (and appended to trajectories.jsonl) at a time."""
+    assistant: str = "sop"
+    """The fixed assistant: sop (scripted) or llm."""
+    assistant_backend: dict | None = None
+    """Backend spec when assistant is llm."""
+    model: str = ""
+    """lm policy: local model folder, "smollm2", or "tiny" (a random tiny model built in the run folder)."""
+    device: str = "cpu"
+    """lm policy: torch device."""
+    lora_rank: int = 0
+    """lm policy: LoRA rank via peft (0 = full fine-tuning)."""
+    kl_coef: float = 0.001
+    """lm policy: weight of the KL to the frozen reference (the SFT model)."""
+    clip_eps: float = 0.2
+    """lm policy: PPO-style ratio clipping."""
+    temperature: float = 1.0
+    """lm policy: rollout temperature (paper: 1.0 for RL)."""
+    max_new_tokens: int = 128
+    """lm policy: tokens per user turn."""
+    eval_every: int = 5
+    """Evaluate on the reference sessions every this many iterations (before the update), and after the last."""
+    eval_sessions: int = 0
+    """Reference sessions in each evaluation (0: all)."""
+    eval_rollouts: int = 2
+    """Rollouts per reference session in each evaluation."""
+    eval_seed: int = 10_000
+    """Seed of the evaluation rollouts (the same every time, so curves compare like with like)."""
+    plots: bool = True
+    """Write PNG plots (needs matplotlib)."""
+
+    def resolved_run_dir(self) -> str:
+        return self.run_dir or f"runs/tracer-{self.preset}-seed{self.seed}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "cpu-strategy": {},
+    "cpu-tiny-lm": {
+        "policy": "lm", "model": "tiny", "sft_epochs": 1, "sft_learning_rate": 1e-3, "sft_sessions": 8, "iterations": 2,
+        "sessions_per_iteration": 2, "group_size": 2, "learning_rate": 1e-4, "max_user_turns": 3, "max_new_tokens": 24,
+        "eval_every": 1, "eval_sessions": 4, "eval_rollouts": 1, "rollout_batch": 8,
+    },
+    "gpu-lm": {
+        "policy": "lm", "model": "/path/to/Qwen2.5-7B-Instruct", "device": "cuda", "sft_epochs": 2, "sft_learning_rate": 1e-5,
+        "iterations": 300, "sessions_per_iteration": 4, "group_size": 8, "learning_rate": 1e-6, "max_new_tokens": 256,
+        "eval_every": 25, "eval_rollouts": 1, "rollout_batch": 32,
+    },
+}
+
+
+def build_config(preset: str = "cpu-strategy", **overrides: Any) -> TracerTrainConfig:
+    if preset not in PRESETS:
+        raise ConfigError(f"preset={preset!r} is unknown; use one of {sorted(PRESETS)}.")
+    names = {f.name for f in fields(TracerTrainConfig)}
+    unknown = sorted(set(overrides) - names)
+    if unknown:
+        raise ConfigError(f"Unknown trainer option(s) {unknown}; options are {sorted(names)}.")
+    values = {**PRESETS[preset], **overrides, "preset": preset}
+    if "reward_weights" in values:
+        values["reward_weights"] = tuple(values["reward_weights"])
+    config = TracerTrainConfig(**values)
+    if config.policy not in ("strategy", "lm"):
+        raise ConfigError(f"policy={config.policy!r}; use strategy or lm.")
+    if config.policy == "lm" and not config.model:
+        raise ConfigError("policy='lm' needs model=... (a local folder, 'smollm2' or 'tiny').")
+    for name in ("iterations", "sessions_per_iteration", "group_size", "rollout_batch", "eval_every", "eval_rollouts"):
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{name} must be a positive int, got {value!r}.")
+    if not 0.0 <= config.l_adv <= 1.0:
+        raise ConfigError(f"l_adv must be in [0, 1], got {config.l_adv!r}.")
+    return config
+
+
+_CONVERTERS = {
+    "int": int,
+    "float": float,
+    "bool": lambda text: text.lower() in ("1", "true", "yes"),
+    "dict | None": json.loads,
+    "str | None": lambda text: None if text.lower() == "none" else text,
+    "tuple[float, float, float]": lambda text: tuple(json.loads(text)),
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    """A CLI generated from the dataclass: ``--field value`` for every field, plus ``--resume RUN_DIR``."""
+    cli = argparse.ArgumentParser(
+        prog="python -m trainers.tracer",
+        description="TRACER: SFT on reference sessions, then multi-turn RL with deviation-aware advantages.",
+    )
+    cli.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run from its folder")
+    for spec in fields(TracerTrainConfig):
+        cli.add_argument(
+            "--" + spec.name.replace("_", "-"),
+            type=_CONVERTERS.get(str(spec.type), str),
+            default=argparse.SUPPRESS,
+            help=f"{spec.type} (see TracerTrainConfig.{spec.name})",
+        )
+    return cli

@@ -1,0 +1,292 @@
+"""TRACER's two-stage training of a user simulator (paper 002, section 4; SPEC section 2), top to bottom.
+
+Stage 1 (SFT, optional): fit the policy to the reference sessions rendered in the output format.
+Stage 2 (RL), each iteration:
+  1. evaluate on the reference sessions every ``eval_every`` iterations (Group-dPCR, intent DTW, ...);
+  2. draw ``sessions_per_iteration`` reference sessions and play ``group_size`` rollouts of each against
+     the fixed assistant (episodes appended to trajectories.jsonl as each chunk finishes);
+  3. rewards R = l1 R_fmt + l2 R_final + l3 R_traj come from the env; GRPO-standardise them within each
+     reference's group, then modulate per user turn by the DTW deviation suffix c_t
+     (A~ = A (1 - l_adv sign(A) tanh(gamma c_t))) and take one policy step;
+  4. commit: checkpoint, metrics row, then ``state/progress.json`` (atomic).
+``--resume RUN_DIR`` continues after a crash or ``kill -9``: finished episodes of the interrupted
+iteration are kept, only the missing ones are played, and everything else is recomputed exactly.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from tqdm import tqdm
+
+import dialogue_gym  # noqa: F401  (registers the ids)
+from dialogue_gym.envs.driver import CounterpartDriver
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.evaluation import evaluate
+from dialogue_gym.metrics import tracer as tracer_metrics
+from dialogue_gym.rewards.tracer import turn_advantages
+from dialogue_gym.scenarios.tracer.game import TracerConfig, TracerGame
+from dialogue_gym.scenarios.tracer.policies import make_policy
+from dialogue_gym.seeding import mix_seed
+from dialogue_gym.types import Trajectory
+from trainers.common import RunDir
+from trainers.tracer.config import TracerTrainConfig, build_config, parser
+from trainers.tracer.policy import IntentPolicy
+from trainers.tracer.sft import lm_dataset, sft_lm, strategy_samples
+
+KEEP_CHECKPOINTS = 2
+EVAL_METRICS = ("pcr", "real_pcr", "acc", "f1", "group_dpcr", "w1_turns", "intent_dtw", "user_turns", "reward")
+
+
+def env_kwargs(config: TracerTrainConfig) -> dict[str, Any]:
+    """The TracerConfig fields the trainer sets (the rest keep their defaults)."""
+    return {
+        "max_user_turns": config.max_user_turns, "sessions_file": config.sessions_file, "reward_weights": list(config.reward_weights),
+        "alpha": config.alpha, "beta": config.beta, "eta_flat": config.eta_flat, "rho": config.rho,
+    }
+
+
+def make_learner(config: TracerTrainConfig, checkpoint: Path | None, base_model: str | None):
+    """The trainable user policy, fresh or from a checkpoint (``base_model``: the lm's reference weights)."""
+    if config.policy == "strategy":
+        return IntentPolicy.load(checkpoint) if checkpoint else IntentPolicy(config.learning_rate)
+    from trainers.grpo.lm import CausalLMPolicy, GRPOConfig
+
+    grpo = GRPOConfig(
+        learning_rate=config.learning_rate, kl_coef=config.kl_coef, clip_eps=config.clip_eps, lora_rank=config.lora_rank,
+        temperature=config.temperature, max_new_tokens=config.max_new_tokens,
+    )
+    return CausalLMPolicy(base_model, grpo, device=config.device, checkpoint=str(checkpoint) if checkpoint else None, seed=config.seed)
+
+
+def base_model_path(config: TracerTrainConfig, run: RunDir) -> str:
+    if config.model != "tiny":
+        return config.model
+    from dialogue_gym.backends.tiny import build_tiny_chat_model
+
+    path = run.path / "tiny_model"
+    if not (path / "config.json").exists():
+        build_tiny_chat_model(path, seed=config.seed)
+    return str(path)
+
+
+def supervised_stage(config: TracerTrainConfig, run: RunDir, game: TracerGame) -> dict[str, Any]:
+    """Stage 1 on whole reference sessions (``game`` keeps the default turn limit); returns the state
+    record (metrics and the checkpoint the RL stage starts from)."""
+    name = "checkpoints/sft"
+    if config.policy == "strategy":
+        policy = IntentPolicy(config.learning_rate)
+        x, levels = strategy_samples(policy, game, config.sft_sessions)
+        metrics = policy.fit(x, levels, config.sft_epochs, config.sft_learning_rate, seed=config.seed)
+        policy.save(run.path / name)
+    else:
+        rows = lm_dataset(game, config.sft_sessions)
+        metrics = sft_lm(base_model_path(config, run), rows, run.path / name, config.sft_epochs, config.sft_learning_rate, config.seed)
+    return {**metrics, "checkpoint": name}
+
+
+def episode_plan(config: TracerTrainConfig, iteration: int, session_ids: Sequence[str]) -> list[tuple[str, int]]:
+    """``(session id, seed)`` of every episode of ``iteration``: G rollouts of each drawn session."""
+    rng = random.Random(mix_seed(config.seed, iteration))
+    drawn = rng.sample(list(session_ids), min(config.sessions_per_iteration, len(session_ids)))
+    return [
+        (session_id, mix_seed(config.seed, iteration, index * config.group_size + g))
+        for index, session_id in enumerate(drawn)
+        for g in range(config.group_size)
+    ]
+
+
+def play(pool: list[TracerGame], driver: CounterpartDriver, learner: Any, plan: Sequence[tuple[str, int]]) -> list[Trajectory]:
+    """Play ``plan``'s episodes in lockstep; each trajectory carries the learner's record in ``meta``."""
+    games = pool[: len(plan)]
+    for game, (session_id, seed) in zip(games, plan):
+        game.reset(seed=seed, options={"session_id": session_id})
+    memories = [driver.start(game) for game in games]
+    driver.advance(games, memories)
+    trajectories = []
+    for game, memory in zip(games, memories):
+        trajectory = game.trajectory()
+        trajectory.learner = "user"
+        trajectory.meta = {**trajectory.meta, "learner_record": learner.record(memory["user"])}
+        trajectories.append(trajectory)
+    return trajectories
+
+
+def advantages_of(trajectories: Sequence[Trajectory], config: TracerTrainConfig) -> list[np.ndarray]:
+    """Per-user-turn advantages: GRPO within each reference session's group, modulated by c_t."""
+    rewards = [t.rewards.get("user", 0.0) for t in trajectories]
+    suffixes = [t.meta["alignment"]["suffix"] for t in trajectories]
+    groups = [t.meta["reference"]["session_id"] for t in trajectories]
+    return turn_advantages(rewards, suffixes, groups, l_adv=config.l_adv, gamma=config.gamma)
+
+
+def update(policy: Any, trajectories: Sequence[Trajectory], advantages: Sequence[np.ndarray]) -> dict[str, float]:
+    records = [t.meta["learner_record"] for t in trajectories]
+    if isinstance(policy, IntentPolicy):
+        return policy.update(records, advantages)
+    from trainers.grpo.lm import TurnSample
+
+    samples = [
+        TurnSample(turn["prompt_ids"], turn["completion_ids"], turn["logprobs"], [float(a)] * len(turn["completion_ids"]))
+        for record, per_turn in zip(records, advantages)
+        for turn, a in zip(record["turns"], per_turn)
+        if turn["completion_ids"]
+    ]
+    return policy.step(samples)
+
+
+def evaluation(config: TracerTrainConfig, policy: Any, session_ids: Sequence[str], full: bool = False) -> dict[str, Any]:
+    """TRACER's metrics of ``policy`` over the evaluation sessions (fixed seeds: every call compares like
+    with like); ``full`` adds OT-DTW."""
+    if config.eval_sessions:
+        session_ids = list(session_ids)[:: max(1, len(session_ids) // config.eval_sessions)][: config.eval_sessions]
+    trajectories = evaluate(
+        "TRACER-UserSim-v0", policy, len(session_ids) * config.eval_rollouts, seed=config.eval_seed, learner="user",
+        env_kwargs={**env_kwargs(config), "sessions": list(session_ids), "assistant": config.assistant, "assistant_backend": config.assistant_backend},
+    )
+    summary = tracer_metrics.summary(trajectories, embedder="hashing" if full else None)
+    return summary if full else {name: summary[name] for name in EVAL_METRICS}
+
+
+def rollout_metrics(trajectories: Sequence[Trajectory], advantages: Sequence[np.ndarray]) -> dict[str, float]:
+    terms = [t.meta.get("tracer_reward", {}) for t in trajectories]
+    return {
+        "episode/reward": float(np.mean([t.rewards.get("user", 0.0) for t in trajectories])),
+        **{f"episode/{name}": float(np.mean([term.get(name, np.nan) for term in terms])) for name in ("r_fmt", "r_final", "r_traj", "dtw_cost")},
+        "episode/pcr": tracer_metrics.pcr(trajectories),
+        "episode/turns": float(np.mean([len(t.turns_of("user")) for t in trajectories])),
+        "episode/invalid_action_rate": tracer_metrics.invalid_action_rate(trajectories, "user"),
+        "advantage/turn_mean_abs": float(np.mean(np.abs(np.concatenate(advantages)))),
+    }
+
+
+def train(config: TracerTrainConfig, resume: bool = False) -> RunDir:
+    run = RunDir(config.resolved_run_dir())
+    if not resume:
+        if run.load_state("progress") is not None or run.trajectories_path.exists() or run.load_state("sft") is not None:
+            raise ConfigError(f"{run.path} already holds a run; pass --resume {run.path} or choose another --run-dir.")
+        run.write_config(config.to_dict())
+    game_config = TracerConfig(**env_kwargs(config))
+    template = TracerGame(game_config)
+    session_ids = template.references.ids
+
+    sft = run.load_state("sft")
+    if config.sft_epochs and sft is None:
+        sft = supervised_stage(config, run, TracerGame(TracerConfig(sessions_file=config.sessions_file)))
+        run.save_state("sft", sft)
+    progress = run.load_state("progress")
+    start, checkpoint = 0, None
+    if progress is not None:
+        start, checkpoint = progress["iteration"] + 1, run.path / progress["checkpoint"]
+        run.truncate_metrics_after(progress["iteration"])
+    base_model = None
+    if config.policy == "lm":  # the SFT model is the RL start and the KL reference
+        base_model = str(run.path / sft["checkpoint"]) if sft else base_model_path(config, run)
+    elif checkpoint is None and sft:
+        checkpoint = run.path / sft["checkpoint"]
+    policy = make_learner(config, checkpoint, base_model)
+    assistant = make_policy("assistant", config.assistant, config.assistant_backend)
+    driver = CounterpartDriver({"assistant": assistant, "user": policy}, learner=None)
+    pool = [template.spawn() for _ in range(config.rollout_batch)]
+
+    bar = tqdm(range(start, config.iterations), initial=start, total=config.iterations, desc="TRACER", file=sys.stderr)
+    for iteration in bar:
+        started = time.perf_counter()
+        row: dict[str, Any] = {"iteration": iteration}
+        if iteration % config.eval_every == 0:
+            row.update({f"eval/{k}": v for k, v in evaluation(config, policy, session_ids).items()})
+        plan = episode_plan(config, iteration, session_ids)
+        done = run.completed_episodes(iteration) if iteration == start else {}
+        missing = [e for e in range(len(plan)) if e not in done]
+        for chunk_start in range(0, len(missing), config.rollout_batch):
+            chunk = missing[chunk_start : chunk_start + config.rollout_batch]
+            played = play(pool, driver, policy, [plan[e] for e in chunk])
+            run.append_trajectories(zip(chunk, played), iteration)
+            done.update(zip(chunk, played))
+        trajectories = [done[e] for e in range(len(plan))]
+        advantages = advantages_of(trajectories, config)
+        row.update(rollout_metrics(trajectories, advantages))
+        row.update(update(policy, trajectories, advantages))
+        name = f"checkpoints/iter_{iteration:04d}"
+        policy.save(run.path / name)
+        row["time/seconds"] = time.perf_counter() - started
+        run.append_metrics(row)
+        run.save_state("progress", {"iteration": iteration, "checkpoint": name})
+        for old in sorted((run.path / "checkpoints").glob("iter_*"))[:-KEEP_CHECKPOINTS]:
+            shutil.rmtree(old, ignore_errors=True)
+        bar.set_postfix(reward=f"{row['episode/reward']:.3f}", dtw=f"{row['episode/dtw_cost']:.2f}")
+    bar.close()
+
+    if run.load_state("eval") is None:
+        run.save_state("eval", evaluation(config, policy, session_ids, full=True))
+    if config.plots:
+        plot_run(run)
+    return run
+
+
+def curves(run: RunDir) -> dict[str, list[tuple[int, float]]]:
+    """(iteration, value) series of the evaluation metrics, the final evaluation appended last."""
+    rows = run.read_metrics()
+    final = run.load_state("eval") or {}
+    last = rows[-1]["iteration"] + 1 if rows else 0
+    series: dict[str, list[tuple[int, float]]] = {}
+    for name in EVAL_METRICS:
+        points = [(r["iteration"], r[f"eval/{name}"]) for r in rows if f"eval/{name}" in r]
+        if name in final:
+            points.append((last, final[name]))
+        series[name] = points
+    return series
+
+
+def plot_run(run: RunDir) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    series = curves(run)
+    figure, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    for axis, name, label in zip(axes, ("group_dpcr", "intent_dtw", "pcr"), ("Group-dPCR (lower is better)", "intent DTW cost vs reference", "PCR")):
+        if series[name]:
+            axis.plot(*zip(*series[name]), marker="o")
+        if name == "pcr" and series["real_pcr"]:
+            axis.axhline(series["real_pcr"][-1][1], color="grey", linestyle="--", label="reference")
+            axis.legend()
+        axis.set_title(label)
+        axis.set_xlabel("iteration")
+    figure.tight_layout()
+    figure.savefig(run.path / "plots" / "eval_curves.png", dpi=100)
+    plt.close(figure)
+    rows = run.read_metrics()
+    figure, axis = plt.subplots(figsize=(5, 3.6))
+    axis.plot([r["iteration"] for r in rows], [r["episode/reward"] for r in rows])
+    axis.set_title("mean TRACER reward of the rollouts")
+    axis.set_xlabel("iteration")
+    figure.tight_layout()
+    figure.savefig(run.path / "plots" / "reward.png", dpi=100)
+    plt.close(figure)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = vars(parser().parse_args(argv))
+    resume = args.pop("resume", None)
+    if resume:
+        saved = RunDir(resume).read_config()
+        config = build_config(**{**saved, "run_dir": resume})
+    else:
+        config = build_config(**args)
+    run = train(config, resume=bool(resume))
+    for name, label in (("group_dpcr", "Group-dPCR"), ("intent_dtw", "intent DTW cost"), ("pcr", "PCR")):
+        points = curves(run)[name]
+        if points:
+            print(f"{label}: {points[0][1]:.3f} (iteration {points[0][0]}) -> {points[-1][1]:.3f} (after training)")
+    print(f"run folder: {run.path}")
+    return 0
