@@ -156,6 +156,34 @@ class Game(ABC):
         """A fresh game with the same configuration (for batches of parallel episodes)."""
         return type(self)(self.config)
 
+    # -- reward and invalid-output bookkeeping shared by the scenarios -------------------
+    def begin_accounting(self) -> None:
+        """Start an episode's returns, reward terms and last-problem records (call in ``_reset``)."""
+        self.returns = {role: 0.0 for role in self.roles}
+        self.reward_terms: dict[str, float] = {}
+        self._last_problem: dict[str, str | None] = {role: None for role in self.roles}
+
+    def add_reward(self, rewards: dict[str, float], role: str, term: str, value: float) -> None:
+        """Credit ``value`` to ``role`` in this step's ``rewards``, its return and its ``<role>/<term>``."""
+        rewards[role] = rewards.get(role, 0.0) + value
+        self.returns[role] += value
+        key = f"{role}/{term}"
+        self.reward_terms[key] = self.reward_terms.get(key, 0.0) + value
+
+    def flag_invalid(self, role: str, problem: str | None, rewards: dict[str, float]) -> bool:
+        """Apply ``config.invalid_action`` to a malformed output; True when the episode must end."""
+        self._last_problem[role] = problem
+        if problem is None:
+            return False
+        if self.config.invalid_action == "raise":
+            raise InvalidAction(
+                f"The {role!r} output was malformed: {problem}. "
+                "Fix the output format, or create the env with invalid_action='penalize' or 'end'."
+            )
+        if self.config.invalid_action_penalty:
+            self.add_reward(rewards, role, "invalid_action", -float(self.config.invalid_action_penalty))
+        return self.config.invalid_action == "end"
+
     def evaluation_options(self, episode: int, seed: int) -> dict[str, Any] | None:
         """Reset options of the ``episode``-th episode of a fixed evaluation set (``None``: sample from the seed)."""
         return None

@@ -53,37 +53,37 @@ from __future__ import annotations
 
 from typing import Any
 
-from pettingzoo.utils import wrappers
-
-from dialogue_gym.envs import tracer_usersim_v0
 from dialogue_gym.envs.multiagent import DialogueAECEnv, DialogueParallelEnv
+from dialogue_gym.envs.scenario import ScenarioAECEnv, ScenarioEnv, ScenarioVectorEnv, aec_env, parallel_view
+from dialogue_gym.envs.tracer_usersim_v0 import TracerViews
 from dialogue_gym.scenarios.tracer.game import DMBenchGame
 
 ROLES = DMBenchGame.roles
+NAME = "dmbench_assistant_v0"
 
 
-class DMBenchAssistantEnv(tracer_usersim_v0.TracerUserSimEnv):
-    __doc__ = __doc__
+class DMBenchViews(TracerViews):
     game_class = DMBenchGame
     default_learner = "assistant"
 
 
-class DMBenchAssistantVectorEnv(tracer_usersim_v0.TracerUserSimVectorEnv):
+class DMBenchAssistantEnv(DMBenchViews, ScenarioEnv):
     __doc__ = __doc__
-    game_class = DMBenchGame
-    default_learner = "assistant"
 
 
-class raw_env(tracer_usersim_v0.raw_env):
+class DMBenchAssistantVectorEnv(DMBenchViews, ScenarioVectorEnv):
+    __doc__ = __doc__
+
+
+class raw_env(ScenarioAECEnv):
     __doc__ = __doc__
     game_class = DMBenchGame
-    metadata = {**DialogueAECEnv.metadata, "name": "dmbench_assistant_v0"}
+    metadata = {**DialogueAECEnv.metadata, "name": NAME}
 
 
 def env(render_mode: str | None = None, **config: Any) -> DialogueAECEnv:
-    """The AEC env, wrapped like PettingZoo's own (order enforcing)."""
-    return wrappers.OrderEnforcingWrapper(raw_env(render_mode=render_mode, **config))
+    return aec_env(raw_env, render_mode, config)
 
 
 def parallel_env(render_mode: str | None = None, **config: Any) -> DialogueParallelEnv:
-    return tracer_usersim_v0.parallel_view(DMBenchGame, "dmbench_assistant_v0", render_mode, config)
+    return parallel_view(DMBenchGame, NAME, render_mode, config)

@@ -53,82 +53,43 @@ the agent when the user learns), ``user`` ("scripted" | "llm"), ``agent_backend`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
 from typing import Any
 
-from pettingzoo.utils import wrappers
-
 from dialogue_gym.envs.multiagent import DialogueAECEnv, DialogueParallelEnv
-from dialogue_gym.envs.single import DialogueEnv
-from dialogue_gym.envs.vector import DialogueVectorEnv
-from dialogue_gym.game import build_config
-from dialogue_gym.scenarios.sead.game import SeadConfig, SeadGame
+from dialogue_gym.envs.scenario import ScenarioAECEnv, ScenarioEnv, ScenarioVectorEnv, aec_env, parallel_view
+from dialogue_gym.scenarios.sead.game import SeadGame
 from dialogue_gym.scenarios.sead.policies import make_policy
 
 ROLES = SeadGame.roles
+NAME = "sead_outbound_v0"
 
 
-@dataclass(frozen=True)
-class RolePlayers:
-    """Who plays which role (JSON-serializable kwargs shared by the single-agent and vector envs)."""
-
-    learner: str = "agent"
-    agent: Any = "sop"
-    user: Any = "scripted"
-    agent_backend: Any = None
-    user_backend: Any = None
-    agent_sampling: dict | None = None
-    user_sampling: dict | None = None
-
-    @classmethod
-    def split(cls, kwargs: dict[str, Any]) -> tuple[RolePlayers, SeadGame]:
-        """Separate role kwargs from game-config kwargs; build the players and a template game."""
-        names = {f.name for f in fields(cls)}
-        players = cls(**{k: v for k, v in kwargs.items() if k in names})
-        game = SeadGame(build_config(SeadConfig, {k: v for k, v in kwargs.items() if k not in names}))
-        return players, game
-
-    def policies(self, game: SeadGame) -> dict[str, Any]:
-        return {
-            role: make_policy(role, getattr(self, role), game.library, getattr(self, f"{role}_backend"), getattr(self, f"{role}_sampling"))
-            for role in ROLES
-            if role != self.learner
-        }
-
-
-class SeadOutboundEnv(DialogueEnv):
-    __doc__ = __doc__
-
-    def __init__(self, render_mode: str | None = None, **kwargs: Any):
-        players, game = RolePlayers.split(kwargs)
-        super().__init__(game, players.learner, players.policies(game), render_mode)
+class _Sead:
+    game_class = SeadGame
+    default_learner = "agent"
+    default_players = {"agent": "sop", "user": "scripted"}
 
     def make_role_policy(self, role: str, spec: Any, backend: Any = None, sampling: dict | None = None):
         return make_policy(role, spec, self.game.library, backend, sampling)
 
 
-class SeadOutboundVectorEnv(DialogueVectorEnv):
+class SeadOutboundEnv(_Sead, ScenarioEnv):
     __doc__ = __doc__
 
-    def __init__(self, num_envs: int = 1, **kwargs: Any):
-        players, template = RolePlayers.split(kwargs)
-        super().__init__(template.spawn, num_envs, players.learner, players.policies(template))
 
-
-class raw_env(DialogueAECEnv):
+class SeadOutboundVectorEnv(_Sead, ScenarioVectorEnv):
     __doc__ = __doc__
-    metadata = {**DialogueAECEnv.metadata, "name": "sead_outbound_v0"}
 
-    def __init__(self, render_mode: str | None = None, **config: Any):
-        super().__init__(SeadGame(build_config(SeadConfig, config)), render_mode)
+
+class raw_env(ScenarioAECEnv):
+    __doc__ = __doc__
+    game_class = SeadGame
+    metadata = {**DialogueAECEnv.metadata, "name": NAME}
 
 
 def env(render_mode: str | None = None, **config: Any) -> DialogueAECEnv:
-    """The AEC env, wrapped like PettingZoo's own (order enforcing)."""
-    return wrappers.OrderEnforcingWrapper(raw_env(render_mode=render_mode, **config))
+    return aec_env(raw_env, render_mode, config)
 
 
 def parallel_env(render_mode: str | None = None, **config: Any) -> DialogueParallelEnv:
-    environment = DialogueParallelEnv(SeadGame(build_config(SeadConfig, config)), render_mode)
-    environment.metadata = {**environment.metadata, "name": "sead_outbound_v0"}
-    return environment
+    return parallel_view(SeadGame, NAME, render_mode, config)

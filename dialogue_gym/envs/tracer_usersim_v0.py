@@ -59,60 +59,41 @@ from __future__ import annotations
 
 from typing import Any
 
-from pettingzoo.utils import wrappers
-
 from dialogue_gym.envs.multiagent import DialogueAECEnv, DialogueParallelEnv
-from dialogue_gym.envs.single import DialogueEnv
-from dialogue_gym.envs.vector import DialogueVectorEnv
-from dialogue_gym.game import build_config
+from dialogue_gym.envs.scenario import ScenarioAECEnv, ScenarioEnv, ScenarioVectorEnv, aec_env, parallel_view
 from dialogue_gym.scenarios.tracer.game import TracerGame
-from dialogue_gym.scenarios.tracer.policies import RolePlayers, make_policy
+from dialogue_gym.scenarios.tracer.policies import make_policy
 
 ROLES = TracerGame.roles
+NAME = "tracer_usersim_v0"
 
 
-class TracerUserSimEnv(DialogueEnv):
-    __doc__ = __doc__
+class TracerViews:
     game_class: type[TracerGame] = TracerGame
     default_learner = "user"
-
-    def __init__(self, render_mode: str | None = None, **kwargs: Any):
-        players, game = RolePlayers.split(kwargs, self.game_class, self.default_learner)
-        super().__init__(game, players.learner, players.policies(), render_mode)
+    default_players = {"assistant": "sop", "user": "scripted"}
 
     def make_role_policy(self, role: str, spec: Any, backend: Any = None, sampling: dict | None = None):
         return make_policy(role, spec, backend, sampling)
 
 
-class TracerUserSimVectorEnv(DialogueVectorEnv):
+class TracerUserSimEnv(TracerViews, ScenarioEnv):
     __doc__ = __doc__
-    game_class: type[TracerGame] = TracerGame
-    default_learner = "user"
-
-    def __init__(self, num_envs: int = 1, **kwargs: Any):
-        players, template = RolePlayers.split(kwargs, self.game_class, self.default_learner)
-        super().__init__(template.spawn, num_envs, players.learner, players.policies())
 
 
-class raw_env(DialogueAECEnv):
+class TracerUserSimVectorEnv(TracerViews, ScenarioVectorEnv):
     __doc__ = __doc__
-    game_class: type[TracerGame] = TracerGame
-    metadata = {**DialogueAECEnv.metadata, "name": "tracer_usersim_v0"}
-
-    def __init__(self, render_mode: str | None = None, **config: Any):
-        super().__init__(self.game_class(build_config(self.game_class.config_class, config)), render_mode)
 
 
-def parallel_view(game_class: type[TracerGame], name: str, render_mode: str | None, config: dict[str, Any]) -> DialogueParallelEnv:
-    environment = DialogueParallelEnv(game_class(build_config(game_class.config_class, config)), render_mode)
-    environment.metadata = {**environment.metadata, "name": name}
-    return environment
+class raw_env(ScenarioAECEnv):
+    __doc__ = __doc__
+    game_class = TracerGame
+    metadata = {**DialogueAECEnv.metadata, "name": NAME}
 
 
 def env(render_mode: str | None = None, **config: Any) -> DialogueAECEnv:
-    """The AEC env, wrapped like PettingZoo's own (order enforcing)."""
-    return wrappers.OrderEnforcingWrapper(raw_env(render_mode=render_mode, **config))
+    return aec_env(raw_env, render_mode, config)
 
 
 def parallel_env(render_mode: str | None = None, **config: Any) -> DialogueParallelEnv:
-    return parallel_view(TracerGame, "tracer_usersim_v0", render_mode, config)
+    return parallel_view(TracerGame, NAME, render_mode, config)

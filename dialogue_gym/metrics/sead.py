@@ -98,6 +98,31 @@ def per_state_cr(trajectories: Sequence[Trajectory]) -> np.ndarray:
         return np.where(counts > 0, successes / np.maximum(counts, 1), np.nan)
 
 
+COLUMNS = (
+    ("cr", "CR"), ("cr_low", "CR lo95"), ("cr_high", "CR hi95"), ("att_success", "ATT(succ)"),
+    ("att_all", "ATT(all)"), ("upa", "UPA"), ("ei", "EI"), ("ti", "TI"), ("ci", "CI"),
+    ("invalid_action_rate", "invalid"), ("tokens_per_dialogue", "tokens/dlg"), ("backend_failures", "failed"),
+)
+"""The summary keys ``dialogue-gym eval`` prints for SEAD, with their labels."""
+
+
+def state_spread(trajectories: Sequence[Trajectory]) -> dict[str, float]:
+    """Quantiles of the per-initial-state completion rate over the states played."""
+    rates = per_state_cr(trajectories).ravel()
+    rates = rates[~np.isnan(rates)]
+    quantiles = np.quantile(rates, [0.0, 0.1, 0.5, 0.9, 1.0])
+    return {key: float(value) for key, value in zip(("min", "p10", "median", "p90", "max"), quantiles)}
+
+
+def report(results: dict[str, Sequence[Trajectory]]) -> str:
+    """Printed after the table: each agent's completion-rate spread over the initial states."""
+    from dialogue_gym.reporting import format_table
+
+    spreads = [{"name": agent, **state_spread(trajectories)} for agent, trajectories in results.items()]
+    table = format_table(spreads, [(k, k) for k in ("min", "p10", "median", "p90", "max")], "agent")
+    return f"Completion rate per initial state (spread over the 5 x 4 x 6 grid):\n\n{table}"
+
+
 def summary(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
     """Every SEAD metric under namespaced keys.
 
@@ -130,5 +155,5 @@ def summary(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
 
 __all__ = [
     "att_all", "att_success", "ci", "cr", "cr_interval", "ei", "per_state_counts", "per_state_cr",
-    "summary", "ti", "upa",
+    "COLUMNS", "report", "state_spread", "summary", "ti", "upa",
 ]

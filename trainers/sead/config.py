@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from dialogue_gym.errors import ConfigError
+from trainers.common.cli import config_parser
 
 
 @dataclass(frozen=True)
@@ -103,21 +103,4 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> SeadTrainCon
 
 def parser() -> argparse.ArgumentParser:
     """A CLI generated from the dataclass: --field value for every field, plus --resume."""
-    cli = argparse.ArgumentParser(prog="python -m trainers.sead", description="SEAD self-evolving training (four-phase loop).")
-    cli.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run from its folder")
-    converters = {
-        "int": int,
-        "float": float,
-        "bool": lambda text: text.lower() in ("1", "true", "yes"),
-        "dict | None": json.loads,
-        "dict": json.loads,
-        "str | None": lambda text: None if text.lower() == "none" else text,
-    }
-    for spec in fields(SeadTrainConfig):
-        cli.add_argument(
-            "--" + spec.name.replace("_", "-"),
-            type=converters.get(str(spec.type), str),
-            default=argparse.SUPPRESS,
-            help=f"{spec.type} (see SeadTrainConfig.{spec.name})",
-        )
-    return cli
+    return config_parser(SeadTrainConfig, "python -m trainers.sead", "SEAD self-evolving training (four-phase loop).")

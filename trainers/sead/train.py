@@ -34,6 +34,7 @@ from dialogue_gym.scenarios.sead.policies import make_policy
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
 from trainers.common import RunDir
+from trainers.common.cli import config_from_cli
 from trainers.grpo.policy import advantages_for
 from trainers.sead.config import SeadTrainConfig, build_config, parser
 
@@ -194,14 +195,8 @@ def held_out_evaluation(config: SeadTrainConfig, policy) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = vars(parser().parse_args(argv))
-    resume = args.pop("resume", None)
-    if resume:
-        saved = RunDir(resume).read_config()
-        config = build_config(**{**saved, "run_dir": resume})
-    else:
-        config = build_config(**args)
-    run = train(config, resume=bool(resume))
+    config, resume = config_from_cli(parser(), build_config, argv)
+    run = train(config, resume=resume)
     evaluation = run.load_state("eval")
     if evaluation:
         print(f"held-out CR {evaluation['cr']:.3f} [{evaluation['cr_low']:.3f}, {evaluation['cr_high']:.3f}] over {evaluation['episodes']} episodes")

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from dataclasses import dataclass, fields
 from typing import Any
 
 from dialogue_gym.errors import ConfigError
+from trainers.common.cli import config_parser
 
 
 @dataclass(frozen=True)
@@ -131,28 +131,9 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> TracerTrainC
     return config
 
 
-_CONVERTERS = {
-    "int": int,
-    "float": float,
-    "bool": lambda text: text.lower() in ("1", "true", "yes"),
-    "dict | None": json.loads,
-    "str | None": lambda text: None if text.lower() == "none" else text,
-    "tuple[float, float, float]": lambda text: tuple(json.loads(text)),
-}
-
-
 def parser() -> argparse.ArgumentParser:
     """A CLI generated from the dataclass: ``--field value`` for every field, plus ``--resume RUN_DIR``."""
-    cli = argparse.ArgumentParser(
-        prog="python -m trainers.tracer",
-        description="TRACER: SFT on reference sessions, then multi-turn RL with deviation-aware advantages.",
+    return config_parser(
+        TracerTrainConfig, "python -m trainers.tracer",
+        "TRACER: SFT on reference sessions, then multi-turn RL with deviation-aware advantages.",
     )
-    cli.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run from its folder")
-    for spec in fields(TracerTrainConfig):
-        cli.add_argument(
-            "--" + spec.name.replace("_", "-"),
-            type=_CONVERTERS.get(str(spec.type), str),
-            default=argparse.SUPPRESS,
-            help=f"{spec.type} (see TracerTrainConfig.{spec.name})",
-        )
-    return cli

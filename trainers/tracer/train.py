@@ -36,6 +36,7 @@ from dialogue_gym.scenarios.tracer.policies import make_policy
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
 from trainers.common import RunDir
+from trainers.common.cli import config_from_cli
 from trainers.tracer.config import TracerTrainConfig, build_config, parser
 from trainers.tracer.policy import IntentPolicy
 from trainers.tracer.sft import lm_dataset, sft_lm, strategy_samples
@@ -276,14 +277,8 @@ def plot_run(run: RunDir) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = vars(parser().parse_args(argv))
-    resume = args.pop("resume", None)
-    if resume:
-        saved = RunDir(resume).read_config()
-        config = build_config(**{**saved, "run_dir": resume})
-    else:
-        config = build_config(**args)
-    run = train(config, resume=bool(resume))
+    config, resume = config_from_cli(parser(), build_config, argv)
+    run = train(config, resume=resume)
     for name, label in (("group_dpcr", "Group-dPCR"), ("intent_dtw", "intent DTW cost"), ("pcr", "PCR")):
         points = curves(run)[name]
         if points:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from gymnasium import logger, spaces
 
-from dialogue_gym.errors import ConfigError, InvalidAction
+from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, StepResult, check_invalid_action_mode
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.scenarios.sead.data import (
@@ -71,6 +71,7 @@ class SeadConfig:
 class SeadGame(Game):
     id = "SEAD-Outbound-v0"
     roles = ("agent", "user")
+    config_class = SeadConfig
 
     def __init__(self, config: SeadConfig | None = None, **kwargs: Any):
         super().__init__()
@@ -115,9 +116,7 @@ class SeadGame(Game):
         self.agent_turns = 0
         self.outcome: Outcome | None = None
         self.failure: str | None = None
-        self.returns = {role: 0.0 for role in self.roles}
-        self.reward_terms: dict[str, float] = {}
-        self._last_problem = {role: None for role in self.roles}
+        self.begin_accounting()
         self._agent_messages = [
             {"role": "system", "content": self._agent_system},
             {"role": "user", "content": CALL_CONNECTED},
@@ -133,32 +132,13 @@ class SeadGame(Game):
     def current_role(self) -> str | None:
         return self._role
 
-    def _add_reward(self, rewards: dict[str, float], role: str, term: str, value: float) -> None:
-        rewards[role] = rewards.get(role, 0.0) + value
-        self.returns[role] += value
-        key = f"{role}/{term}"
-        self.reward_terms[key] = self.reward_terms.get(key, 0.0) + value
-
-    def _flag(self, role: str, problem: str | None, rewards: dict[str, float]) -> bool:
-        """Apply the invalid-action policy; True when the episode must end."""
-        self._last_problem[role] = problem
-        if problem is None:
-            return False
-        if self.config.invalid_action == "raise":
-            raise InvalidAction(
-                f"The {role!r} output was malformed: {problem}. "
-                "Fix the output format, or create the env with invalid_action='penalize' or 'end'."
-            )
-        self._add_reward(rewards, role, "invalid_action", -float(self.config.invalid_action_penalty))
-        return self.config.invalid_action == "end"
-
     def _finish(self, outcome: Outcome, rewards: dict[str, float]) -> None:
         self.outcome = outcome
         self._role = None
         if outcome is Outcome.SUCCESS:
-            self._add_reward(rewards, "agent", "success", float(self.config.success_reward))
+            self.add_reward(rewards, "agent", "success", float(self.config.success_reward))
         elif self.config.user_reward == "adversarial":
-            self._add_reward(rewards, "user", "agent_failed", float(self.config.success_reward))
+            self.add_reward(rewards, "user", "agent_failed", float(self.config.success_reward))
 
     def _abort(self, role: str, cause: str) -> None:
         self.outcome = Outcome.BACKEND_FAILURE
@@ -174,7 +154,7 @@ class SeadGame(Game):
             self.agent_turns += 1
             self._agent_messages.append({"role": "assistant", "content": text})
             self._user_messages.append({"role": "user", "content": heard})
-            if self._flag(role, move.problem, rewards):
+            if self.flag_invalid(role, move.problem, rewards):
                 self._finish(Outcome.INVALID, rewards)
             else:
                 self._role = "user"
@@ -192,7 +172,7 @@ class SeadGame(Game):
             self.turns.append(Turn("user", text, move.reply, parsed, self.state, problem, token_ids, logprobs))
             self._user_messages.append({"role": "assistant", "content": text})
             self._agent_messages.append({"role": "user", "content": move.reply or SILENCE})
-            if self._flag(role, problem, rewards):
+            if self.flag_invalid(role, problem, rewards):
                 self._finish(Outcome.INVALID, rewards)
             elif status == 1:
                 self._finish(Outcome.SUCCESS, rewards)

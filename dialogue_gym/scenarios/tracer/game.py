@@ -19,7 +19,7 @@ from typing import Any
 
 from gymnasium import logger, spaces
 
-from dialogue_gym.errors import ConfigError, InvalidAction
+from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, StepResult, check_invalid_action_mode
 from dialogue_gym.metrics.dtw import Alignment, align
 from dialogue_gym.rewards.tracer import TracerReward, tracer_reward
@@ -183,9 +183,7 @@ class TracerGame(Game):
         self.suffix: list[float] = []
         self.scores: TracerReward | None = None
         self.judged: dict[str, Any] | None = None
-        self.returns = {role: 0.0 for role in self.roles}
-        self.reward_terms: dict[str, float] = {}
-        self._last_problem: dict[str, str | None] = {role: None for role in self.roles}
+        self.begin_accounting()
         self._messages = {
             "user": [{"role": "system", "content": user_system_prompt(self.profile)}, {"role": "user", "content": self.session.opening}],
             "assistant": [
@@ -199,32 +197,12 @@ class TracerGame(Game):
     def current_role(self) -> str | None:
         return self._role
 
-    def _add_reward(self, rewards: dict[str, float], role: str, term: str, value: float) -> None:
-        rewards[role] = rewards.get(role, 0.0) + value
-        self.returns[role] += value
-        key = f"{role}/{term}"
-        self.reward_terms[key] = self.reward_terms.get(key, 0.0) + value
-
-    def _flag(self, role: str, problem: str | None, rewards: dict[str, float]) -> bool:
-        """Apply the invalid-action policy; True when the episode must end."""
-        self._last_problem[role] = problem
-        if problem is None:
-            return False
-        if self.config.invalid_action == "raise":
-            raise InvalidAction(
-                f"The {role!r} output was malformed: {problem}. "
-                "Fix the output format, or create the env with invalid_action='penalize' or 'end'."
-            )
-        if self.config.invalid_action_penalty:
-            self._add_reward(rewards, role, "invalid_action", -float(self.config.invalid_action_penalty))
-        return self.config.invalid_action == "end"
-
     def _finish(self, outcome: Outcome, rewards: dict[str, float]) -> None:
         self.outcome = outcome
         self._role = None
         config = self.config
         if outcome is Outcome.SUCCESS:
-            self._add_reward(rewards, "assistant", "conversion", float(config.conversion_reward))
+            self.add_reward(rewards, "assistant", "conversion", float(config.conversion_reward))
         if config.user_reward == "tracer" and self.intents:
             self.scores = tracer_reward(
                 self.intents, self.session.intents, self.format_ok,
@@ -232,7 +210,7 @@ class TracerGame(Game):
                 cost=self.alignment.cost,
             )
             for term, value in self.scores.weighted().items():
-                self._add_reward(rewards, "user", term, value)
+                self.add_reward(rewards, "user", term, value)
         if self.judge is not None:
             self.judged = {**self.judge.score(self.transcript(), self.profile["merchant"]), "judge": self.judge.name}
 
@@ -251,7 +229,7 @@ class TracerGame(Game):
             self.turns.append(Turn("assistant", text, heard, {}, state, move.problem, token_ids, logprobs))
             self._messages["assistant"].append({"role": "assistant", "content": text})
             self._messages["user"].append({"role": "user", "content": heard})
-            if self._flag(role, move.problem, rewards):
+            if self.flag_invalid(role, move.problem, rewards):
                 self._finish(Outcome.INVALID, rewards)
             else:
                 self._role = "user"
@@ -266,7 +244,7 @@ class TracerGame(Game):
             self._messages["assistant"].append({"role": "user", "content": move.reply or NO_REPLY})
             self.alignment = align(self.intents, self.session.intents)
             self.suffix = self.alignment.suffix(self.config.rho).tolist()
-            if self._flag(role, move.problem, rewards):
+            if self.flag_invalid(role, move.problem, rewards):
                 self._finish(Outcome.INVALID, rewards)
             elif level == CONVERSION_LEVEL:
                 self._finish(Outcome.SUCCESS, rewards)

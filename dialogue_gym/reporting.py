@@ -1,0 +1,20 @@
+"""Plain-text tables for metric reports (the CLI and every scenario's ``report``)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], first: str) -> str:
+    """A Markdown table: one row per dict (its ``"name"`` first), one column per ``(key, label)``."""
+    header = [first, *(label for _, label in columns)]
+    body = [
+        [str(row["name"]), *(f"{row[key]:.3f}" if isinstance(row[key], float) else str(row[key]) for key, _ in columns)]
+        for row in rows
+    ]
+    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
+
+    def render(line: list[str]) -> str:
+        return "| " + " | ".join(cell.ljust(width) for cell, width in zip(line, widths)) + " |"
+
+    return "\n".join([render(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(render, body)])
