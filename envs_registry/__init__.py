@@ -22,6 +22,14 @@ class Entry:
     roles: tuple[str, ...]
     default_learner: str
     kwargs: dict[str, Any] = field(default_factory=dict)
+    agents: tuple[str, ...] = ()
+    """Named baseline policies of the default learner role (``dialogue-gym eval --agent``); the first is the default."""
+    summary: str | None = None
+    """``"module:function"``: trajectories (+ metric kwargs) -> dict of metrics, one table row per agent."""
+    columns: str | None = None
+    """``"module:attribute"``: the ``(key, label)`` pairs of ``summary`` that ``dialogue-gym eval`` prints."""
+    report: str | None = None
+    """``"module:function"``: ``{agent: trajectories}`` -> extra text printed after the table (or None)."""
 
 
 REGISTRY: tuple[Entry, ...] = (
@@ -32,6 +40,58 @@ REGISTRY: tuple[Entry, ...] = (
         pettingzoo_module="dialogue_gym.envs.sead_outbound_v0",
         roles=("agent", "user"),
         default_learner="agent",
+        agents=("sop", "random", "adaptive", "oracle"),
+        summary="dialogue_gym.metrics.sead:summary",
+        columns="dialogue_gym.metrics.sead:COLUMNS",
+        report="dialogue_gym.metrics.sead:report",
+    ),
+    Entry(
+        id="TRACER-UserSim-v0",
+        entry_point="dialogue_gym.envs.tracer_usersim_v0:TracerUserSimEnv",
+        vector_entry_point="dialogue_gym.envs.tracer_usersim_v0:TracerUserSimVectorEnv",
+        pettingzoo_module="dialogue_gym.envs.tracer_usersim_v0",
+        roles=("assistant", "user"),
+        default_learner="user",
+        agents=("scripted", "random", "flat", "eager", "reluctant"),
+        summary="dialogue_gym.metrics.tracer:summary",
+        columns="dialogue_gym.metrics.tracer:COLUMNS",
+        report="dialogue_gym.metrics.tracer:report",
+    ),
+    Entry(
+        id="DMBench-Assistant-v0",
+        entry_point="dialogue_gym.envs.dmbench_assistant_v0:DMBenchAssistantEnv",
+        vector_entry_point="dialogue_gym.envs.dmbench_assistant_v0:DMBenchAssistantVectorEnv",
+        pettingzoo_module="dialogue_gym.envs.dmbench_assistant_v0",
+        roles=("assistant", "user"),
+        default_learner="assistant",
+        agents=("sop", "consultative", "empathetic", "pushy", "random"),
+        summary="dialogue_gym.metrics.dmbench:summary",
+        columns="dialogue_gym.metrics.dmbench:COLUMNS",
+        report="dialogue_gym.metrics.dmbench:report",
+    ),
+    Entry(
+        id="RLADA-Banking-v0",
+        entry_point="dialogue_gym.envs.rlada_banking_v0:RladaBankingEnv",
+        vector_entry_point="dialogue_gym.envs.rlada_banking_v0:RladaBankingVectorEnv",
+        pettingzoo_module="dialogue_gym.envs.rlada_banking_v0",
+        roles=("agent", "customer"),
+        default_learner="agent",
+        agents=("keyword", "always_escalate", "random", "oracle"),
+        summary="dialogue_gym.metrics.rlada:summary",
+        columns="dialogue_gym.metrics.rlada:COLUMNS",
+        report="dialogue_gym.metrics.rlada:report",
+    ),
+    Entry(
+        id="RLADA-Customer-v0",
+        entry_point="dialogue_gym.envs.rlada_customer_v0:RladaCustomerEnv",
+        vector_entry_point="dialogue_gym.envs.rlada_customer_v0:RladaCustomerVectorEnv",
+        pettingzoo_module="dialogue_gym.envs.rlada_customer_v0",
+        roles=("customer", "agent"),
+        default_learner="customer",
+        agents=("direct", "vague", "camouflage", "scripted"),
+        summary="dialogue_gym.metrics.rlada:summary",
+        columns="dialogue_gym.metrics.rlada:COLUMNS",
+        report="dialogue_gym.metrics.rlada:report",
     ),
 )
 
@@ -55,6 +115,12 @@ def get(env_id: str) -> Entry:
     from dialogue_gym.errors import ConfigError
 
     raise ConfigError(f"Unknown environment id {env_id!r}; registered ids: {[e.id for e in REGISTRY]}.")
+
+
+def resolve(target: str) -> Any:
+    """The object a ``"module:attribute"`` string of an :class:`Entry` names (imported on use)."""
+    module_name, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
 
 
 def make(env_id: str, view: str = "aec", **kwargs: Any):

@@ -37,3 +37,29 @@ def test_load_trajectories_names_the_bad_line(tmp_path):
 
     with pytest.raises(ConfigError, match="bad.jsonl: line 2: not a trajectory record"):
         load_trajectories(path)
+
+
+def test_eval_tracer_prints_the_simulator_metrics(capsys):
+    assert main(["eval", "TRACER-UserSim-v0", "--agent", "scripted,eager", "--episodes", "40", "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "| scripted " in printed and "| eager " in printed
+    for label in ("PCR", "ACC", "F1", "Group-dPCR", "W1-Turns", "OT-DTW", "intent DTW"):
+        assert f" {label} " in printed
+    assert "References: 40 sessions in 4 groups (SYNTHETIC sample)" in printed
+
+
+def test_eval_dmbench_prints_cr_rq_and_their_spearman_correlation(capsys):
+    argv = ["eval", "DMBench-Assistant-v0", "--agent", "sop,pushy,empathetic", "--episodes", "30", "--quiet"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "| pushy " in printed and " CR " in printed and " CT " in printed and " RQ " in printed
+    assert "Spearman rho(CR, RQ) across 3 agents:" in printed
+
+
+def test_eval_defaults_to_the_first_baseline_and_checks_json_flags(capsys):
+    assert main(["eval", "TRACER-UserSim-v0", "--episodes", "4", "--quiet", "--metric-kwargs", '{"embedder": "hashing"}']) == 0
+    assert "| scripted " in capsys.readouterr().out
+    assert main(["eval", "TRACER-UserSim-v0", "--episodes", "4", "--quiet", "--env-kwargs", "[1]"]) == 2
+    assert "--env-kwargs must be a JSON object" in capsys.readouterr().err
+    assert main(["eval", "TRACER-UserSim-v0", "--episodes", "4", "--quiet", "--metric-kwargs", '{"nope": 1}']) == 2
+    assert "--metric-kwargs ['nope'] do not fit dialogue_gym.metrics.tracer:summary" in capsys.readouterr().err

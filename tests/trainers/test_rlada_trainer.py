@@ -166,3 +166,26 @@ def test_cpu_tiny_lm_preset_as_documented(tmp_path):
     pytest.importorskip("torch")
     run = train(build_config("cpu-tiny-lm", run_dir=str(tmp_path / "tiny")))
     assert run.load_state("heldout_after")["episodes"] == 12 and len(run.load_state("progress")["matches"]) == 2
+
+
+@pytest.mark.slow
+def test_gpu_lm_preset_shape_with_tiny_models_on_cpu(tmp_path):
+    """Both sides as causal LMs with LoRA (the gpu-lm preset's structure), tiny models, a few steps."""
+    pytest.importorskip("peft")
+    config = build_config(
+        "gpu-lm", run_dir=str(tmp_path / "gpu"), agent_model="tiny", customer_model="tiny", device="cpu", lora_rank=4,
+        sft_episodes=2, sft_epochs=1, warmup_agent_iterations=1, warmup_customer_iterations=1, warmup_batch=2, group_size=2,
+        max_agent_turns=2, agent_max_new_tokens=8, customer_max_new_tokens=8,
+    )
+    run = RunDir(config.run_dir)
+    run.write_config(config.to_dict())
+    state = train_module.new_state()
+    evolution = train_module.CoEvolution(config, run, state, resumed=False)
+    state["next"] = evolution.first_phase()
+    for _ in range(4):
+        evolution.step()
+    rows = run.read_metrics()
+    assert [r["phase"] for r in rows] == ["sft", "warmup_agent", "heldout_before", "warmup_customer"]
+    assert "customer/loss/total" in rows[-1] and (run.path / state["checkpoints"]["customer"] / "adapter_config.json").exists()
+    customer_turns = [t for t in run.read_trajectories() if t.meta["records"].get("customer", {}).get("turns")]
+    assert customer_turns and customer_turns[0].meta["records"]["customer"]["turns"][0]["completion_ids"]

@@ -41,3 +41,17 @@ def config_from_cli(parser: argparse.ArgumentParser, build_config: Callable[...,
     if resume:
         return build_config(**{**RunDir(resume).read_config(), "run_dir": resume}), True
     return build_config(**args), False
+
+
+def preset_values(config_class: type, presets: dict[str, dict[str, Any]], preset: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of ``config_class`` for ``preset`` with ``overrides`` on top; names an
+    unknown preset or option and lists the accepted ones."""
+    from dialogue_gym.errors import ConfigError
+
+    if preset not in presets:
+        raise ConfigError(f"preset={preset!r} is unknown; use one of {sorted(presets)}.")
+    names = {f.name for f in fields(config_class)}
+    unknown = sorted(set(overrides) - names)
+    if unknown:
+        raise ConfigError(f"Unknown trainer option(s) {unknown}; options are {sorted(names)}.")
+    return {**presets[preset], **overrides, "preset": preset}

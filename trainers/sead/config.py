@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from dialogue_gym.errors import ConfigError
-from trainers.common.cli import config_parser
+from trainers.common.cli import config_parser, preset_values
 
 
 @dataclass(frozen=True)
@@ -85,13 +85,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 def build_config(preset: str = "cpu-strategy", **overrides: Any) -> SeadTrainConfig:
-    if preset not in PRESETS:
-        raise ConfigError(f"preset={preset!r} is unknown; use one of {sorted(PRESETS)}.")
-    names = {f.name for f in fields(SeadTrainConfig)}
-    unknown = sorted(set(overrides) - names)
-    if unknown:
-        raise ConfigError(f"Unknown trainer option(s) {unknown}; options are {sorted(names)}.")
-    config = SeadTrainConfig(**{**PRESETS[preset], **overrides, "preset": preset})
+    config = SeadTrainConfig(**preset_values(SeadTrainConfig, PRESETS, preset, overrides))
     if config.curriculum not in ("full", "uniform", "unstructured"):
         raise ConfigError(f"curriculum={config.curriculum!r}; use full, uniform or unstructured.")
     if config.policy not in ("strategy", "lm"):

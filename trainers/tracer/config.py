@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from dialogue_gym.errors import ConfigError
-from trainers.common.cli import config_parser
+from trainers.common.cli import config_parser, preset_values
 
 
 @dataclass(frozen=True)
@@ -108,13 +108,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 def build_config(preset: str = "cpu-strategy", **overrides: Any) -> TracerTrainConfig:
-    if preset not in PRESETS:
-        raise ConfigError(f"preset={preset!r} is unknown; use one of {sorted(PRESETS)}.")
-    names = {f.name for f in fields(TracerTrainConfig)}
-    unknown = sorted(set(overrides) - names)
-    if unknown:
-        raise ConfigError(f"Unknown trainer option(s) {unknown}; options are {sorted(names)}.")
-    values = {**PRESETS[preset], **overrides, "preset": preset}
+    values = preset_values(TracerTrainConfig, PRESETS, preset, overrides)
     if "reward_weights" in values:
         values["reward_weights"] = tuple(values["reward_weights"])
     config = TracerTrainConfig(**values)

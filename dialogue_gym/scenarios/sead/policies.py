@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable
 
-from dialogue_gym.errors import ConfigError
 from dialogue_gym.scenarios.sead.agents import AdaptiveAgent, OracleAgent, RandomAgent, SopAgent
 from dialogue_gym.scenarios.sead.data import BehaviorLibrary
 from dialogue_gym.scenarios.sead.scripted_user import ScriptedUser
 from dialogue_gym.simulators.base import RolePolicy
+from dialogue_gym.simulators.named import named_policy
 
 SCRIPTED: dict[str, dict[str, Callable[[BehaviorLibrary], RolePolicy]]] = {
     "agent": {
@@ -21,9 +22,6 @@ SCRIPTED: dict[str, dict[str, Callable[[BehaviorLibrary], RolePolicy]]] = {
 }
 
 
-def policy_names(role: str) -> list[str]:
-    return [*SCRIPTED[role], "llm"]
-
 
 def make_policy(
     role: str,
@@ -33,19 +31,5 @@ def make_policy(
     sampling: dict[str, Any] | None = None,
 ) -> RolePolicy:
     """Build the policy that plays ``role`` from its kwarg: a name, ``"llm"`` (+ backend spec), or a policy object."""
-    if callable(getattr(spec, "act_batch", None)) and callable(getattr(spec, "start", None)):
-        return spec
-    if spec == "llm":
-        if backend is None:
-            raise ConfigError(
-                f"{role}='llm' needs {role}_backend=..., e.g. {role}_backend={{'name': 'transformers', 'model': 'smollm2'}}."
-            )
-        from dialogue_gym.simulators.llm import LLMPolicy
-
-        return LLMPolicy(backend, sampling)
-    if isinstance(spec, str) and spec in SCRIPTED[role]:
-        return SCRIPTED[role][spec](library)
-    raise ConfigError(
-        f"{role}={spec!r} is not a known {role} policy; use one of {policy_names(role)} "
-        "or pass an object with start() and act_batch()."
-    )
+    scripted = {name: partial(factory, library) for name, factory in SCRIPTED[role].items()}
+    return named_policy(role, spec, scripted, backend, sampling)

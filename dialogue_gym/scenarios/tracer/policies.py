@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from dialogue_gym.errors import ConfigError
 from dialogue_gym.scenarios.tracer.assistants import (
     ConsultativeAssistant,
     EmpatheticAssistant,
@@ -14,6 +13,7 @@ from dialogue_gym.scenarios.tracer.assistants import (
 )
 from dialogue_gym.scenarios.tracer.users import FlatUser, IntentDynamicsUser, RandomUser, eager_user, reluctant_user
 from dialogue_gym.simulators.base import RolePolicy
+from dialogue_gym.simulators.named import named_policy
 
 SCRIPTED: dict[str, dict[str, Callable[[], RolePolicy]]] = {
     "assistant": {
@@ -39,19 +39,4 @@ def policy_names(role: str) -> list[str]:
 
 def make_policy(role: str, spec: Any, backend: Any = None, sampling: dict[str, Any] | None = None) -> RolePolicy:
     """The policy that plays ``role`` from its kwarg: a name, ``"llm"`` (+ backend spec), or a policy object."""
-    if callable(getattr(spec, "act_batch", None)) and callable(getattr(spec, "start", None)):
-        return spec
-    if spec == "llm":
-        if backend is None:
-            raise ConfigError(
-                f"{role}='llm' needs {role}_backend=..., e.g. {role}_backend={{'name': 'transformers', 'model': 'smollm2'}}."
-            )
-        from dialogue_gym.simulators.llm import LLMPolicy
-
-        return LLMPolicy(backend, sampling)
-    if isinstance(spec, str) and spec in SCRIPTED[role]:
-        return SCRIPTED[role][spec]()
-    raise ConfigError(
-        f"{role}={spec!r} is not a known {role} policy; use one of {policy_names(role)} "
-        "or pass an object with start() and act_batch()."
-    )
+    return named_policy(role, spec, SCRIPTED[role], backend, sampling)

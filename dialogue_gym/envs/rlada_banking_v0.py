@@ -1,0 +1,115 @@
+"""RLADA-Banking-v0: a tool-using bank support agent vs. an adversarial customer with a hidden intent.
+
+## Description
+RL-ADA's banking proof of concept (paper 003; SPEC section 3). A customer phones the support line
+with one of 78 intents (Banking77's 77 labels + one core synthetic intent, ``check_account_balance``)
+and never names it; the support agent must verify the caller with ``lookup_account``, route the call
+to the one tool that serves the intent (many-to-one: 38 intents go to ``transfer_to_human``), explain
+the result and end the call. Tools execute against a small simulated bank generated per episode from
+the seed (accounts, cards, a month of transactions, with the customer's problem planted in it), and
+a fixed judge scores the call. The default customer is the scripted adversarial customer (direct,
+vague or contextual-camouflage phrasing); an LLM can play it, and a judge model can replace the rule
+judge's score.
+
+## Roles
+``agent`` and ``customer`` (speaks first). Single-agent view: ``learner="agent"`` (this ID's default)
+or ``"customer"`` (the default of ``RLADA-Customer-v0``).
+
+## Observation Space
+Agent: ``Dict(messages=ChatMessages(system, user, assistant, tool), turn=Discrete(max_agent_turns + 1))``:
+the system prompt (the six tools with their JSON schemas, the protocol, the caller's account id), the
+customer's words as ``user`` messages, its own outputs as ``assistant`` messages, tool results (and
+format errors) as ``tool`` messages, ready for ``apply_chat_template``. Customer: ``messages`` (its
+system prompt holds its hidden problem, facts and style), ``turn``, ``intent=Discrete(78)``,
+``concealment=Discrete(3)``. The agent never observes the intent; ``info`` carries it (``intent``,
+``target_tool``) for metrics, as SEAD's info carries the hidden user state.
+
+## Action Space
+``Utterance``: the role's raw text. Agent: one JSON object ``{"thinking", "action_type": "speak" |
+"tool_call" | "end_call", "content", "tool_args"}`` (for ``tool_call``, ``content`` is the tool name).
+Malformed JSON, unknown tools and arguments that break the schema are flagged in
+``info["invalid_action"]`` with ``invalid_action_penalty``; a bad call executes nothing and returns a
+structured error to the agent. Customer: one or two spoken sentences; ``[hang up]`` ends the call.
+A non-``str`` action raises :class:`~dialogue_gym.errors.InvalidAction`.
+
+## Rewards
+Agent (``dialogue_gym.rewards.rlada``): per action ``turn_cost`` (-0.05), ``tool_progress`` (+0.1 for
+the first successful lookup and domain tool), ``invalid_action`` (-0.3); at the end the ``judge``
+score (0-3: routing 1, lookup first 0.5, procedure 1, clean ending 0.25, claim consistency 0.25),
+``identity_check`` (-1.2 without a successful lookup before the domain tool), ``domain_tool`` (-1.8
+when missing or wrong), ``wrong_escalation`` (-1.0), ``hallucination`` (-1.0). Customer at the end:
+``format`` + ``realism`` + ``concealment`` (0.5 each, means over its turns) + ``inverse_agent``
+(-0.5 x the agent's total), and ``role_reversal`` (-1.0 per turn that sounds like the bank).
+Every term is in ``info["reward_terms"]`` and the trajectory's ``reward_terms``.
+Strict PASS (``info["strict_pass"]``) = correct routing AND lookup first AND agent reward >= 2.0 AND a
+clean ending. **A win for the agent is a strict PASS**; the arena counts wins on customer-winnable
+scenarios (``trainers.rlada``).
+
+## Starting State
+An intent drawn uniformly from the taxonomy with a uniform concealment level (``scenario_set=
+"taxonomy"``), or one of the 10 arena / 12 held-out scenarios (``scenario_set="arena" | "heldout"``);
+or ``reset(options={"scenario": "dispute_duplicate"})``, ``{"intent": ..., "concealment": ...}``, or
+``{"profile": env.unwrapped.game.episode_profile()}`` to replay a start exactly.
+
+## Episode End
+Terminated when the agent ends the call (outcome ``success`` with a strict PASS, else ``hangup``),
+the customer hangs up (``hangup``), after ``max_agent_turns`` (12) agent actions (``timeout``, a task
+failure, so a termination), or on an invalid output with ``invalid_action="end"`` (``invalid``).
+
+## Arguments
+``learner`` ("agent" | "customer"), ``agent`` ("keyword" | "always_escalate" | "random" | "oracle" |
+"llm"; plays the agent when the customer learns), ``customer`` ("scripted" | "direct" | "vague" |
+"camouflage" | "llm"), ``agent_backend`` / ``customer_backend`` (backend specs such as ``{"name": "transformers",
+"model": "smollm2"}``), ``agent_sampling`` / ``customer_sampling``, ``render_mode``, and every
+:class:`~dialogue_gym.scenarios.rlada.game.RladaConfig` field (``max_agent_turns``, ``invalid_action``,
+``invalid_action_penalty``, ``judge`` ("rule" | "llm") with ``judge_backend`` / ``judge_sampling``,
+``judge_components``, the reward weights, ``pass_threshold``, ``scenario_set``, ``concealment``,
+``data_dir``, ...).
+
+## Version History
+* v0: initial release.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dialogue_gym.envs.multiagent import DialogueAECEnv, DialogueParallelEnv
+from dialogue_gym.envs.scenario import ScenarioAECEnv, ScenarioEnv, ScenarioVectorEnv, aec_env, parallel_view
+from dialogue_gym.scenarios.rlada.game import RladaGame
+from dialogue_gym.scenarios.rlada.policies import make_policy
+
+ROLES = RladaGame.roles
+NAME = "rlada_banking_v0"
+
+
+class _Rlada:
+    game_class = RladaGame
+    default_learner = "agent"
+    default_players = {"agent": "keyword", "customer": "scripted"}
+
+    def make_role_policy(self, role: str, spec: Any, backend: Any = None, sampling: dict | None = None):
+        return make_policy(role, spec, self.game.domain, backend, sampling)
+
+
+class RladaBankingEnv(_Rlada, ScenarioEnv):
+    __doc__ = __doc__
+
+
+class RladaBankingVectorEnv(_Rlada, ScenarioVectorEnv):
+    __doc__ = __doc__
+
+
+class raw_env(ScenarioAECEnv):
+    __doc__ = __doc__
+    game_class = RladaGame
+    metadata = {**DialogueAECEnv.metadata, "name": NAME}
+
+
+def env(render_mode: str | None = None, **config: Any) -> DialogueAECEnv:
+    """The AEC env (both roles are agents), wrapped like PettingZoo's own (order enforcing)."""
+    return aec_env(raw_env, render_mode, config)
+
+
+def parallel_env(render_mode: str | None = None, **config: Any) -> DialogueParallelEnv:
+    return parallel_view(RladaGame, NAME, render_mode, config)

@@ -1,0 +1,63 @@
+"""RLADA-Customer-v0: the RL-ADA banking call with the adversarial customer as the learner.
+
+## Description
+The same game as ``RLADA-Banking-v0`` (:mod:`dialogue_gym.envs.rlada_banking_v0`, whose docstring
+has the full rules), seen from the customer's side: the learner is a caller with a hidden intent who
+must sound like a real, confused customer while hiding what it wants well enough that the support
+agent routes the call to the wrong tool (RL-ADA's Adversarial Customer Agent). The support agent is
+played by a policy: the ``keyword`` router by default, or an LLM.
+
+## Roles
+``customer`` (the learner, speaks first) and ``agent``; ``learner="agent"`` gives RLADA-Banking-v0's view.
+
+## Observation Space
+``Dict(messages=ChatMessages, turn=Discrete(max_agent_turns + 1), intent=Discrete(78),
+concealment=Discrete(3))``: the system prompt states the hidden problem, the facts (merchant,
+amount, day, card digits), the suggested style and the rules; the agent's spoken words arrive as
+``user`` messages. Tool calls of the agent are not heard.
+
+## Action Space
+``Utterance``: one or two spoken sentences; ``[hang up]`` ends the call. Empty output is flagged
+(``info["invalid_action"]``, ``invalid_action_penalty``); text that sounds like the bank
+("How can I help you?", "your account shows ...") is flagged in ``info["role_reversal"]`` and costs
+``role_reversal_penalty``.
+
+## Rewards
+At the end of the call: ``format`` (share of turns with 1-2 sentences), ``realism`` (share of turns
+without role reversal or meta talk, halved if the customer never mentioned a fact of its case),
+``concealment`` (turns without an explicit cue of the true tool score 1, one cue 0.5, more or naming
+the intent 0), 0.5 each, plus ``inverse_agent`` = -0.5 x the agent's total reward; per flagged turn
+``role_reversal`` (-1.0) and ``invalid_action`` (-0.3). Terms are in ``info["reward_terms"]``.
+
+## Starting State
+As RLADA-Banking-v0: a taxonomy intent at a random concealment level, an arena or held-out scenario
+(``scenario_set``), or ``reset(options={"scenario": ...} | {"intent": ..., "concealment": ...} | {"profile": ...})``.
+
+## Episode End
+The agent ends the call, the customer hangs up, ``max_agent_turns`` agent actions pass (``timeout``),
+or an invalid output with ``invalid_action="end"``. ``info["strict_pass"]`` says whether the agent
+won (the customer wins when it is False).
+
+## Arguments
+As RLADA-Banking-v0; ``learner`` defaults to ``"customer"`` and ``agent`` ("keyword" |
+"always_escalate" | "random" | "oracle" | "llm", with ``agent_backend``) chooses the opponent.
+
+## Version History
+* v0: initial release.
+"""
+
+from __future__ import annotations
+
+from dialogue_gym.envs.rlada_banking_v0 import RladaBankingEnv, RladaBankingVectorEnv, env, parallel_env, raw_env
+
+__all__ = ["RladaCustomerEnv", "RladaCustomerVectorEnv", "env", "parallel_env", "raw_env"]
+
+
+class RladaCustomerEnv(RladaBankingEnv):
+    __doc__ = __doc__
+    default_learner = "customer"
+
+
+class RladaCustomerVectorEnv(RladaBankingVectorEnv):
+    __doc__ = __doc__
+    default_learner = "customer"

@@ -1,0 +1,319 @@
+"""The small simulated bank an episode runs against: one customer, a checking and a savings
+account, one or two cards, a month of transactions, generated from a seed.
+
+The intent's ``plant`` (``data/intents.jsonl``) puts the customer's problem into the bank (a
+duplicated charge, a frozen card, a pending transfer, ...), so the right tool finds it and the
+customer's facts (merchant, amount, day, card) are true. :meth:`Bank.execute` runs one tool call
+whose arguments already passed schema validation.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dialogue_gym.scenarios.rlada.data import Domain, Intent
+from dialogue_gym.seeding import mix_seed
+
+DEBIT_KINDS = frozenset({"card_payment", "cash_withdrawal", "transfer_out", "fee", "direct_debit"})
+MAX_LISTED = 12
+"""get_transactions lists at most this many transactions, newest first."""
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+@dataclass
+class Transaction:
+    transaction_id: str
+    date: str
+    merchant: str
+    amount: float
+    kind: str
+    status: str
+    direction: str
+
+
+@dataclass
+class Card:
+    card_id: str
+    last4: str
+    status: str = "active"
+    virtual: bool = False
+    expiry: str = "2027-09"
+    contactless_enabled: bool = True
+    delivery: str | None = None
+
+
+@dataclass
+class SubAccount:
+    account_id: str
+    type: str
+    balance: float
+
+
+@dataclass
+class Bank:
+    customer_id: str
+    name: str
+    accounts: list[SubAccount]
+    cards: list[Card]
+    transactions: list[Transaction]
+    limits: dict[str, float]
+    identity_verified: bool = True
+    seed: int = 0
+    today: str = "2024-06-14"
+    disputes: list[dict[str, Any]] = field(default_factory=list)
+    transfers: list[dict[str, Any]] = field(default_factory=list)
+    escalations: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._ids = random.Random(mix_seed(self.seed, 7))
+
+    # -- tool handlers -----------------------------------------------------------------------
+    def execute(self, name: str, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        """``(ok, result)`` or ``(False, error)`` for a schema-valid call of tool ``name``."""
+        return getattr(self, f"_tool_{name}")(args)
+
+    def _account_error(self, account_id: str) -> dict[str, Any] | None:
+        if account_id == self.customer_id:
+            return None
+        return {"code": "account_not_found", "message": f"No account {account_id!r}; the caller's account id is in your instructions."}
+
+    def _new_id(self, prefix: str) -> str:
+        return f"{prefix}-{self._ids.randrange(10**6):06d}"
+
+    def _tool_lookup_account(self, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        error = self._account_error(args["account_id"])
+        if error:
+            return False, error
+        return True, {
+            "customer_id": self.customer_id,
+            "name": self.name,
+            "identity_verified": self.identity_verified,
+            "accounts": [asdict(account) for account in self.accounts],
+            "cards": [{"card_id": c.card_id, "last4": c.last4, "virtual": c.virtual} for c in self.cards],
+            "limits": dict(self.limits),
+        }
+
+    def _tool_get_transactions(self, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        error = self._account_error(args["account_id"])
+        if error:
+            return False, error
+        today = dt.date.fromisoformat(self.today)
+        days = args.get("days", 30)
+        status = args.get("status", "all")
+        rows = [
+            asdict(t)
+            for t in sorted(self.transactions, key=lambda t: (t.date, t.transaction_id), reverse=True)
+            if (today - dt.date.fromisoformat(t.date)).days <= days and status in ("all", t.status)
+        ]
+        return True, {"account_id": self.customer_id, "days": days, "transactions": rows[:MAX_LISTED]}
+
+    def _tool_dispute_charge(self, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        error = self._account_error(args["account_id"])
+        if error:
+            return False, error
+        amount = round(float(args["amount"]), 2)
+        matches = [t for t in self.transactions if t.direction == "debit" and t.status == "posted" and abs(t.amount - amount) < 0.005]
+        wanted = args.get("merchant", "").lower()
+        if wanted and len(matches) > 1:
+            named = [t for t in matches if _same_merchant(wanted, t.merchant.lower())]
+            matches = named or matches
+        if not matches:
+            return False, {"code": "no_matching_charge", "message": f"No posted charge of ${amount:.2f} on {self.customer_id}."}
+        disputed = {d["transaction_id"] for d in self.disputes}
+        target = max((t for t in matches if t.transaction_id not in disputed), key=lambda t: (t.date, t.transaction_id), default=None)
+        if target is None:
+            return False, {"code": "already_disputed", "message": f"The ${amount:.2f} charge is already under dispute."}
+        dispute = {
+            "dispute_id": self._new_id("DSP"),
+            "transaction_id": target.transaction_id,
+            "merchant": target.merchant,
+            "amount": target.amount,
+            "reason": args["reason"],
+            "status": "opened",
+            "provisional_credit": "within 3 business days",
+        }
+        self.disputes.append(dispute)
+        return True, dispute
+
+    def _tool_check_card_status(self, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        for card in self.cards:
+            if card.card_id == args["card_id"]:
+                return True, asdict(card)
+        return False, {"code": "card_not_found", "message": f"No card {args['card_id']!r}; card ids are listed by lookup_account."}
+
+    def _tool_transfer_funds(self, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        accounts = {account.account_id: account for account in self.accounts}
+        source, target, amount = accounts.get(args["from_account_id"]), accounts.get(args["to_account_id"]), round(float(args["amount"]), 2)
+        if source is None or target is None:
+            return False, {"code": "account_not_found", "message": f"Both accounts must belong to the caller: {sorted(accounts)}."}
+        if source is target:
+            return False, {"code": "same_account", "message": "from_account_id and to_account_id must differ."}
+        if amount > source.balance:
+            return False, {"code": "insufficient_funds", "message": f"{source.account_id} holds ${source.balance:.2f}, less than ${amount:.2f}."}
+        if amount > self.limits["daily_transfer"]:
+            return False, {"code": "limit_exceeded", "message": f"The daily transfer limit is ${self.limits['daily_transfer']:.2f}."}
+        source.balance = round(source.balance - amount, 2)
+        target.balance = round(target.balance + amount, 2)
+        transfer = {
+            "transfer_id": self._new_id("TRF"),
+            "from_account_id": source.account_id,
+            "to_account_id": target.account_id,
+            "amount": amount,
+            "new_balances": {a.account_id: a.balance for a in self.accounts},
+        }
+        self.transfers.append(transfer)
+        return True, transfer
+
+    def _tool_transfer_to_human(self, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        escalation = {
+            "ticket_id": self._new_id("HUM"),
+            "department": args.get("department", "general"),
+            "reason": args["reason"],
+            "estimated_wait_minutes": 2 + self._ids.randrange(9),
+        }
+        self.escalations.append(escalation)
+        return True, escalation
+
+
+def _same_merchant(a: str, b: str) -> bool:
+    words_a, words_b = set(a.replace("*", " ").split()), set(b.replace("*", " ").split())
+    return a in b or b in a or bool(words_a & words_b)
+
+
+# -- generation -------------------------------------------------------------------------------
+def _date(today: str, days_ago: int) -> str:
+    return (dt.date.fromisoformat(today) - dt.timedelta(days=days_ago)).isoformat()
+
+
+def weekday(date: str) -> str:
+    return WEEKDAYS[dt.date.fromisoformat(date).weekday()]
+
+
+def generate_bank(seed: int, intent: Intent, domain: Domain, overrides: dict[str, Any] | None = None) -> tuple[Bank, dict[str, Any]]:
+    """The bank of one episode and the customer's facts, a pure function of the arguments.
+
+    Every random draw happens whatever the overrides, so regenerating from a profile whose facts are
+    the generated ones gives the identical bank."""
+    data = domain.bank
+    rng = random.Random(seed)
+    pick = lambda options: options[rng.randrange(len(options))]  # noqa: E731
+    name = f"{pick(data['first_names'])} {pick(data['last_names'])}"
+    digits = f"{rng.randrange(10**6):06d}"
+    accounts = [
+        SubAccount(f"CHK-{digits}", "checking", round(rng.uniform(600, 4000), 2)),
+        SubAccount(f"SAV-{digits}", "savings", round(rng.uniform(500, 12000), 2)),
+    ]
+    card_numbers = rng.sample(range(10000), 2)
+    last4s = rng.sample(range(1000, 10000), 2)
+    cards = [Card(f"CARD-{card_numbers[0]:04d}", str(last4s[0]))]
+    with_virtual = rng.random() < 0.5
+    if with_virtual:
+        cards.append(Card(f"CARD-{card_numbers[1]:04d}", str(last4s[1]), virtual=True))
+    low, high = data.get("amount_range", [4.5, 480.0])
+    background = []
+    for index in range(rng.randint(*data.get("background_transactions", [12, 20]))):
+        background.append(
+            Transaction(f"TX-{index + 1:04d}", _date(data["today"], rng.randint(1, 30)), pick(data["merchants"]), round(rng.uniform(4.5, 180.0), 2), "card_payment", "posted", "debit")
+        )
+    facts: dict[str, Any] = {
+        "merchant": pick(data["merchants"]),
+        "amount": round(rng.uniform(low, high), 2),
+        "day": rng.randint(1, 6),
+        "person": pick(data["people"]),
+        "country": pick(data["countries"]),
+        "atm": pick(data["atms"]),
+        "company": pick(data["companies"]),
+        "descriptor": pick(data["descriptors"]),
+        "fee": round(rng.uniform(1.5, 9.5), 2),
+        "background_amount": round(rng.uniform(20.0, 140.0), 2),
+    }
+    facts_override = dict(overrides or {})
+    plant = intent.plant or {}
+    kind = next(iter(plant), None)
+    spec = plant.get(kind, {}) if kind else {}
+    if kind == "transaction":
+        source = spec.get("merchant") or {"cash_withdrawal": "atm", "direct_debit": "company"}.get(spec["kind"], "merchants")
+        if source == "descriptor":
+            facts["merchant"] = facts["descriptor"]
+        elif source == "atm" or spec["kind"] == "cash_withdrawal":
+            facts["merchant"] = f"{facts['atm']} ATM"
+        elif source == "company":
+            facts["merchant"] = facts["company"]
+        elif source == "transfer_fee":
+            facts["merchant"] = "Transfer fee"
+        if spec["kind"] == "fee":
+            facts["amount"] = facts["fee"]
+    days_ago = facts.pop("day")
+    facts.pop("fee")
+    extra_amount = facts.pop("background_amount")
+    facts.update({"day": weekday(_date(data["today"], days_ago)), "last4": cards[0].last4, "source": "checking", "target": "savings"})
+    for key, value in facts_override.items():
+        facts[key] = round(float(value), 2) if key == "amount" else value
+    bank = Bank(
+        customer_id=f"ACC-{digits}",
+        name=name,
+        accounts=accounts,
+        cards=cards,
+        transactions=background,
+        limits=dict(data.get("limits", {"daily_transfer": 5000, "top_up_max": 10000, "atm_daily": 800})),
+        seed=seed,
+        today=data["today"],
+    )
+    _plant(bank, kind, spec, facts, days_ago, extra_amount)
+    bank.transactions.sort(key=lambda t: (t.date, t.transaction_id))
+    return bank, facts
+
+
+def _plant(bank: Bank, kind: str | None, spec: dict[str, Any], facts: dict[str, Any], days_ago: int, extra_amount: float) -> None:
+    """Put the intent's problem into the bank, consistent with ``facts``."""
+    next_id = len(bank.transactions) + 1
+
+    def add(merchant: str, amount: float, txn_kind: str, status: str) -> None:
+        nonlocal next_id
+        direction = "debit" if txn_kind in DEBIT_KINDS else "credit"
+        bank.transactions.append(Transaction(f"TX-{next_id:04d}", _date(bank.today, days_ago), merchant, round(amount, 2), txn_kind, status, direction))
+        next_id += 1
+
+    if kind == "transaction":
+        txn_kind, status = spec["kind"], spec.get("status", "posted")
+        merchant = {
+            "transfer_out": f"Transfer to {facts['person']}",
+            "transfer_in": "Incoming transfer",
+            "top_up": "Top-up by card",
+            "deposit": "Cheque deposit",
+        }.get(txn_kind, facts["merchant"])
+        if txn_kind == "fee" and facts["merchant"] != "Transfer fee" and not facts["merchant"].endswith("ATM"):
+            add(facts["merchant"], extra_amount, "card_payment", "posted")
+            merchant = f"Card payment fee - {facts['merchant']}"
+        elif txn_kind == "fee" and facts["merchant"].endswith("ATM"):
+            merchant = f"Cash withdrawal fee - {facts['merchant']}"
+        if spec.get("foreign"):
+            merchant = f"{merchant} ({facts['country']})"
+        for _ in range(spec.get("copies", 1)):
+            add(merchant, float(facts["amount"]), txn_kind, status)
+    elif kind == "card":
+        card = next((c for c in bank.cards if c.virtual), None) if spec.get("virtual") else bank.cards[0]
+        if card is None:
+            card = Card(f"CARD-{(int(bank.cards[0].card_id[5:]) + 1) % 10000:04d}", str((int(bank.cards[0].last4) + 1) % 9000 + 1000), virtual=True)
+            bank.cards.append(card)
+        status = spec["status"]
+        if status == "contactless_off":
+            card.contactless_enabled = False
+        elif status == "expiring":
+            card.status, card.expiry = "expiring", "2024-07"
+        elif status == "shipped":
+            card.status, card.delivery = "shipped", "posted on 2024-06-10, arriving in 3-5 business days"
+        else:
+            card.status = status
+        facts["last4"] = card.last4
+    elif kind == "account":
+        bank.identity_verified = bool(spec.get("identity_verified", True))
+    elif kind == "move":
+        checking = bank.accounts[0]
+        checking.balance = round(max(checking.balance, float(facts["amount"]) + 250.0), 2)
+    elif kind == "suspicious":
+        add(f"{facts['merchant']} ({facts['country']})", float(facts["amount"]), "card_payment", "posted")
+        add(f"ONLINE*{facts['descriptor']}", round(extra_amount, 2), "card_payment", "posted")

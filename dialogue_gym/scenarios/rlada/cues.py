@@ -1,0 +1,80 @@
+"""The cue lexicon (``data/lexicon.json``) applied to customer speech: which tools a text points
+at, how well a customer turn conceals its intent, whether it is grounded in the episode's facts.
+
+One lexicon serves three readers, so they agree by construction: the keyword-router baseline
+routes on these cues, the customer's concealment reward counts the cues of its *true* tool, and
+the CPU strategy agent of the trainer uses them as its features.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from dialogue_gym.scenarios.rlada.data import Domain, Intent
+
+
+def cue_hits(text: str, domain: Domain) -> dict[str, int]:
+    """Number of distinct cues of each tool found in ``text``."""
+    return dict(_cue_hits(text, domain))
+
+
+@lru_cache(maxsize=32768)
+def _cue_hits(text: str, domain: Domain) -> tuple[tuple[str, int], ...]:
+    return tuple((tool, sum(1 for p in patterns if p.search(text))) for tool, patterns in domain.cues.items())
+
+
+@lru_cache(maxsize=32768)
+def active_cues(text: str, domain: Domain) -> tuple[int, ...]:
+    """Indices into :attr:`Domain.cue_names` of the cues present in ``text``."""
+    active, index = [], 0
+    for patterns in domain.cues.values():
+        for pattern in patterns:
+            if pattern.search(text):
+                active.append(index)
+            index += 1
+    return tuple(active)
+
+
+@lru_cache(maxsize=32768)
+def context_cues(text: str, domain: Domain) -> tuple[str, ...]:
+    """Names of the context cues (story details that point at no tool by themselves) present in ``text``."""
+    return tuple(name for name, pattern in domain.context if pattern.search(text))
+
+
+def names_intent(text: str, intent: Intent, tools: tuple[str, ...]) -> bool:
+    """Whether ``text`` names the intent label or a tool (what a customer must never do)."""
+    lowered = re.sub(r"[^a-z0-9_ ]+", " ", text.lower())
+    spaced = f" {' '.join(lowered.split())} "
+    if f" {intent.phrase} " in spaced or intent.name in lowered:
+        return True
+    return any(tool in lowered or f" {tool.replace('_', ' ')} " in spaced for tool in tools)
+
+
+def concealment(text: str, intent: Intent, domain: Domain) -> float:
+    """1 when a turn carries no explicit cue of the intent's tool, 0.5 with one cue, 0 with more
+    (or when it names the intent or a tool)."""
+    if names_intent(text, intent, domain.tool_names):
+        return 0.0
+    hits = cue_hits(text, domain)[intent.tool]
+    return 1.0 if hits == 0 else 0.5 if hits == 1 else 0.0
+
+
+def fact_strings(facts: dict[str, Any]) -> dict[str, str]:
+    """The episode's facts as the strings a customer would say (amounts as ``$42.80``)."""
+    rendered = {key: str(value) for key, value in facts.items()}
+    if "amount" in facts:
+        rendered["amount"] = f"${float(facts['amount']):,.2f}"
+    return rendered
+
+
+def grounded(text: str, facts: dict[str, Any]) -> bool:
+    """Whether ``text`` mentions one of the episode's identifying facts (merchant, amount, day, card digits, payee)."""
+    lowered = text.lower()
+    rendered = fact_strings(facts)
+    keys = ("merchant", "amount", "day", "last4", "person", "atm")
+    if any(rendered.get(key) and rendered[key].lower() in lowered for key in keys):
+        return True
+    amount = facts.get("amount")
+    return amount is not None and f"{float(amount):.2f}".rstrip("0").rstrip(".") in lowered

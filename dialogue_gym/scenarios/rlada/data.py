@@ -1,0 +1,430 @@
+"""Load and validate the RL-ADA banking domain: tools, intent taxonomy, customer phrasing, cue
+lexicon, judge rules, prompts, bank generator data, and the arena / held-out scenarios.
+
+Every file lives under ``data/``; a user swaps in their own domain with ``data_dir=...`` (any file
+missing there falls back to the packaged one). Errors name the file, the line (JSONL files) or the
+entry, and the field, e.g. ``intents.jsonl: line 12: field 'tool' is 'refund'; use one of [...]``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from dialogue_gym.errors import ScenarioError
+from dialogue_gym.scenarios.sead.data import _read_json, _require
+
+DATA_DIR = Path(__file__).parent / "data"
+FILES = (
+    "tools.json", "intents.jsonl", "customer.json", "lexicon.json", "judge.json", "prompts.json", "bank.json",
+    "arena_scenarios.jsonl", "heldout_scenarios.jsonl",
+)
+LEVELS = ("direct", "vague", "camouflage")
+"""Concealment levels of the customer, from plain to contextual camouflage."""
+SOURCES = ("banking77", "core", "banking77+core")
+FACT_KEYS = frozenset(
+    {"merchant", "amount", "day", "last4", "person", "country", "atm", "company", "descriptor", "source", "target"}
+)
+"""Placeholders customer templates may use; every episode's facts define all of them."""
+PLANT_KINDS = {
+    "transaction": {"kind", "status", "copies", "merchant", "foreign"},
+    "card": {"status", "virtual"},
+    "account": {"identity_verified"},
+    "move": set(),
+    "suspicious": set(),
+}
+TRANSACTION_KINDS = ("card_payment", "cash_withdrawal", "transfer_out", "transfer_in", "top_up", "deposit", "fee", "direct_debit", "refund")
+TRANSACTION_STATUSES = ("posted", "pending", "reverted", "declined", "failed")
+CARD_STATUSES = ("active", "inactive", "frozen", "blocked", "pin_blocked", "expiring", "shipped", "contactless_off")
+MERCHANT_SOURCES = ("merchants", "descriptor", "atm", "transfer_fee", "company")
+FAMILY_LINES = ("hint", "camouflage", "camouflage_followup")
+"""Customer lines of a family (``customer.json``); an intent may replace any of them."""
+SCHEMA_KEYWORDS = frozenset(
+    {"type", "properties", "required", "additionalProperties", "enum", "pattern", "minimum", "maximum",
+     "exclusiveMinimum", "minLength", "maxLength", "description"}
+)
+
+
+# -- records -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Intent:
+    name: str
+    tool: str
+    source: str
+    family: str
+    plant: dict[str, Any] | None
+    direct: tuple[str, ...]
+    vague: tuple[str, ...]
+    index: int
+    phrasing: dict[str, tuple[str, ...]] = dc_field(default_factory=dict)
+    """Per-intent replacements of the family's customer lines (``hint``, ``camouflage``, ``camouflage_followup``)."""
+
+    @property
+    def phrase(self) -> str:
+        """The label as words (``transaction charged twice``): what a customer must never say."""
+        return self.name.replace("_", " ")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    id: str
+    intent: str
+    kind: str
+    customer_winnable: bool
+    safety: bool
+    concealment: str
+    facts: dict[str, Any]
+
+
+@dataclass(frozen=True, eq=False)
+class Domain:
+    """Everything the rules read, loaded once per data folder (hashed by identity, so functions
+    over a domain can be memoised)."""
+
+    tools: tuple[Tool, ...]
+    intents: tuple[Intent, ...]
+    customer: dict[str, Any]
+    cues: dict[str, tuple[re.Pattern[str], ...]]
+    cue_names: tuple[str, ...]
+    context: tuple[tuple[str, re.Pattern[str]], ...]
+    """Named context cues (``lexicon.json["context"]``): details of a story that point at no tool by
+    themselves (an amount said twice, a card statement descriptor, an ATM); features for learned agents."""
+    role_reversal: tuple[re.Pattern[str], ...]
+    meta_talk: tuple[re.Pattern[str], ...]
+    hangup_markers: tuple[re.Pattern[str], ...]
+    judge: dict[str, Any]
+    claims: tuple[tuple[str, str, str, re.Pattern[str]], ...]
+    prompts: dict[str, Any]
+    bank: dict[str, Any]
+    arena: tuple[Scenario, ...]
+    heldout: tuple[Scenario, ...]
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(tool.name for tool in self.tools)
+
+    def tool(self, name: str) -> Tool:
+        for tool in self.tools:
+            if tool.name == name:
+                return tool
+        raise ScenarioError(f"Unknown tool {name!r}; the domain's tools are {list(self.tool_names)}.")
+
+    def intent(self, name: str) -> Intent:
+        for intent in self.intents:
+            if intent.name == name:
+                return intent
+        raise ScenarioError(
+            f"Unknown intent {name!r}; use one of the {len(self.intents)} taxonomy intents, e.g. {self.intents[0].name!r}."
+        )
+
+    def scenario(self, scenario_id: str) -> Scenario:
+        for scenario in (*self.arena, *self.heldout):
+            if scenario.id == scenario_id:
+                return scenario
+        known = [s.id for s in (*self.arena, *self.heldout)]
+        raise ScenarioError(f"Unknown scenario {scenario_id!r}; arena and held-out scenarios are {known}.")
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def _path(data_dir: Path, name: str) -> Path:
+    candidate = data_dir / name
+    return candidate if candidate.exists() else DATA_DIR / name
+
+
+def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for every non-blank line; errors name the line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(f"Cannot read {str(path)!r}: {exc}. Pass an existing JSONL file.") from exc
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ScenarioError(f"{path}: line {number}: invalid JSON ({exc.msg}). Fix the syntax of that line.") from exc
+        if not isinstance(record, dict):
+            raise ScenarioError(f"{path}: line {number}: expected a JSON object, got {type(record).__name__}.")
+        records.append((number, record))
+    return records
+
+
+def _choice(entry: dict[str, Any], field: str, options: tuple[str, ...] | frozenset[str], where: str) -> str:
+    value = _require(entry, field, str, where)
+    if value not in options:
+        raise ScenarioError(f"{where}: field {field!r} is {value!r}; use one of {sorted(options)}.")
+    return value
+
+
+def _flag(entry: dict[str, Any], field: str, where: str) -> bool:
+    if field not in entry:
+        raise ScenarioError(f"{where}: missing field {field!r}. Add it (true or false).")
+    if not isinstance(entry[field], bool):
+        raise ScenarioError(f"{where}: field {field!r} must be true or false, got {entry[field]!r}.")
+    return entry[field]
+
+
+def _unique(entry: dict[str, Any], field: str, seen: set[str], where: str) -> str:
+    """The entry's ``field`` (a non-empty str), which no earlier entry of the file may share."""
+    value = _require(entry, field, str, where)
+    if value in seen:
+        raise ScenarioError(f"{where}: duplicate {field} {value!r}; every entry needs its own.")
+    seen.add(value)
+    return value
+
+
+def placeholders(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def _templates(entry: dict[str, Any], field: str, where: str) -> tuple[str, ...]:
+    lines = _require(entry, field, list, where)
+    for position, line in enumerate(lines):
+        if not isinstance(line, str) or not line.strip():
+            raise ScenarioError(f"{where}: field {field!r}[{position}] must be a non-empty str, got {line!r}.")
+        try:
+            unknown = placeholders(line) - FACT_KEYS
+        except ValueError as exc:
+            raise ScenarioError(f"{where}: field {field!r}[{position}] is not a valid template ({exc}): {line!r}.") from exc
+        if unknown:
+            raise ScenarioError(
+                f"{where}: field {field!r}[{position}] uses unknown placeholder(s) {sorted(unknown)}; "
+                f"facts are {sorted(FACT_KEYS)}."
+            )
+    return tuple(lines)
+
+
+def _compile(patterns: Any, where: str) -> tuple[re.Pattern[str], ...]:
+    if not isinstance(patterns, list) or not patterns:
+        raise ScenarioError(f"{where}: must be a non-empty list of regular expressions, got {patterns!r}.")
+    compiled = []
+    for position, pattern in enumerate(patterns):
+        try:
+            compiled.append(re.compile(pattern, re.IGNORECASE))
+        except (re.error, TypeError) as exc:
+            raise ScenarioError(f"{where}[{position}]: {pattern!r} is not a valid regular expression ({exc}).") from exc
+    return tuple(compiled)
+
+
+# -- tools ---------------------------------------------------------------------------------------
+def _check_schema(schema: Any, where: str) -> None:
+    if not isinstance(schema, dict):
+        raise ScenarioError(f"{where}: a schema must be a JSON object, got {schema!r}.")
+    unknown = set(schema) - SCHEMA_KEYWORDS
+    if unknown:
+        raise ScenarioError(f"{where}: unsupported schema keyword(s) {sorted(unknown)}; supported: {sorted(SCHEMA_KEYWORDS)}.")
+    for name, sub in schema.get("properties", {}).items():
+        _check_schema(sub, f"{where}.properties.{name}")
+    missing = set(schema.get("required", [])) - set(schema.get("properties", {}))
+    if missing:
+        raise ScenarioError(f"{where}: 'required' names {sorted(missing)}, which are not under 'properties'.")
+    if "pattern" in schema:
+        _compile([schema["pattern"]], f"{where}.pattern")
+
+
+def _load_tools(path: Path) -> tuple[Tool, ...]:
+    data = _read_json(path)
+    tools, seen = [], set()
+    for position, entry in enumerate(_require(data, "tools", list, str(path))):
+        where = f"{path}: tools[{position}]"
+        name = _unique(entry, "name", seen, where)
+        parameters = _require(entry, "parameters", dict, where)
+        _check_schema(parameters, f"{where}.parameters")
+        if parameters.get("type") != "object":
+            raise ScenarioError(f"{where}.parameters: field 'type' must be 'object', got {parameters.get('type')!r}.")
+        tools.append(Tool(name, _require(entry, "description", str, where), parameters))
+    return tuple(tools)
+
+
+# -- intents -------------------------------------------------------------------------------------
+def _check_plant(plant: Any, where: str) -> None:
+    if plant is None:
+        return
+    if not isinstance(plant, dict) or len(plant) != 1 or next(iter(plant)) not in PLANT_KINDS:
+        raise ScenarioError(
+            f"{where}: field 'plant' must be null or an object with exactly one of {sorted(PLANT_KINDS)}, got {plant!r}."
+        )
+    kind, spec = next(iter(plant.items()))
+    if not isinstance(spec, dict) or set(spec) - PLANT_KINDS[kind]:
+        raise ScenarioError(f"{where}: plant {kind!r} accepts the keys {sorted(PLANT_KINDS[kind])}, got {spec!r}.")
+    checks = {
+        ("transaction", "kind"): TRANSACTION_KINDS,
+        ("transaction", "status"): TRANSACTION_STATUSES,
+        ("transaction", "merchant"): MERCHANT_SOURCES,
+        ("card", "status"): CARD_STATUSES,
+    }
+    for (plant_kind, key), options in checks.items():
+        if kind == plant_kind and key in spec and spec[key] not in options:
+            raise ScenarioError(f"{where}: plant {kind}.{key} is {spec[key]!r}; use one of {list(options)}.")
+    if kind == "transaction" and "kind" not in spec:
+        raise ScenarioError(f"{where}: plant transaction needs a 'kind' (one of {list(TRANSACTION_KINDS)}).")
+    if kind == "card" and "status" not in spec:
+        raise ScenarioError(f"{where}: plant card needs a 'status' (one of {list(CARD_STATUSES)}).")
+
+
+def _load_intents(path: Path, tools: tuple[str, ...], families: set[str]) -> tuple[Intent, ...]:
+    intents, seen = [], set()
+    for number, entry in read_jsonl(path):
+        where = f"{path}: line {number}"
+        name = _unique(entry, "intent", seen, where)
+        if not re.fullmatch(r"[a-z0-9_]+", name):
+            raise ScenarioError(f"{where}: field 'intent' is {name!r}; use lower_snake_case (a-z, 0-9, _).")
+        _check_plant(entry.get("plant"), where)
+        intents.append(
+            Intent(
+                name=name,
+                tool=_choice(entry, "tool", tools, where),
+                source=_choice(entry, "source", SOURCES, where),
+                family=_choice(entry, "family", frozenset(families), where),
+                plant=entry.get("plant"),
+                direct=_templates(entry, "direct", where),
+                vague=_templates(entry, "vague", where),
+                index=len(intents),
+                phrasing={key: _templates(entry, key, where) for key in FAMILY_LINES if key in entry},
+            )
+        )
+    if not intents:
+        raise ScenarioError(f"{path}: no intents; add one JSON object per line.")
+    return tuple(intents)
+
+
+# -- customer phrasing, lexicon, judge, prompts, bank --------------------------------------------
+def _load_customer(path: Path) -> dict[str, Any]:
+    data = _read_json(path)
+    families = _require(data, "families", dict, str(path))
+    for name, family in families.items():
+        where = f"{path}: families.{name}"
+        if not isinstance(family, dict):
+            raise ScenarioError(f"{where}: must be an object with hint, camouflage and camouflage_followup lists.")
+        for key in FAMILY_LINES:
+            _templates(family, key, where)
+    for field in ("direct_followup_prefix", "acknowledgements", "hangups"):
+        _require(data, field, list, str(path))
+    patience = _require(data, "patience", int, str(path))
+    if patience < 1:
+        raise ScenarioError(f"{path}: field 'patience' must be >= 1, got {patience}.")
+    reveal = _require(data, "reveal_after", dict, str(path))
+    for level in ("vague", "camouflage"):
+        if not isinstance(reveal.get(level), int) or reveal[level] < 1:
+            raise ScenarioError(f"{path}: reveal_after.{level} must be an int >= 1, got {reveal.get(level)!r}.")
+    return data
+
+
+def _load_judge(path: Path, tools: tuple[str, ...]) -> tuple[dict[str, Any], tuple[tuple[str, str, str, re.Pattern[str]], ...]]:
+    data = _read_json(path)
+    components = _require(data, "components", dict, str(path))
+    expected = {"routing", "lookup_first", "procedure", "clean_ending", "consistency"}
+    if set(components) != expected or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in components.values()):
+        raise ScenarioError(f"{path}: field 'components' must give a number for each of {sorted(expected)}, got {components!r}.")
+    claims = []
+    for position, entry in enumerate(_require(data, "claims", list, str(path))):
+        where = f"{path}: claims[{position}]"
+        name = _require(entry, "name", str, where)
+        if "requires" in entry:
+            kind, target = "requires", _choice(entry, "requires", tools, where)
+        else:
+            kind, target = "matches", _choice(entry, "matches", ("card_status", "balance"), where)
+        claims.append((name, kind, target, _compile([_require(entry, "pattern", str, where)], f"{where}.pattern")[0]))
+    _require(data, "rubric", str, str(path))
+    _require(data, "card_status_words", dict, str(path))
+    return data, tuple(claims)
+
+
+def _load_scenarios(path: Path, intents: dict[str, Intent]) -> tuple[Scenario, ...]:
+    scenarios, seen = [], set()
+    for number, entry in read_jsonl(path):
+        where = f"{path}: line {number}"
+        scenario_id = _unique(entry, "id", seen, where)
+        intent = _require(entry, "intent", str, where)
+        if intent not in intents:
+            raise ScenarioError(f"{where}: field 'intent' is {intent!r}, which is not in the intent taxonomy.")
+        facts = entry.get("facts", {})
+        if not isinstance(facts, dict) or set(facts) - FACT_KEYS:
+            raise ScenarioError(f"{where}: field 'facts' must be an object with keys from {sorted(FACT_KEYS)}, got {facts!r}.")
+        if "amount" in facts and (isinstance(facts["amount"], bool) or not isinstance(facts["amount"], (int, float)) or facts["amount"] <= 0):
+            raise ScenarioError(f"{where}: facts.amount must be a positive number, got {facts['amount']!r}.")
+        scenarios.append(
+            Scenario(
+                id=scenario_id,
+                intent=intent,
+                kind=_choice(entry, "kind", ("ambiguous", "clear", "fraud"), where),
+                customer_winnable=_flag(entry, "customer_winnable", where),
+                safety=_flag(entry, "safety", where),
+                concealment=_choice(entry, "concealment", LEVELS, where),
+                facts=dict(facts),
+            )
+        )
+    return tuple(scenarios)
+
+
+def _load_context(lexicon: dict[str, Any], path: Path) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    context = lexicon.get("context", {})
+    if not isinstance(context, dict):
+        raise ScenarioError(f"{path}: field 'context' must be an object of name -> regular expression, got {context!r}.")
+    return tuple((name, _compile([pattern], f"{path}: context.{name}")[0]) for name, pattern in context.items())
+
+
+@lru_cache(maxsize=8)
+def load_domain(data_dir: str | Path | None = None) -> Domain:
+    """The whole domain from ``data_dir`` (default: the packaged banking domain), validated."""
+    folder = Path(data_dir) if data_dir is not None else DATA_DIR
+    if not folder.is_dir():
+        raise ScenarioError(f"data_dir={str(folder)!r} is not a folder; pass a folder holding some of {list(FILES)}.")
+    tools = _load_tools(_path(folder, "tools.json"))
+    tool_names = tuple(tool.name for tool in tools)
+    customer = _load_customer(_path(folder, "customer.json"))
+    intents = _load_intents(_path(folder, "intents.jsonl"), tool_names, set(customer["families"]))
+    lexicon_path = _path(folder, "lexicon.json")
+    lexicon = _read_json(lexicon_path)
+    cue_table = _require(lexicon, "cues", dict, str(lexicon_path))
+    unknown = set(cue_table) - set(tool_names)
+    if unknown:
+        raise ScenarioError(f"{lexicon_path}: cues for unknown tool(s) {sorted(unknown)}; tools are {list(tool_names)}.")
+    cues = {tool: _compile(cue_table.get(tool, []) or ["(?!)"], f"{lexicon_path}: cues.{tool}") for tool in tool_names}
+    judge, claims = _load_judge(_path(folder, "judge.json"), tool_names)
+    prompts_path = _path(folder, "prompts.json")
+    prompts = _read_json(prompts_path)
+    for field in ("agent", "customer"):
+        _require(prompts, field, str, str(prompts_path))
+    styles = _require(prompts, "styles", dict, str(prompts_path))
+    if set(styles) != set(LEVELS):
+        raise ScenarioError(f"{prompts_path}: field 'styles' must describe exactly {list(LEVELS)}, got {sorted(styles)}.")
+    bank_path = _path(folder, "bank.json")
+    bank = _read_json(bank_path)
+    for field in ("first_names", "last_names", "merchants", "descriptors", "companies", "atms", "people", "countries"):
+        _require(bank, field, list, str(bank_path))
+    for field in ("bank_name", "greeting", "today"):
+        _require(bank, field, str, str(bank_path))
+    by_name = {intent.name: intent for intent in intents}
+    return Domain(
+        tools=tools,
+        intents=intents,
+        customer=customer,
+        cues=cues,
+        cue_names=tuple(f"{tool}:{p.pattern}" for tool in tool_names for p in cues[tool]),
+        context=_load_context(lexicon, lexicon_path),
+        role_reversal=_compile(lexicon.get("role_reversal"), f"{lexicon_path}: role_reversal"),
+        meta_talk=_compile(lexicon.get("meta_talk"), f"{lexicon_path}: meta_talk"),
+        hangup_markers=_compile(lexicon.get("hangup_markers"), f"{lexicon_path}: hangup_markers"),
+        judge=judge,
+        claims=claims,
+        prompts=prompts,
+        bank=bank,
+        arena=_load_scenarios(_path(folder, "arena_scenarios.jsonl"), by_name),
+        heldout=_load_scenarios(_path(folder, "heldout_scenarios.jsonl"), by_name),
+    )

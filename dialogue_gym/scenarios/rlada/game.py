@@ -1,0 +1,453 @@
+"""The RL-ADA banking call: its rules, written once.
+
+Roles: ``agent`` (the tool-using support agent) and ``customer`` (an adversarial caller with a hidden
+intent). The customer speaks first; the agent then speaks, calls tools (results come back to it as
+``tool`` messages and it moves again) or ends the call. Every tool call runs against the episode's
+simulated bank (:mod:`.bank`). The episode ends on ``end_call``, on a customer hang-up, after
+``max_agent_turns`` agent actions, or on a malformed output with ``invalid_action="end"``; then the
+judge scores the call and both roles get their terminal reward terms (:mod:`dialogue_gym.rewards.rlada`).
+
+Outcomes: ``success`` = strict PASS (the agent's win), ``hangup`` = the call ended (by the agent or
+the customer) without a strict PASS, ``timeout``, ``invalid``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from typing import Any
+
+from gymnasium import logger, spaces
+
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.game import Game, StepResult, check_invalid_action_mode
+from dialogue_gym.rewards.rlada import (
+    AgentWeights,
+    CustomerWeights,
+    agent_terminal_terms,
+    agent_turn_terms,
+    customer_terminal_terms,
+    strict_pass,
+)
+from dialogue_gym.scenarios.rlada.bank import generate_bank
+from dialogue_gym.scenarios.rlada.cues import concealment, cue_hits, grounded, names_intent
+from dialogue_gym.scenarios.rlada.data import LEVELS, Domain, Scenario, load_domain
+from dialogue_gym.scenarios.rlada.judge import LOOKUP, LLMJudge, RuleJudge, Verdict
+from dialogue_gym.scenarios.rlada.parsing import parse_agent_action, parse_customer_output
+from dialogue_gym.scenarios.rlada.prompts import agent_system_prompt, customer_system_prompt
+from dialogue_gym.scenarios.rlada.tools import call_tool
+from dialogue_gym.seeding import mix_seed
+from dialogue_gym.spaces import ChatMessages, Utterance
+from dialogue_gym.types import Outcome, Trajectory, Turn
+
+SCENARIO_SETS = ("taxonomy", "arena", "heldout")
+JUDGES = ("rule", "llm")
+PROFILE_KEYS = ("scenario", "intent", "concealment", "bank_seed", "facts")
+SILENCE = "(silence)"
+
+
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{name} must be a number, got {value!r}.")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class RladaConfig:
+    """Rules' constants (SPEC section 3); every one is a keyword of the envs. ``*_deduction`` values
+    are added as written (RL-ADA: -1.2, -1.8); ``*_penalty`` and ``*_cost`` values are subtracted."""
+
+    max_agent_turns: int = 12
+    """Agent actions (speak, tool call, end_call, invalid output) before the call times out."""
+    invalid_action: str = "penalize"
+    """Malformed output, unknown tool or schema-invalid arguments: ``penalize`` (flag, penalty, go on), ``end``, ``raise``."""
+    invalid_action_penalty: float = 0.3
+    """Subtracted from the mover's reward per flagged move (agent and customer)."""
+    judge: str = "rule"
+    """``rule`` (the rule-based judge) or ``llm`` (a judge model through ``judge_backend``; routing stays rule-based)."""
+    judge_backend: Any = None
+    """Backend spec of the judge model (``judge="llm"``), e.g. ``{"name": "transformers", "model": "smollm2"}``."""
+    judge_sampling: dict | None = None
+    """Sampling of the judge model (default: greedy, 128 new tokens)."""
+    judge_components: dict | None = None
+    """Weights of the judge's components (default ``data/judge.json``: routing 1, lookup_first 0.5, procedure 1, clean_ending 0.25, consistency 0.25)."""
+    judge_weight: float = 1.0
+    """The agent's terminal ``judge`` term is this times the judge score (0-3)."""
+    identity_deduction: float = -1.2
+    """Added when no successful lookup_account precedes the domain tool."""
+    domain_tool_deduction: float = -1.8
+    """Added when the domain tool is missing or wrong."""
+    wrong_escalation_penalty: float = 1.0
+    """Subtracted when the agent escalates (transfer_to_human) an intent another tool serves."""
+    hallucination_penalty: float = 1.0
+    """Subtracted when a spoken claim is not backed by the tool results."""
+    turn_cost: float = 0.05
+    """Subtracted per agent action."""
+    tool_progress_bonus: float = 0.1
+    """Added for the first successful lookup_account and the first successful domain tool."""
+    pass_threshold: float = 2.0
+    """Strict PASS needs an agent reward of at least this."""
+    customer_format_weight: float = 0.5
+    customer_realism_weight: float = 0.5
+    customer_concealment_weight: float = 0.5
+    customer_inverse_weight: float = 0.5
+    """The customer's ``inverse_agent`` term is minus this times the agent's total reward."""
+    role_reversal_penalty: float = 1.0
+    """Subtracted per customer turn that sounds like the bank."""
+    customer_max_sentences: int = 2
+    customer_max_chars: int = 400
+    max_utterance_chars: int = 2000
+    """Longer agent content is truncated and flagged."""
+    scenario_set: str = "taxonomy"
+    """Where episodes come from without reset options: ``taxonomy`` (any of the 78 intents), ``arena`` (the 10 arena scenarios) or ``heldout`` (the 12 held-out ones)."""
+    concealment: str | None = None
+    """Concealment level of taxonomy episodes: ``direct``, ``vague``, ``camouflage``, or None (uniform per episode)."""
+    data_dir: str | None = None
+    """Folder with domain files replacing the packaged ones (see ``scenarios/rlada/data``)."""
+
+    def __post_init__(self) -> None:
+        check_invalid_action_mode(self.invalid_action)
+        for name in ("max_agent_turns", "customer_max_sentences", "customer_max_chars", "max_utterance_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive int, got {value!r}.")
+        for spec in fields(self):
+            if spec.type == "float":
+                _number(getattr(self, spec.name), spec.name)
+        if self.judge not in JUDGES:
+            raise ConfigError(f"judge={self.judge!r} is not supported; use one of {JUDGES} (with judge_backend=... for 'llm').")
+        if self.judge == "llm" and self.judge_backend is None:
+            raise ConfigError("judge='llm' needs judge_backend=..., e.g. judge_backend={'name': 'transformers', 'model': 'smollm2'}.")
+        if self.judge == "rule" and self.judge_backend is not None:
+            raise ConfigError("judge_backend is only used with judge='llm'; pass judge='llm' too, or drop judge_backend.")
+        if self.scenario_set not in SCENARIO_SETS:
+            raise ConfigError(f"scenario_set={self.scenario_set!r} is not supported; use one of {SCENARIO_SETS}.")
+        if self.concealment is not None and self.concealment not in LEVELS:
+            raise ConfigError(f"concealment={self.concealment!r} is not a level; use one of {list(LEVELS)} or None.")
+
+    def agent_weights(self) -> AgentWeights:
+        return AgentWeights(
+            judge_weight=self.judge_weight, identity_deduction=self.identity_deduction,
+            domain_tool_deduction=self.domain_tool_deduction, wrong_escalation_penalty=-self.wrong_escalation_penalty,
+            hallucination_penalty=-self.hallucination_penalty, turn_cost=-self.turn_cost,
+            tool_progress_bonus=self.tool_progress_bonus,
+        )
+
+    def customer_weights(self) -> CustomerWeights:
+        return CustomerWeights(
+            format_weight=self.customer_format_weight, realism_weight=self.customer_realism_weight,
+            concealment_weight=self.customer_concealment_weight, inverse_weight=self.customer_inverse_weight,
+            role_reversal_penalty=-self.role_reversal_penalty,
+        )
+
+
+class RladaGame(Game):
+    id = "RLADA-Banking-v0"
+    roles = ("agent", "customer")
+    config_class = RladaConfig
+
+    def __init__(self, config: RladaConfig | None = None, judge: Any = None, **kwargs: Any):
+        """``judge``: a judge object to use instead of the one ``config`` names (``spawn`` shares its judge)."""
+        super().__init__()
+        self.config = config if config is not None else RladaConfig(**kwargs)
+        self.domain: Domain = load_domain(self.config.data_dir)
+        if judge is None:
+            judge = (
+                LLMJudge(self.domain, self.config.judge_backend, self.config.judge_sampling, self.config.judge_components)
+                if self.config.judge == "llm"
+                else RuleJudge(self.domain, self.config.judge_components)
+            )
+        self.judge = judge
+        self._tools = {tool.name: tool for tool in self.domain.tools}
+        self._agent_weights = self.config.agent_weights()
+        self._customer_weights = self.config.customer_weights()
+        self._utterance_space = Utterance(max_length=max(4096, self.config.max_utterance_chars * 2))
+        turn_space = spaces.Discrete(self.config.max_agent_turns + 1)
+        self._observation_spaces = {
+            "agent": spaces.Dict({"messages": ChatMessages(roles=("system", "user", "assistant", "tool")), "turn": turn_space}),
+            "customer": spaces.Dict(
+                {
+                    "messages": ChatMessages(),
+                    "turn": turn_space,
+                    "intent": spaces.Discrete(len(self.domain.intents)),
+                    "concealment": spaces.Discrete(len(LEVELS)),
+                }
+            ),
+        }
+        self._role: str | None = None
+
+    def spawn(self) -> RladaGame:
+        return type(self)(self.config, judge=self.judge)
+
+    # -- spaces ----------------------------------------------------------------------------
+    def observation_space(self, role: str) -> spaces.Space:
+        return self._observation_spaces[self.check_role(role)]
+
+    def action_space(self, role: str) -> spaces.Space:
+        self.check_role(role)
+        return self._utterance_space
+
+    # -- episode start ---------------------------------------------------------------------
+    def scenarios(self) -> tuple[Scenario, ...]:
+        return self.domain.arena if self.config.scenario_set == "arena" else self.domain.heldout
+
+    def _scenario_profile(self, scenario: Scenario) -> dict[str, Any]:
+        return {
+            "scenario": scenario.id, "intent": scenario.intent, "concealment": scenario.concealment, "facts": dict(scenario.facts),
+            "kind": scenario.kind, "customer_winnable": scenario.customer_winnable, "safety": scenario.safety,
+        }
+
+    def _coerce_profile(self, options: dict[str, Any]) -> dict[str, Any]:
+        """A partial or complete profile from reset options (``profile``, ``scenario``, ``intent``, ``concealment``)."""
+        profile: dict[str, Any] = {}
+        if "profile" in options:
+            given = options["profile"]
+            if not isinstance(given, dict):
+                raise ConfigError(f"options['profile'] must be a dict (an episode_profile()), got {type(given).__name__}: {given!r:.80}.")
+            profile = {key: given[key] for key in (*PROFILE_KEYS, "kind", "customer_winnable", "safety") if key in given}
+        if "scenario" in options:
+            scenario_id = options["scenario"]
+            if not isinstance(scenario_id, str):
+                raise ConfigError(f"options['scenario'] must be a scenario id (str), got {scenario_id!r}.")
+            profile = {**self._scenario_profile(self.domain.scenario(scenario_id)), **profile}
+        for key in ("intent", "concealment"):
+            if key in options:
+                profile[key] = options[key]
+        if profile.get("scenario") is not None and "intent" not in profile:
+            profile = {**self._scenario_profile(self.domain.scenario(profile["scenario"])), **profile}
+        return profile
+
+    def _complete_profile(self, profile: dict[str, Any]) -> dict[str, Any]:
+        if "intent" not in profile:
+            if self.config.scenario_set == "taxonomy":
+                profile["intent"] = self.domain.intents[self.rng.randrange(len(self.domain.intents))].name
+            else:
+                scenarios = self.scenarios()
+                profile = {**self._scenario_profile(scenarios[self.rng.randrange(len(scenarios))]), **profile}
+        intent = self.domain.intent(profile["intent"]) if isinstance(profile["intent"], str) else None
+        if intent is None:
+            raise ConfigError(f"profile intent must be an intent name (str), got {profile['intent']!r}.")
+        level = profile.get("concealment") or self.config.concealment or LEVELS[self.rng.randrange(len(LEVELS))]
+        if level not in LEVELS:
+            raise ConfigError(f"concealment={level!r} is not a level; use one of {list(LEVELS)}.")
+        bank_seed = profile.get("bank_seed", self.rng.getrandbits(62))
+        if isinstance(bank_seed, bool) or not isinstance(bank_seed, int) or bank_seed < 0:
+            raise ConfigError(f"profile bank_seed must be a non-negative int, got {bank_seed!r}.")
+        facts = profile.get("facts") or {}
+        if not isinstance(facts, dict):
+            raise ConfigError(f"profile facts must be a dict, got {facts!r}.")
+        bank, facts = generate_bank(bank_seed, intent, self.domain, facts)
+        self.bank, self.intent = bank, intent
+        return {
+            "scenario": profile.get("scenario"), "intent": intent.name, "tool": intent.tool, "family": intent.family,
+            "concealment": level, "bank_seed": bank_seed, "facts": facts,
+            "kind": profile.get("kind"), "customer_winnable": profile.get("customer_winnable"), "safety": profile.get("safety"),
+        }
+
+    def _reset(self, options: dict[str, Any]) -> None:
+        unknown = set(options) - {"profile", "scenario", "intent", "concealment"}
+        if unknown:
+            logger.warn(f"Ignoring unknown reset options {sorted(unknown)}; RL-ADA reads profile, scenario, intent, concealment.")
+        self.profile = self._complete_profile(self._coerce_profile(options))
+        self.facts = self.profile["facts"]
+        self.turns: list[Turn] = []
+        self.agent_turns = 0
+        self.outcome: Outcome | None = None
+        self.failure: str | None = None
+        self.verdict: Verdict | None = None
+        self.passed: bool | None = None
+        self.begin_accounting()
+        self._tool_error: str | None = None
+        self._role_reversal = False
+        self._progress = {"lookup": False, "domain": False}
+        self._customer_scores: dict[str, list[float]] = {"format": [], "realism": [], "concealment": []}
+        self._grounded = False
+        self._agent_messages = [{"role": "system", "content": agent_system_prompt(self.domain, self.bank)}]
+        self._customer_messages = [
+            {"role": "system", "content": customer_system_prompt(self.domain, self.bank, self.intent, self.facts, self.profile["concealment"])},
+            {"role": "user", "content": self.domain.bank["greeting"]},
+        ]
+        self._role = "customer"
+
+    def evaluation_options(self, episode: int, seed: int) -> dict[str, Any]:
+        """The fixed evaluation set: every intent at each concealment level in turn (``taxonomy``), or
+        the arena / held-out scenarios in turn; the bank and facts come from ``(seed, episode)``."""
+        bank_seed = mix_seed(seed, episode)
+        if self.config.scenario_set == "taxonomy":
+            intents = self.domain.intents
+            level = self.config.concealment or LEVELS[(episode // len(intents)) % len(LEVELS)]
+            return {"profile": {"intent": intents[episode % len(intents)].name, "concealment": level, "bank_seed": bank_seed}}
+        scenarios = self.scenarios()
+        return {"profile": {**self._scenario_profile(scenarios[episode % len(scenarios)]), "bank_seed": bank_seed}}
+
+    # -- moves -------------------------------------------------------------------------------
+    @property
+    def current_role(self) -> str | None:
+        return self._role
+
+    def _add(self, rewards: dict[str, float], role: str, terms: dict[str, float]) -> None:
+        for term, value in terms.items():
+            self.add_reward(rewards, role, term, value)
+
+    def _step(self, role: str, text: str, token_ids: list[int] | None, logprobs: list[float] | None) -> StepResult:
+        rewards = {"agent": 0.0, "customer": 0.0}
+        if role == "agent":
+            self._agent_move(text, token_ids, logprobs, rewards)
+        else:
+            self._customer_move(text, token_ids, logprobs, rewards)
+        return StepResult(role, rewards, terminated=self._role is None, truncated=False, info=self.info(role))
+
+    def _agent_move(self, text: str, token_ids, logprobs, rewards: dict[str, float]) -> None:
+        action = parse_agent_action(text, self.config.max_utterance_chars)
+        self.agent_turns += 1
+        problem = action.problem
+        outcome = None
+        progress = 0
+        heard = ""
+        self._tool_error = None
+        self._agent_messages.append({"role": "assistant", "content": text})
+        if problem is None and action.action_type == "tool_call":
+            outcome = call_tool(self.bank, self._tools, action.tool, action.args)
+            if not outcome.schema_ok:
+                problem = f"{outcome.error['code']}: {outcome.error['message']}"
+            elif not outcome.ok:
+                self._tool_error = outcome.error["code"]
+            elif outcome.tool == LOOKUP and not self._progress["lookup"]:
+                self._progress["lookup"], progress = True, 1
+            elif outcome.tool != LOOKUP and not self._progress["domain"]:
+                self._progress["domain"], progress = True, 1
+            self._agent_messages.append({"role": "tool", "content": json.dumps(outcome.message())})
+            heard = f"[{outcome.tool}({json.dumps(outcome.args)}) -> {'ok' if outcome.ok else 'error'}]"
+        elif problem is not None:
+            self._agent_messages.append({"role": "tool", "content": json.dumps({"error": "invalid_action", "detail": problem})})
+        else:
+            heard = action.content
+        parsed = {**action.parsed(), "tool_outcome": outcome.record() if outcome is not None else None}
+        self.turns.append(Turn("agent", text, heard or ("(invalid output)" if problem else ""), parsed, None, problem, token_ids, logprobs))
+        self._add(rewards, "agent", agent_turn_terms(progress=progress, weights=self._agent_weights))
+        if self.flag_invalid("agent", problem, rewards):
+            self._finish(Outcome.INVALID, rewards)
+        elif problem is None and action.action_type == "end_call":
+            self._finish(None, rewards)
+        elif problem is None and action.action_type == "speak":
+            self._customer_messages.append({"role": "user", "content": action.content})
+            self._role = "customer"
+        if self._role is not None and self.agent_turns >= self.config.max_agent_turns:
+            self._finish(Outcome.TIMEOUT, rewards)
+
+    def _customer_move(self, text: str, token_ids, logprobs, rewards: dict[str, float]) -> None:
+        domain, config = self.domain, self.config
+        move = parse_customer_output(
+            text, domain.hangup_markers, domain.role_reversal, domain.meta_talk, config.customer_max_sentences, config.customer_max_chars
+        )
+        conceal = concealment(move.utterance, self.intent, domain) if move.utterance else 1.0
+        is_grounded = grounded(move.utterance, self.facts)
+        self._grounded = self._grounded or is_grounded
+        if move.utterance:
+            self._customer_scores["format"].append(float(move.format_ok))
+            self._customer_scores["realism"].append(float(not move.role_reversal and not move.meta_talk))
+            self._customer_scores["concealment"].append(conceal)
+        parsed = {
+            **move.parsed(),
+            "concealment": conceal,
+            "names_intent": names_intent(move.utterance, self.intent, domain.tool_names),
+            "grounded": is_grounded,
+            "cue_hits": cue_hits(move.utterance, domain),
+        }
+        self.turns.append(Turn("customer", text, move.utterance, parsed, None, move.problem, token_ids, logprobs))
+        self._customer_messages.append({"role": "assistant", "content": text})
+        self._agent_messages.append({"role": "user", "content": move.utterance or SILENCE})
+        self._role_reversal = bool(move.role_reversal)
+        if move.role_reversal:
+            self.add_reward(rewards, "customer", "role_reversal", self._customer_weights.role_reversal_penalty)
+        if self.flag_invalid("customer", move.problem, rewards):
+            self._finish(Outcome.INVALID, rewards)
+        elif move.hangup:
+            self._finish(Outcome.HANGUP, rewards)
+        else:
+            self._role = "agent"
+
+    def _finish(self, outcome: Outcome | None, rewards: dict[str, float]) -> None:
+        """End the call, judge it, and add both roles' terminal terms. ``outcome=None``: the agent's end_call."""
+        self._role = None
+        self.outcome = outcome or Outcome.HANGUP
+        verdict = self.judge.judge(self.trajectory())
+        self._add(
+            rewards, "agent",
+            agent_terminal_terms(
+                judge_score=verdict.score, routing_correct=verdict.routing_correct, lookup_first=verdict.lookup_first,
+                wrong_escalation=verdict.wrong_escalation, consistent=verdict.consistent, weights=self._agent_weights,
+            ),
+        )
+        self.passed = strict_pass(
+            routing_correct=verdict.routing_correct, lookup_first=verdict.lookup_first, agent_reward=self.returns["agent"],
+            clean_ending=verdict.clean_ending, threshold=self.config.pass_threshold,
+        )
+        if outcome is None and self.passed:
+            self.outcome = Outcome.SUCCESS
+        scores = self._customer_scores
+        self._add(
+            rewards, "customer",
+            customer_terminal_terms(
+                format_scores=scores["format"], realism_scores=scores["realism"], concealment_scores=scores["concealment"],
+                grounded=self._grounded, agent_total=self.returns["agent"], weights=self._customer_weights,
+            ),
+        )
+        self.verdict = verdict
+
+    def _abort(self, role: str, cause: str) -> None:
+        self.outcome = Outcome.BACKEND_FAILURE
+        self.failure = cause
+        self._role = None
+
+    # -- views -------------------------------------------------------------------------------
+    def observe(self, role: str) -> dict[str, Any]:
+        if role == "agent":
+            return {"messages": list(self._agent_messages), "turn": self.agent_turns}
+        return {
+            "messages": list(self._customer_messages),
+            "turn": self.agent_turns,
+            "intent": self.intent.index,
+            "concealment": LEVELS.index(self.profile["concealment"]),
+        }
+
+    def info(self, role: str) -> dict[str, Any]:
+        verdict = self.verdict
+        prefix = f"{role}/"
+        return {
+            "turn": self.agent_turns,
+            "intent": self.intent.name,
+            "target_tool": self.intent.tool,
+            "scenario": self.profile["scenario"],
+            "concealment": self.profile["concealment"],
+            "invalid_action": self._last_problem[role],
+            "tool_error": self._tool_error if role == "agent" else None,
+            "role_reversal": self._role_reversal if role == "customer" else False,
+            "outcome": self.outcome.value if self.outcome is not None else None,
+            "strict_pass": self.passed,
+            "routing_correct": verdict.routing_correct if verdict is not None else None,
+            "routed_tool": verdict.routed_tool if verdict is not None else None,
+            "reward_terms": {k[len(prefix):]: v for k, v in self.reward_terms.items() if k.startswith(prefix)},
+        }
+
+    def episode_profile(self) -> dict[str, Any]:
+        return dict(self.profile)
+
+    def trajectory(self) -> Trajectory:
+        meta: dict[str, Any] = {}
+        if self.failure is not None:
+            meta["failure"] = self.failure
+        if self.verdict is not None:
+            meta["verdict"] = self.verdict.to_dict()
+            meta["strict_pass"] = self.passed
+        return Trajectory(
+            scenario=self.id,
+            seed=self.seed,
+            profile=dict(self.profile),
+            turns=list(self.turns),
+            outcome=self.outcome,
+            rewards=dict(self.returns),
+            reward_terms=dict(self.reward_terms),
+            meta=meta,
+        )
+

@@ -1,0 +1,34 @@
+"""Named role policies of RL-ADA, so envs take them by JSON-serializable kwargs."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from dialogue_gym.scenarios.rlada.agents import AlwaysEscalateAgent, KeywordRouterAgent, OracleAgent, RandomAgent
+from dialogue_gym.scenarios.rlada.customers import ScriptedCustomer
+from dialogue_gym.scenarios.rlada.data import Domain
+from dialogue_gym.simulators.base import RolePolicy
+from dialogue_gym.simulators.named import named_policy
+
+SCRIPTED: dict[str, dict[str, Callable[[Domain], RolePolicy]]] = {
+    "agent": {
+        "keyword": KeywordRouterAgent,
+        "always_escalate": lambda domain: AlwaysEscalateAgent(),
+        "random": RandomAgent,
+        "oracle": lambda domain: OracleAgent(),
+    },
+    "customer": {
+        "scripted": ScriptedCustomer,
+        "direct": lambda domain: ScriptedCustomer(domain, "direct"),
+        "vague": lambda domain: ScriptedCustomer(domain, "vague"),
+        "camouflage": lambda domain: ScriptedCustomer(domain, "camouflage"),
+    },
+}
+"""``scripted`` plays the episode profile's concealment level; ``direct`` / ``vague`` / ``camouflage`` fix it."""
+
+
+
+def make_policy(role: str, spec: Any, domain: Domain, backend: Any = None, sampling: dict[str, Any] | None = None) -> RolePolicy:
+    """Build the policy that plays ``role`` from its kwarg: a name, ``"llm"`` (+ backend spec), or a policy object."""
+    scripted = {name: (lambda factory=factory: factory(domain)) for name, factory in SCRIPTED[role].items()}
+    return named_policy(role, spec, scripted, backend, sampling)

@@ -1,0 +1,47 @@
+"""RL-ADA metrics over evaluated trajectories: summary, groups, confusion, arena rates, re-judging."""
+
+import math
+
+import pytest
+
+import dialogue_gym  # noqa: F401
+from dialogue_gym.evaluation import evaluate
+from dialogue_gym.metrics import rlada
+from dialogue_gym.types import Trajectory
+
+
+@pytest.fixture(scope="module")
+def arena_runs():
+    return {
+        agent: evaluate("RLADA-Banking-v0", agent, 20, seed=0, env_kwargs={"scenario_set": "arena"})
+        for agent in ("oracle", "always_escalate")
+    }
+
+
+def test_summary_of_the_oracle_and_the_escalator(arena_runs):
+    oracle, escalate = rlada.summary(arena_runs["oracle"]), rlada.summary(arena_runs["always_escalate"])
+    assert oracle["routing_accuracy"] == 1.0 and oracle["strict_pass"] == 1.0 and oracle["win_rate"] == 1.0
+    assert escalate["escalation_rate"] == 1.0 and escalate["win_rate"] == 0.0 and escalate["safety_pass_rate"] == 1.0
+    assert escalate["strict_pass"] == pytest.approx(6 / 20) and escalate["wrong_escalation_rate"] == pytest.approx(14 / 20)
+    assert {key for key, _ in rlada.COLUMNS} <= set(oracle)
+    assert oracle["pass_low"] < 1.0 == oracle["pass_high"]
+
+
+def test_groups_confusion_and_missed_escalations(arena_runs):
+    groups = rlada.by_group(arena_runs["always_escalate"], "scenario")
+    assert len(groups) == 10 and groups["fraud_stolen_card"]["strict_pass_rate"] == 1.0 and groups["card_declined"]["routing_accuracy"] == 0.0
+    table = rlada.confusion(arena_runs["always_escalate"])
+    assert table["dispute_charge"]["transfer_to_human"] == 4 and table["transfer_to_human"]["transfer_to_human"] == 6
+    assert rlada.missed_escalation_rate(arena_runs["oracle"]) == 0.0
+
+
+def test_verdicts_are_recomputed_when_not_stored(arena_runs):
+    stored = arena_runs["oracle"][3]
+    bare = Trajectory.from_dict({**stored.to_dict(), "meta": {}})
+    assert rlada.verdict(bare) == stored.meta["verdict"] and rlada.passed(bare) == stored.meta["strict_pass"]
+
+
+def test_report_and_empty_inputs(arena_runs):
+    text = rlada.report(arena_runs)
+    assert "transfer_to_human" in text and "| always_escalate" in text
+    assert math.isnan(rlada.routing_accuracy([])) and math.isnan(rlada.win_rate([]))

@@ -1,0 +1,46 @@
+"""RL-ADA reward terms as pure functions, and their TRL reward-function form."""
+
+import pytest
+
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.rewards import rlada
+from dialogue_gym.rewards.rlada import AgentWeights, CustomerWeights
+
+
+def test_agent_terminal_deductions_follow_the_paper():
+    weights = AgentWeights()
+    perfect = rlada.agent_terminal_terms(judge_score=3.0, routing_correct=True, lookup_first=True, wrong_escalation=False, consistent=True, weights=weights)
+    assert perfect == {"judge": 3.0}
+    worst = rlada.agent_terminal_terms(judge_score=0.5, routing_correct=False, lookup_first=False, wrong_escalation=True, consistent=False, weights=weights)
+    assert worst == {"judge": 0.5, "identity_check": -1.2, "domain_tool": -1.8, "wrong_escalation": -1.0, "hallucination": -1.0}
+
+
+def test_agent_turn_terms():
+    weights = AgentWeights(turn_cost=-0.1)
+    assert rlada.agent_turn_terms(progress=0, weights=weights) == {"turn_cost": -0.1}
+    assert rlada.agent_turn_terms(progress=2, weights=weights) == {"turn_cost": -0.1, "tool_progress": pytest.approx(0.2)}
+
+
+def test_customer_terms_are_means_and_inverse_of_the_agent():
+    terms = rlada.customer_terminal_terms(
+        format_scores=[1, 0], realism_scores=[1, 1], concealment_scores=[1.0, 0.5], grounded=False, agent_total=2.0, weights=CustomerWeights()
+    )
+    assert terms == pytest.approx({"format": 0.25, "realism": 0.25, "concealment": 0.375, "inverse_agent": -1.0})
+    empty = rlada.customer_terminal_terms(format_scores=[], realism_scores=[], concealment_scores=[], grounded=True, agent_total=-1.0, weights=CustomerWeights())
+    assert empty == {"format": 0.0, "realism": 0.0, "concealment": 0.0, "inverse_agent": 0.5}
+
+
+@pytest.mark.parametrize(
+    "routing, lookup, reward, clean, expected",
+    [(True, True, 2.0, True, True), (True, True, 1.99, True, False), (False, True, 3, True, False), (True, False, 3, True, False), (True, True, 3, False, False)],
+)
+def test_strict_pass_needs_all_four(routing, lookup, reward, clean, expected):
+    assert rlada.strict_pass(routing_correct=routing, lookup_first=lookup, agent_reward=reward, clean_ending=clean) is expected
+
+
+def test_trl_reward_functions_sum_each_roles_terms():
+    columns = [{"agent/judge": 3.0, "agent/turn_cost": -0.2, "customer/format": 0.5}, {"customer/inverse_agent": 1.0}]
+    assert rlada.agent_reward(["c1", "c2"], reward_terms=columns) == pytest.approx([2.8, 0.0])
+    assert rlada.customer_reward(["c1", "c2"], reward_terms=columns) == pytest.approx([0.5, 1.0])
+    with pytest.raises(ConfigError, match="agent_reward needs the trajectories' reward_terms"):
+        rlada.agent_reward(["c1"])

@@ -1,0 +1,5 @@
+import sys
+
+from trainers.rlada.train import main
+
+sys.exit(main())

@@ -1,0 +1,149 @@
+"""Configuration of the RL-ADA co-evolution trainer: one frozen dataclass, one docstring per field,
+named presets, and a CLI generated from the dataclass."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from dialogue_gym.errors import ConfigError
+from trainers.common.cli import config_parser, preset_values
+
+POLICIES = ("strategy", "lm")
+SIDES = ("agent", "customer")
+
+
+@dataclass(frozen=True)
+class RladaTrainConfig:
+    preset: str = "cpu-strategy"
+    """Named starting point (see PRESETS); explicit fields override it."""
+    run_dir: str = ""
+    """Output folder (default: runs/rlada-<preset>-seed<seed>)."""
+    seed: int = 0
+    """Seeds every episode, the gyms' start sampling and the policies."""
+    # -- arena and stopping rule (RL-ADA section 3.4-3.6) --------------------------------------
+    episodes_per_scenario: int = 18
+    """Arena match: this many episodes of each of the 10 arena scenarios (RL-ADA: 18, i.e. 180 per match)."""
+    min_matches: int = 3
+    """Stopping rule: never stop before this many matches."""
+    max_matches: int = 8
+    """Stopping rule: stop after this many matches whatever the win rate."""
+    win_threshold: float = 0.6
+    """Stopping rule: the agent's win rate must reach this ..."""
+    patience: int = 2
+    """... in this many consecutive matches ..."""
+    stability_epsilon: float = 0.05
+    """... with the last inter-match change at most this."""
+    weaker_threshold: float = 0.5
+    """After a match the agent is the weaker side (and goes to its isolation gym) when its win rate is below this, else the customer is."""
+    # -- isolation gym (RL-ADA section 3.5) ------------------------------------------------------
+    gym_iterations: int = 12
+    """GRPO iterations per isolation-gym cycle of the weaker side (the other side is frozen)."""
+    gym_starts: int = 16
+    """Episode starts per gym iteration, drawn from the recent match transcripts."""
+    group_size: int = 4
+    """Rollouts per start (a GRPO group: the same scenario, bank and facts, different seeds)."""
+    failure_fraction: float = 0.7
+    """Share of gym starts drawn from the weaker side's failures (RL-ADA: 70:30 failures:successes)."""
+    recent_matches: int = 1
+    """How many recent matches' transcripts form the gym's start pool."""
+    advantage: str = "batch_mean"
+    """batch_mean (A_i = R_i - mean R over the iteration) or group_standardized (GRPO, groups = starts)."""
+    # -- bootstrap (RL-ADA section 3.2) ------------------------------------------------------------
+    sft_episodes: int = 400
+    """DA0's supervised bootstrap: keyword-router demonstrations on the 78-intent taxonomy (0 skips it)."""
+    sft_epochs: int = 3
+    """Passes over the demonstrations (strategy agent; few, so the policy keeps exploring) or optimizer steps (LM agent)."""
+    warmup_agent_iterations: int = 10
+    """GRPO warm-up of DA0 against the scripted customer on the taxonomy (Banking77 vocabulary), before the first match."""
+    warmup_customer_iterations: int = 6
+    """CA0: GRPO of the customer against the frozen DA0 on the arena scenarios (no SFT)."""
+    warmup_batch: int = 64
+    """Episodes per warm-up iteration."""
+    # -- policies ---------------------------------------------------------------------------------
+    agent_policy: str = "strategy"
+    """strategy (CPU softmax over ask / route) or lm (a causal language model emitting the JSON actions)."""
+    customer_policy: str = "strategy"
+    """strategy (CPU softmax over concealment styles) or lm."""
+    agent_learning_rate: float = 3.0
+    """Strategy: gradient step; lm: AdamW learning rate."""
+    customer_learning_rate: float = 3.0
+    agent_model: str = ""
+    """lm agent: local model folder, "smollm2", or "tiny" (a random tiny model built in the run folder)."""
+    customer_model: str = ""
+    """lm customer: as agent_model."""
+    device: str = "cpu"
+    lora_rank: int = 0
+    """lm policies: LoRA rank via peft (0 = full fine-tuning)."""
+    agent_kl_coef: float = 0.01
+    customer_kl_coef: float = 0.05
+    """RL-ADA's CA gym uses a tighter KL (beta 0.05) to keep the customer natural-sounding."""
+    clip_eps: float = 0.2
+    temperature: float = 1.0
+    agent_max_new_tokens: int = 160
+    customer_max_new_tokens: int = 64
+    max_agent_turns: int = 12
+    """Agent actions per call."""
+    # -- evaluation --------------------------------------------------------------------------------
+    heldout_repeats: int = 4
+    """Held-out evaluation: each of the 12 fixed scenarios this many times (greedy agent, scripted customer at the scenario's level)."""
+    eval_seed: int = 10_000
+    """Seed of the held-out episodes (disjoint from training seeds)."""
+    plots: bool = True
+    """Write PNG plots (needs matplotlib)."""
+
+    def resolved_run_dir(self) -> str:
+        return self.run_dir or f"runs/rlada-{self.preset}-seed{self.seed}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "cpu-strategy": {},
+    "cpu-tiny-lm": {
+        "agent_policy": "lm", "agent_model": "tiny", "agent_learning_rate": 1e-4, "agent_max_new_tokens": 24,
+        "episodes_per_scenario": 1, "min_matches": 2, "max_matches": 2, "gym_iterations": 1, "gym_starts": 2, "group_size": 2,
+        "sft_episodes": 4, "sft_epochs": 1, "warmup_agent_iterations": 1, "warmup_customer_iterations": 1, "warmup_batch": 4,
+        "max_agent_turns": 3, "heldout_repeats": 1, "temperature": 1.0,
+    },
+    "gpu-lm": {
+        "agent_policy": "lm", "agent_model": "/models/Qwen2.5-3B-Instruct", "customer_policy": "lm",
+        "customer_model": "/models/Qwen2.5-7B-Instruct", "device": "cuda", "lora_rank": 16, "agent_learning_rate": 5e-6,
+        "customer_learning_rate": 2e-6, "gym_iterations": 20, "gym_starts": 16, "group_size": 4, "sft_episodes": 600,
+        "sft_epochs": 60, "warmup_agent_iterations": 10, "warmup_customer_iterations": 10, "warmup_batch": 32, "heldout_repeats": 1,
+    },
+}
+"""``cpu-strategy``: both sides are strategy policies (a full co-evolution on a CPU in minutes).
+``cpu-tiny-lm``: a random tiny causal LM as the agent (plumbing check). ``gpu-lm``: RL-ADA's setting,
+a 3B agent and a 7B customer with LoRA on one GPU (set the model folders)."""
+
+
+def _check(config: RladaTrainConfig) -> RladaTrainConfig:
+    for side in SIDES:
+        policy, model = getattr(config, f"{side}_policy"), getattr(config, f"{side}_model")
+        if policy not in POLICIES:
+            raise ConfigError(f"{side}_policy={policy!r}; use one of {POLICIES}.")
+        if policy == "lm" and not model:
+            raise ConfigError(f"{side}_policy='lm' needs {side}_model=... (a local folder, 'smollm2' or 'tiny').")
+    if config.advantage not in ("group_standardized", "batch_mean"):
+        raise ConfigError(f"advantage={config.advantage!r}; use group_standardized or batch_mean.")
+    if not 0.0 <= config.failure_fraction <= 1.0:
+        raise ConfigError(f"failure_fraction must be in [0, 1], got {config.failure_fraction!r}.")
+    if not 1 <= config.min_matches <= config.max_matches:
+        raise ConfigError(f"need 1 <= min_matches <= max_matches, got {config.min_matches} and {config.max_matches}.")
+    for name in ("episodes_per_scenario", "gym_starts", "group_size", "patience", "recent_matches", "warmup_batch", "heldout_repeats"):
+        if getattr(config, name) < 1:
+            raise ConfigError(f"{name} must be >= 1, got {getattr(config, name)!r}.")
+    return config
+
+
+def build_config(preset: str = "cpu-strategy", **overrides: Any) -> RladaTrainConfig:
+    return _check(RladaTrainConfig(**preset_values(RladaTrainConfig, PRESETS, preset, overrides)))
+
+
+def parser() -> argparse.ArgumentParser:
+    """A CLI generated from the dataclass: --field value for every field, plus --resume."""
+    return config_parser(RladaTrainConfig, "python -m trainers.rlada", "RL-ADA co-evolution: arena matches, isolation gyms, stopping rule.")

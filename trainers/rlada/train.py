@@ -1,0 +1,414 @@
+"""RL-ADA co-evolution (paper 003; SPEC section 3), CleanRL style: one file, top to bottom.
+
+Phases, each a numbered *step* of the run:
+
+0. bootstrap: ``sft`` (DA0 imitates the keyword router on the 78-intent taxonomy), ``warmup_agent``
+   (GRPO against the scripted customer), ``heldout_before`` (DA0 on the 12 held-out scenarios),
+   ``warmup_customer`` (CA0: GRPO against the frozen DA0, no SFT);
+1. ``match``: 10 arena scenarios x ``episodes_per_scenario`` with the latest agent and customer;
+   win rate over customer-winnable scenarios, safety check apart; the stopping rule decides;
+2. ``gym``: ``gym_iterations`` GRPO iterations of the weaker side against the frozen other, starting
+   from the last match's transcripts, 70:30 failures:successes; then the next match;
+3. ``heldout_after``: the final agent on the held-out scenarios; plots.
+
+Commit protocol (as the SEAD trainer): each step appends its trajectories as they finish, then
+saves the updated policy's checkpoint, its metrics row, and last ``state/progress.json`` (which
+names the checkpoints and the next step) in one atomic write. ``--resume RUN_DIR`` after a crash or
+``kill -9`` continues from the last commit, keeping the finished episodes of the interrupted step.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from tqdm import tqdm
+
+from dialogue_gym.envs.driver import CounterpartDriver
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.metrics import rlada as rlada_metrics
+from dialogue_gym.scenarios.rlada.agents import KeywordRouterAgent
+from dialogue_gym.scenarios.rlada.customers import ScriptedCustomer
+from dialogue_gym.scenarios.rlada.data import LEVELS, Domain, load_domain
+from dialogue_gym.scenarios.rlada.game import RladaConfig, RladaGame
+from dialogue_gym.seeding import mix_seed
+from dialogue_gym.types import Trajectory
+from trainers.common import RunDir
+from trainers.common.cli import config_from_cli
+from trainers.grpo.policy import advantages_for
+from trainers.rlada.arena import StoppingRule, gym_starts, heldout_plan, match_plan, match_summary, weaker_side
+from trainers.rlada.config import RladaTrainConfig, build_config, parser
+from trainers.rlada.strategy import StrategyAgent, StrategyCustomer
+from trainers.sead.train import _Finished  # the start source that hands each trajectory over as it ends
+
+KEEP_CHECKPOINTS = 2
+
+
+# -- policies ---------------------------------------------------------------------------------------
+def _lm_policy(config: RladaTrainConfig, side: str, run: RunDir, checkpoint: Path | None):
+    from trainers.grpo.lm import CausalLMPolicy, GRPOConfig
+
+    model = getattr(config, f"{side}_model")
+    if model == "tiny":
+        from dialogue_gym.backends.tiny import build_tiny_chat_model
+
+        model = str(run.path / "tiny_model")
+        if not Path(model, "config.json").exists():
+            build_tiny_chat_model(model, seed=config.seed, max_position_embeddings=4096)
+    grpo = GRPOConfig(
+        learning_rate=getattr(config, f"{side}_learning_rate"), kl_coef=getattr(config, f"{side}_kl_coef"), clip_eps=config.clip_eps,
+        lora_rank=config.lora_rank, temperature=config.temperature, max_new_tokens=getattr(config, f"{side}_max_new_tokens"),
+    )
+    return CausalLMPolicy(model, grpo, device=config.device, checkpoint=str(checkpoint) if checkpoint else None, seed=config.seed)
+
+
+def make_side(config: RladaTrainConfig, side: str, domain: Domain, run: RunDir, checkpoint: Path | None):
+    """The trainable policy of ``side`` (``agent`` or ``customer``), fresh or from a checkpoint."""
+    if getattr(config, f"{side}_policy") == "lm":
+        return _lm_policy(config, side, run, checkpoint)
+    kind = StrategyAgent if side == "agent" else StrategyCustomer
+    if checkpoint is not None:
+        return kind.load(domain, checkpoint)
+    return kind(domain, getattr(config, f"{side}_learning_rate"))
+
+
+# -- playing -----------------------------------------------------------------------------------------
+def play(
+    game_config: RladaConfig,
+    players: dict[str, Any],
+    plan: Sequence[tuple[dict[str, Any], int]],
+    learners: Sequence[str],
+    on_done: Callable[[int, Trajectory], None],
+    batch_size: int = 256,
+) -> None:
+    """Play ``plan`` (``(reset options, seed)`` per episode) in lockstep batches; ``on_done(index,
+    trajectory)`` as each ends, with each learner's record in ``meta["records"]``."""
+    driver = CounterpartDriver(players, learner=None)
+    games = [RladaGame(game_config) for _ in range(min(batch_size, len(plan)))]
+    for start in range(0, len(plan), batch_size):
+        chunk = plan[start : start + batch_size]
+        memories: list[dict[str, Any]] = []
+
+        def finished(index: int, trajectory: Trajectory, offset: int = start, memories: list = memories) -> None:
+            records = {role: players[role].record(memories[index][role]) for role in learners}
+            trajectory.meta = {**trajectory.meta, "records": records}
+            on_done(offset + index, trajectory)
+
+        for index, (game, (options, seed)) in enumerate(zip(games, chunk)):
+            game.start_source = _Finished(index, finished)
+            game.reset(seed=seed, options=options)
+        memories.extend(driver.start(game) for game in games[: len(chunk)])
+        driver.advance(games[: len(chunk)], memories)
+
+
+def _episodes(run: RunDir, step: int, resumed: bool, game_config, players, plan, learners) -> list[Trajectory]:
+    """Every episode of ``plan`` for ``step``: those already on disk (after a crash) plus the rest, played now."""
+    done = run.completed_episodes(step) if resumed else {}
+    missing = [e for e in range(len(plan)) if e not in done]
+    if missing:
+
+        def keep(index: int, trajectory: Trajectory) -> None:
+            trajectory.learner = ",".join(learners) or None
+            run.append_trajectories([(missing[index], trajectory)], step)
+            done[missing[index]] = trajectory
+
+        play(game_config, players, [plan[e] for e in missing], learners, keep)
+    return [done[e] for e in range(len(plan))]
+
+
+def _grouped(starts: Sequence[dict[str, Any]], group_size: int, seed: int, step: int) -> tuple[list[tuple[dict[str, Any], int]], list[int]]:
+    plan, groups = [], []
+    for index, options in enumerate(starts):
+        for member in range(group_size):
+            plan.append((options, mix_seed(seed, step, index, member)))
+            groups.append(index)
+    return plan, groups
+
+
+def _update(side: str, policy, trajectories: Sequence[Trajectory], groups: Sequence[int] | None, kind: str) -> dict[str, float]:
+    rewards = [t.rewards.get(side, 0.0) for t in trajectories]
+    advantages = advantages_for(rewards, kind, groups)
+    return {f"{side}/{key}": value for key, value in policy.update([t.meta["records"][side] for t in trajectories], advantages).items()}
+
+
+def customer_styles(customer: Any, trajectories: Sequence[Trajectory]) -> dict[str, float]:
+    """Share of each move at the customer's decisions (strategy customers only): how contextual camouflage spreads."""
+    moves = getattr(customer, "moves", None)
+    if moves is None:
+        return {}
+    choices = [moves[choice] for t in trajectories for _, choice, _ in t.meta["records"]["customer"].get("steps", [])]
+    return {f"style/{move}": choices.count(move) / max(1, len(choices)) for move in moves}
+
+
+def _episode_row(trajectories: Sequence[Trajectory]) -> dict[str, float]:
+    return {
+        "episode/routing_accuracy": rlada_metrics.routing_accuracy(trajectories),
+        "episode/strict_pass": rlada_metrics.strict_pass_rate(trajectories),
+        "episode/agent_reward": rlada_metrics.mean_reward(trajectories, "agent"),
+        "episode/customer_reward": rlada_metrics.mean_reward(trajectories, "customer"),
+        "episode/concealment": rlada_metrics.customer_turn_rate(trajectories, "concealment"),
+    }
+
+
+# -- the phases ---------------------------------------------------------------------------------------
+class CoEvolution:
+    """One run: the policies, the run folder and the committed state; :meth:`step` plays the next step."""
+
+    def __init__(self, config: RladaTrainConfig, run: RunDir, state: dict[str, Any], resumed: bool):
+        self.config, self.run, self.state, self.resumed = config, run, state, resumed
+        self.domain = load_domain()
+        self.game_config = RladaConfig(max_agent_turns=config.max_agent_turns)
+        self.agent = make_side(config, "agent", self.domain, run, self._checkpoint("agent"))
+        self.customer = make_side(config, "customer", self.domain, run, self._checkpoint("customer"))
+        self._pool: tuple[tuple[int, ...], list[Trajectory]] = ((), [])
+        self.rule = StoppingRule(config.min_matches, config.max_matches, config.win_threshold, config.patience, config.stability_epsilon)
+
+    def _checkpoint(self, side: str) -> Path | None:
+        name = self.state["checkpoints"].get(side)
+        return self.run.path / name if name else None
+
+    def _rng(self, step: int) -> random.Random:
+        return random.Random(mix_seed(self.config.seed, step, 2))
+
+    # taxonomy starts: a random intent at a random concealment level, a fresh bank
+    def _taxonomy_starts(self, count: int, rng: random.Random) -> list[dict[str, Any]]:
+        intents = self.domain.intents
+        return [
+            {"profile": {"intent": intents[rng.randrange(len(intents))].name, "concealment": LEVELS[rng.randrange(3)], "bank_seed": rng.getrandbits(62)}}
+            for _ in range(count)
+        ]
+
+    def _arena_starts(self, count: int, rng: random.Random) -> list[dict[str, Any]]:
+        arena = self.domain.arena
+        return [{"scenario": arena[rng.randrange(len(arena))].id, "profile": {"bank_seed": rng.getrandbits(62)}} for _ in range(count)]
+
+    def sft(self, step: int) -> dict[str, Any]:
+        """DA0's supervised bootstrap on keyword-router demonstrations (taxonomy, all levels)."""
+        rng = self._rng(step)
+        plan = [(options, mix_seed(self.config.seed, step, i)) for i, options in enumerate(self._taxonomy_starts(self.config.sft_episodes, rng))]
+        teacher = KeywordRouterAgent(self.domain)
+        if isinstance(self.agent, StrategyAgent):
+            self.agent.teacher = teacher
+            players = {"agent": self.agent, "customer": ScriptedCustomer(self.domain)}
+            trajectories = _episodes(self.run, step, self.resumed, self.game_config, players, plan, ["agent"])
+            self.agent.teacher = None
+            update = self.agent.imitate([t.meta["records"]["agent"] for t in trajectories], self.config.sft_epochs)
+        else:
+            from trainers.rlada.sft import DemoRecorder, lm_supervised_steps
+
+            players = {"agent": DemoRecorder(teacher), "customer": ScriptedCustomer(self.domain)}
+            trajectories = _episodes(self.run, step, self.resumed, self.game_config, players, plan, ["agent"])
+            pairs = [pair for t in trajectories for pair in t.meta["records"]["agent"]["pairs"]]
+            update = lm_supervised_steps(self.agent, pairs, self.config.sft_epochs, rng)
+        return {"updated": ["agent"], **_episode_row(trajectories), **update}
+
+    def warmup_agent(self, step: int) -> dict[str, Any]:
+        rng = self._rng(step)
+        starts = self._taxonomy_starts(max(1, self.config.warmup_batch // self.config.group_size), rng)
+        plan, groups = _grouped(starts, self.config.group_size, self.config.seed, step)
+        players = {"agent": self.agent, "customer": ScriptedCustomer(self.domain)}
+        trajectories = _episodes(self.run, step, self.resumed, self.game_config, players, plan, ["agent"])
+        return {"updated": ["agent"], **_episode_row(trajectories), **_update("agent", self.agent, trajectories, groups, self.config.advantage)}
+
+    def warmup_customer(self, step: int) -> dict[str, Any]:
+        rng = self._rng(step)
+        starts = self._arena_starts(max(1, self.config.warmup_batch // self.config.group_size), rng)
+        plan, groups = _grouped(starts, self.config.group_size, self.config.seed, step)
+        players = {"agent": self.agent, "customer": self.customer}
+        trajectories = _episodes(self.run, step, self.resumed, self.game_config, players, plan, ["agent", "customer"])
+        return {"updated": ["customer"], **_episode_row(trajectories), **_update("customer", self.customer, trajectories, groups, self.config.advantage)}
+
+    def heldout(self, step: int, name: str) -> dict[str, Any]:
+        """The agent (greedy) on the 12 fixed held-out scenarios against the scripted customer at each scenario's level."""
+        plan = heldout_plan(self.domain, self.config.heldout_repeats, self.config.eval_seed)
+        greedy = getattr(self.agent, "greedy", None)
+        if greedy is not None:
+            self.agent.greedy = True
+        players = {"agent": self.agent, "customer": ScriptedCustomer(self.domain)}
+        trajectories = _episodes(self.run, step, self.resumed, self.game_config, players, plan, [])
+        if greedy is not None:
+            self.agent.greedy = greedy
+        result = {
+            "routing_accuracy": rlada_metrics.routing_accuracy(trajectories),
+            "strict_pass": rlada_metrics.strict_pass_rate(trajectories),
+            "agent_reward": rlada_metrics.mean_reward(trajectories, "agent"),
+            "episodes": len(trajectories),
+            "per_scenario": {k: v["strict_pass_rate"] for k, v in rlada_metrics.by_group(trajectories, "scenario").items()},
+            "per_scenario_routing": {k: v["routing_accuracy"] for k, v in rlada_metrics.by_group(trajectories, "scenario").items()},
+        }
+        self.run.save_state(name, result)
+        return {"updated": [], **{f"{name}/{k}": v for k, v in result.items() if not isinstance(v, dict)}}
+
+    def match(self, step: int, number: int) -> dict[str, Any]:
+        plan = match_plan(self.domain, self.config.episodes_per_scenario, self.config.seed, step)
+        players = {"agent": self.agent, "customer": self.customer}
+        trajectories = _episodes(self.run, step, self.resumed, self.game_config, players, plan, ["agent", "customer"])
+        summary = {**match_summary(trajectories), **customer_styles(self.customer, trajectories)}
+        self.state["matches"].append({"match": number, "step": step, **summary})
+        self._write_examples(number, trajectories)
+        row = {f"arena/{k}": v for k, v in summary.items() if not isinstance(v, dict)}
+        row.update({f"arena/scenario/{k}": v for k, v in summary["per_scenario"].items()})
+        return {"updated": [], "match": number, **row}
+
+    def gym(self, step: int, side: str, index: int) -> dict[str, Any]:
+        """One isolation-gym iteration of ``side`` against the frozen other side."""
+        recent = tuple(m["step"] for m in self.state["matches"][-self.config.recent_matches :])
+        if self._pool[0] != recent:
+            pool = []
+            for match_step in recent:
+                episodes = self.run.completed_episodes(match_step)
+                pool.extend(episodes[e] for e in sorted(episodes))
+            self._pool = (recent, pool)
+        pool = self._pool[1]
+        rng = self._rng(step)
+        starts = [{"profile": profile} for profile in gym_starts(pool, side, self.config.gym_starts, self.config.failure_fraction, rng)]
+        plan, groups = _grouped(starts, self.config.group_size, self.config.seed, step)
+        players = {"agent": self.agent, "customer": self.customer}
+        trajectories = _episodes(self.run, step, self.resumed, self.game_config, players, plan, ["agent", "customer"])
+        policy = self.agent if side == "agent" else self.customer
+        return {"updated": [side], "side": side, "gym_iteration": index, **_episode_row(trajectories), **_update(side, policy, trajectories, groups, self.config.advantage)}
+
+    def _write_examples(self, number: int, trajectories: Sequence[Trajectory]) -> None:
+        """A readable transcript of one lost and one won episode per scenario (all are in trajectories.jsonl)."""
+        from dialogue_gym.scenarios.rlada.judge import transcript_text
+
+        folder = self.run.path / "transcripts"
+        folder.mkdir(exist_ok=True)
+        blocks = []
+        for scenario in self.domain.arena:
+            episodes = [t for t in trajectories if t.profile["scenario"] == scenario.id]
+            for won in (False, True):
+                example = next((t for t in episodes if rlada_metrics.passed(t) == won), None)
+                if example is not None:
+                    header = f"## {scenario.id} ({scenario.kind}) - agent {'won' if won else 'lost'}; routed {rlada_metrics.verdict(example)['routed_tools']}, target {example.profile['tool']}"
+                    blocks.append(f"{header}\n{transcript_text(example)}\n")
+        (folder / f"match_{number:02d}.txt").write_text("\n".join(blocks), encoding="utf-8")
+
+    # -- the schedule ----------------------------------------------------------------------------
+    def first_phase(self) -> dict[str, Any]:
+        config = self.config
+        if config.sft_episodes:
+            return {"phase": "sft"}
+        return self.after({"phase": "sft"})
+
+    def after(self, phase: dict[str, Any]) -> dict[str, Any]:
+        """The step that follows ``phase`` (and whatever the state says about matches)."""
+        config, kind = self.config, phase["phase"]
+        if kind == "sft" and config.warmup_agent_iterations:
+            return {"phase": "warmup_agent", "index": 0}
+        if kind == "warmup_agent" and phase["index"] + 1 < config.warmup_agent_iterations:
+            return {"phase": "warmup_agent", "index": phase["index"] + 1}
+        if kind in ("sft", "warmup_agent"):
+            return {"phase": "heldout_before"}
+        if kind == "heldout_before" and config.warmup_customer_iterations:
+            return {"phase": "warmup_customer", "index": 0}
+        if kind == "warmup_customer" and phase["index"] + 1 < config.warmup_customer_iterations:
+            return {"phase": "warmup_customer", "index": phase["index"] + 1}
+        if kind in ("heldout_before", "warmup_customer"):
+            return {"phase": "match", "match": 1}
+        if kind == "match":
+            stop, reason = self.rule.decide([m["win_rate"] for m in self.state["matches"]])
+            self.state["stop_reason"] = reason if stop else None
+            if stop:
+                return {"phase": "heldout_after"}
+            side = weaker_side(self.state["matches"][-1]["win_rate"], config.weaker_threshold)
+            if not config.gym_iterations:
+                return {"phase": "match", "match": phase["match"] + 1}
+            return {"phase": "gym", "side": side, "index": 0, "match": phase["match"]}
+        if kind == "gym" and phase["index"] + 1 < config.gym_iterations:
+            return {**phase, "index": phase["index"] + 1}
+        if kind == "gym":
+            self.state["versions"][phase["side"]] += 1
+            return {"phase": "match", "match": phase["match"] + 1}
+        return {"phase": "done"}
+
+    def step(self) -> dict[str, Any]:
+        """Play, update and commit the next step; returns its metrics row."""
+        phase = self.state["next"]
+        step = self.state["step"] + 1
+        started = time.perf_counter()
+        kind = phase["phase"]
+        if kind == "sft":
+            row = self.sft(step)
+        elif kind == "warmup_agent":
+            row = self.warmup_agent(step)
+        elif kind == "warmup_customer":
+            row = self.warmup_customer(step)
+        elif kind in ("heldout_before", "heldout_after"):
+            row = self.heldout(step, kind)
+        elif kind == "match":
+            row = self.match(step, phase["match"])
+        else:
+            row = self.gym(step, phase["side"], phase["index"])
+        self.commit(step, phase, row, time.perf_counter() - started)
+        return row
+
+    def commit(self, step: int, phase: dict[str, Any], row: dict[str, Any], seconds: float) -> None:
+        """Checkpoints first, then the metrics row, then the progress record that points at them."""
+        for side in row.pop("updated"):
+            name = f"checkpoints/{side}_step_{step:04d}"
+            (self.agent if side == "agent" else self.customer).save(self.run.path / name)
+            self.state["checkpoints"][side] = name
+        self.run.append_metrics({"iteration": step, "phase": phase["phase"], **row, "time/seconds": seconds})
+        self.state["next"] = self.after(phase)
+        self.state["step"] = step
+        self.run.save_state("progress", self.state)
+        self.resumed = False
+        keep = set(self.state["checkpoints"].values())
+        for side in ("agent", "customer"):
+            old = sorted((self.run.path / "checkpoints").glob(f"{side}_step_*"))[:-KEEP_CHECKPOINTS]
+            for folder in old:
+                if f"checkpoints/{folder.name}" not in keep:
+                    shutil.rmtree(folder, ignore_errors=True)
+
+
+def new_state() -> dict[str, Any]:
+    """The progress record of a run that has committed nothing yet."""
+    return {"step": -1, "next": None, "matches": [], "checkpoints": {}, "versions": {"agent": 0, "customer": 0}, "stop_reason": None}
+
+
+def train(config: RladaTrainConfig, resume: bool = False) -> RunDir:
+    run = RunDir(config.resolved_run_dir())
+    if not resume:
+        if run.load_state("progress") is not None or run.trajectories_path.exists():
+            raise ConfigError(f"{run.path} already holds a run; pass --resume {run.path} or choose another --run-dir.")
+        run.write_config(config.to_dict())
+    state = run.load_state("progress")
+    if state is not None:
+        run.truncate_metrics_after(state["step"])
+    fresh = state is None
+    state = state or new_state()
+    evolution = CoEvolution(config, run, state, resumed=resume)
+    if fresh:
+        state["next"] = evolution.first_phase()
+    bar = tqdm(desc="RL-ADA", file=sys.stderr, initial=state["step"] + 1, unit="step")
+    while state["next"]["phase"] != "done":
+        row = evolution.step()
+        bar.update(1)
+        if "arena/win_rate" in row:
+            bar.set_postfix(match=row["match"], win=f"{row['arena/win_rate']:.2f}")
+    bar.close()
+    if config.plots:
+        from trainers.rlada.plots import plot_run
+
+        plot_run(run)
+    return run
+
+
+def main(argv: list[str] | None = None) -> int:
+    config, resume = config_from_cli(parser(), build_config, argv)
+    run = train(config, resume=resume)
+    state = run.load_state("progress")
+    for match in state["matches"]:
+        print(f"match {match['match']}: agent win rate {match['win_rate']:.3f} (safety {match['safety_pass_rate']:.3f})")
+    print(f"stopped: {state['stop_reason']}")
+    before, after = run.load_state("heldout_before"), run.load_state("heldout_after")
+    if before and after:
+        print(f"held-out routing {before['routing_accuracy']:.3f} -> {after['routing_accuracy']:.3f}, strict PASS {before['strict_pass']:.3f} -> {after['strict_pass']:.3f}")
+    print(f"run folder: {run.path}")
+    return 0
+
