@@ -3,8 +3,6 @@
 ``import dialogue_gym`` registers every environment ID (see ``envs_registry``).
 """
 
-from envs_registry import register_all as _register_all
-
 from dialogue_gym.errors import (
     BackendError,
     ConfigError,
@@ -15,6 +13,7 @@ from dialogue_gym.errors import (
     ScenarioError,
 )
 from dialogue_gym.types import Message, Outcome, Trajectory, Turn
+from envs_registry import register_all as _register_all
 
 __version__ = "0.1.0"
 

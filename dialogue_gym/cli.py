@@ -25,6 +25,7 @@ from dialogue_gym.evaluation import evaluate
 from dialogue_gym.reporting import format_table
 from envs_registry import REGISTRY, get, resolve
 
+
 def cmd_list(_: argparse.Namespace) -> int:
     rows = [
         {"name": e.id, "roles": ", ".join(e.roles), "learner": e.default_learner, "module": e.pettingzoo_module, "agents": ",".join(e.agents)}

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 import numpy as np
+from gymnasium import logger
 from gymnasium.spaces import Space
 
 from dialogue_gym.errors import ConfigError, EpisodeStateError, InvalidAction
@@ -61,6 +62,9 @@ class Game(ABC):
     id: str
     roles: tuple[str, ...]
     config: Any
+    reset_options: tuple[str, ...] = ()
+    """The ``reset(options=...)`` keys the game reads; others are ignored with a warning (PettingZoo's
+    api_test passes arbitrary options)."""
 
     def __init__(self) -> None:
         self.rng = random.Random()
@@ -79,6 +83,9 @@ class Game(ABC):
         self._started = True
         if not options and self.start_source is not None:
             options = self.start_source.next_options()
+        unknown = sorted(set(options or {}) - set(self.reset_options))
+        if unknown:
+            logger.warn(f"Ignoring unknown reset options {unknown}; {self.id} reads {list(self.reset_options)}.")
         self._reset(options or {})
 
     def step(self, action: Any, *, token_ids: list[int] | None = None, logprobs: list[float] | None = None) -> StepResult:

@@ -7,7 +7,12 @@ from typing import Any
 
 from ..errors import ConfigError
 from .base import GenerationRequest, SamplingParams
-from .transformers_backend import _check_max_new_tokens, _check_seed, _check_temperature, _check_top_p
+from .transformers_backend import (
+    _check_max_new_tokens,
+    _check_seed,
+    _check_temperature,
+    _check_top_p,
+)
 
 
 @dataclass(frozen=True)

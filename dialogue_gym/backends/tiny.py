@@ -102,7 +102,14 @@ def build_tiny_chat_model(
         raise DependencyNotInstalled("torch", "llm", "build_tiny_chat_model") from exc
     try:
         import transformers
-        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+        from tokenizers import (
+            Tokenizer,
+            decoders,
+            models,
+            pre_tokenizers,
+            processors,
+            trainers,
+        )
     except ImportError as exc:  # pragma: no cover
         missing = "tokenizers" if "tokenizers" in str(exc) else "transformers"
         raise DependencyNotInstalled(missing, "llm", "build_tiny_chat_model") from exc

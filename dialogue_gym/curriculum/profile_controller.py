@@ -28,8 +28,21 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from dialogue_gym.errors import ConfigError, ScenarioError
-from dialogue_gym.scenarios.sead.data import DATA_DIR, DEFAULT_BEHAVIORS_FILE, BehaviorLibrary, load_behaviors
-from dialogue_gym.scenarios.sead.state import ALL_STATES, MAX_BEHAVIORS, STATE_DIMS, STATE_NAMES, Profile, UserState, state_index
+from dialogue_gym.scenarios.sead.data import (
+    DATA_DIR,
+    DEFAULT_BEHAVIORS_FILE,
+    BehaviorLibrary,
+    load_behaviors,
+)
+from dialogue_gym.scenarios.sead.state import (
+    ALL_STATES,
+    MAX_BEHAVIORS,
+    STATE_DIMS,
+    STATE_NAMES,
+    Profile,
+    UserState,
+    state_index,
+)
 from dialogue_gym.types import Outcome, Trajectory
 
 MODES = ("full", "uniform", "unstructured")

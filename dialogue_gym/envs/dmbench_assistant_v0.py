@@ -54,7 +54,13 @@ from __future__ import annotations
 from typing import Any
 
 from dialogue_gym.envs.multiagent import DialogueAECEnv, DialogueParallelEnv
-from dialogue_gym.envs.scenario import ScenarioAECEnv, ScenarioEnv, ScenarioVectorEnv, aec_env, parallel_view
+from dialogue_gym.envs.scenario import (
+    ScenarioAECEnv,
+    ScenarioEnv,
+    ScenarioVectorEnv,
+    aec_env,
+    parallel_view,
+)
 from dialogue_gym.envs.tracer_usersim_v0 import TracerViews
 from dialogue_gym.scenarios.tracer.game import DMBenchGame
 

@@ -12,9 +12,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from dialogue_gym.seeding import mix_seed
-
 from dialogue_gym.game import Game, StepResult
+from dialogue_gym.seeding import mix_seed
 from dialogue_gym.simulators.base import RolePolicy
 
 

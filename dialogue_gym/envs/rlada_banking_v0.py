@@ -75,7 +75,13 @@ from __future__ import annotations
 from typing import Any
 
 from dialogue_gym.envs.multiagent import DialogueAECEnv, DialogueParallelEnv
-from dialogue_gym.envs.scenario import ScenarioAECEnv, ScenarioEnv, ScenarioVectorEnv, aec_env, parallel_view
+from dialogue_gym.envs.scenario import (
+    ScenarioAECEnv,
+    ScenarioEnv,
+    ScenarioVectorEnv,
+    aec_env,
+    parallel_view,
+)
 from dialogue_gym.scenarios.rlada.game import RladaGame
 from dialogue_gym.scenarios.rlada.policies import make_policy
 

@@ -48,7 +48,13 @@ As RLADA-Banking-v0; ``learner`` defaults to ``"customer"`` and ``agent`` ("keyw
 
 from __future__ import annotations
 
-from dialogue_gym.envs.rlada_banking_v0 import RladaBankingEnv, RladaBankingVectorEnv, env, parallel_env, raw_env
+from dialogue_gym.envs.rlada_banking_v0 import (
+    RladaBankingEnv,
+    RladaBankingVectorEnv,
+    env,
+    parallel_env,
+    raw_env,
+)
 
 __all__ = ["RladaCustomerEnv", "RladaCustomerVectorEnv", "env", "parallel_env", "raw_env"]
 

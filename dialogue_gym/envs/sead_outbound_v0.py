@@ -56,7 +56,13 @@ from __future__ import annotations
 from typing import Any
 
 from dialogue_gym.envs.multiagent import DialogueAECEnv, DialogueParallelEnv
-from dialogue_gym.envs.scenario import ScenarioAECEnv, ScenarioEnv, ScenarioVectorEnv, aec_env, parallel_view
+from dialogue_gym.envs.scenario import (
+    ScenarioAECEnv,
+    ScenarioEnv,
+    ScenarioVectorEnv,
+    aec_env,
+    parallel_view,
+)
 from dialogue_gym.scenarios.sead.game import SeadGame
 from dialogue_gym.scenarios.sead.policies import make_policy
 

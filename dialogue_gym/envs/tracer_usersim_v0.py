@@ -60,7 +60,13 @@ from __future__ import annotations
 from typing import Any
 
 from dialogue_gym.envs.multiagent import DialogueAECEnv, DialogueParallelEnv
-from dialogue_gym.envs.scenario import ScenarioAECEnv, ScenarioEnv, ScenarioVectorEnv, aec_env, parallel_view
+from dialogue_gym.envs.scenario import (
+    ScenarioAECEnv,
+    ScenarioEnv,
+    ScenarioVectorEnv,
+    aec_env,
+    parallel_view,
+)
 from dialogue_gym.scenarios.tracer.game import TracerGame
 from dialogue_gym.scenarios.tracer.policies import make_policy
 

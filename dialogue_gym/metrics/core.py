@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -103,3 +103,16 @@ def completed(trajectories: Sequence[Trajectory]) -> list[Trajectory]:
     """The episodes that ran to a game outcome, i.e. all but the backend failures: scenario metrics
     are computed over these, so an infrastructure fault never counts as the agent's failure."""
     return [t for t in _require(trajectories) if t.outcome is not Outcome.BACKEND_FAILURE]
+
+
+def split_failures(trajectories: Sequence[Trajectory]) -> tuple[list[Trajectory], dict[str, Any]]:
+    """``(completed episodes, header)``: every scenario's summary starts with the header (episodes,
+    completed, backend failures and their rate) and computes the rest over the completed episodes."""
+    everything = _require(trajectories)
+    finished = completed(everything)
+    return finished, {
+        "episodes": len(everything),
+        "completed": len(finished),
+        "backend_failures": backend_failures(everything),
+        "backend_failure_rate": backend_failure_rate(everything),
+    }

@@ -15,12 +15,10 @@ import numpy as np
 
 from dialogue_gym.metrics.core import (
     _require,
-    backend_failure_rate,
-    backend_failures,
-    completed,
     cr,
     cr_interval,
     invalid_action_rate,
+    split_failures,
     tokens_per_dialogue,
 )
 from dialogue_gym.scenarios.tracer.judges import DIMENSIONS
@@ -57,14 +55,10 @@ def rescore(trajectories: Sequence[Trajectory], judge: Any) -> list[Trajectory]:
 
 def summary(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
     """Every DM-Bench metric of one agent; computed over the completed episodes."""
-    everything = _require(trajectories)
-    trajectories = completed(everything)
+    trajectories, header = split_failures(trajectories)
     low, high = cr_interval(trajectories)
     return {
-        "episodes": len(everything),
-        "completed": len(trajectories),
-        "backend_failures": backend_failures(everything),
-        "backend_failure_rate": backend_failure_rate(everything),
+        **header,
         "cr": cr(trajectories),
         "cr_low": low,
         "cr_high": high,

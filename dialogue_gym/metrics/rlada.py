@@ -16,10 +16,10 @@ import numpy as np
 
 from dialogue_gym.metrics.core import (
     _require,
-    backend_failures,
     completed,
     cr_interval,
     invalid_action_rate,
+    split_failures,
     tokens_per_dialogue,
 )
 from dialogue_gym.reporting import format_table
@@ -143,13 +143,10 @@ def safety_pass_rate(trajectories: Sequence[Trajectory]) -> float:
 def summary(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
     """Every RL-ADA metric under flat keys (``dialogue-gym eval`` prints :data:`COLUMNS` of it).
     Backend failures are counted apart; every other metric is over the completed episodes."""
-    everything = _require(trajectories)
-    trajectories = completed(everything)
+    trajectories, header = split_failures(trajectories)
     low, high = cr_interval(trajectories)
     return {
-        "episodes": len(everything),
-        "completed": len(trajectories),
-        "backend_failures": backend_failures(everything),
+        **header,
         "routing_accuracy": routing_accuracy(trajectories),
         "strict_pass": strict_pass_rate(trajectories),
         "pass_low": low,

@@ -10,13 +10,11 @@ import numpy as np
 from dialogue_gym.metrics.core import (
     MeanStd,
     _require,
-    backend_failure_rate,
-    backend_failures,
-    completed,
     cr,
     cr_interval,
     invalid_action_rate,
     mean_std,
+    split_failures,
     tokens_per_dialogue,
 )
 from dialogue_gym.scenarios.sead.state import STATE_DIMS
@@ -129,14 +127,10 @@ def summary(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
     ``episodes`` counts every trajectory; ``backend_failures`` (and ``backend_failure_rate``) those cut
     short by a backend failure, and ``completed`` the rest, over which every other metric is computed.
     """
-    everything = _require(trajectories)
-    trajectories = completed(everything)
+    trajectories, header = split_failures(trajectories)
     low, high = cr_interval(trajectories)
     result: dict[str, Any] = {
-        "episodes": len(everything),
-        "completed": len(trajectories),
-        "backend_failures": backend_failures(everything),
-        "backend_failure_rate": backend_failure_rate(everything),
+        **header,
         "cr": cr(trajectories),
         "cr_low": low,
         "cr_high": high,

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from dialogue_gym.errors import ConfigError
-from dialogue_gym.metrics.core import _require, backend_failure_rate, backend_failures, completed, invalid_action_rate
+from dialogue_gym.metrics.core import _require, invalid_action_rate, split_failures
 from dialogue_gym.metrics.dtw import batch_dtw, dtw_path_from_cost, local_cost_matrix
 from dialogue_gym.metrics.embedders import make_embedder
 from dialogue_gym.types import Outcome, Trajectory
@@ -161,13 +161,9 @@ def mean_reward(trajectories: Sequence[Trajectory], role: str = "user") -> float
 def summary(trajectories: Sequence[Trajectory], embedder: Any = "hashing") -> dict[str, Any]:
     """Every TRACER metric; computed over the completed episodes (backend failures counted apart).
     ``embedder=None`` skips OT-DTW (NaN), the one metric that embeds text."""
-    everything = _require(trajectories)
-    trajectories = completed(everything)
+    trajectories, header = split_failures(trajectories)
     return {
-        "episodes": len(everything),
-        "completed": len(trajectories),
-        "backend_failures": backend_failures(everything),
-        "backend_failure_rate": backend_failure_rate(everything),
+        **header,
         "groups": len(_groups(trajectories)),
         "pcr": pcr(trajectories),
         "real_pcr": real_pcr(trajectories),

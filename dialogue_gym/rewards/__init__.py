@@ -1,6 +1,9 @@
 """Reward terms and advantage estimators as pure functions (usable as TRL reward functions)."""
 
-from dialogue_gym.rewards.advantages import batch_mean_advantages, group_standardized_advantages
+from dialogue_gym.rewards.advantages import (
+    batch_mean_advantages,
+    group_standardized_advantages,
+)
 from dialogue_gym.rewards.tracer import (
     TracerReward,
     final_reward,

@@ -7,9 +7,8 @@ once (the vector view sends all its LLM generations of a step as one batch).
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence, runtime_checkable
-
 import random
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 
 @runtime_checkable

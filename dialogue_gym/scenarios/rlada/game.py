@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass, fields
 from typing import Any
 
-from gymnasium import logger, spaces
+from gymnasium import spaces
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, StepResult, check_invalid_action_mode
@@ -30,11 +30,22 @@ from dialogue_gym.rewards.rlada import (
     strict_pass,
 )
 from dialogue_gym.scenarios.rlada.bank import generate_bank
-from dialogue_gym.scenarios.rlada.cues import concealment, cue_hits, grounded, names_intent
+from dialogue_gym.scenarios.rlada.cues import (
+    concealment,
+    cue_hits,
+    grounded,
+    names_intent,
+)
 from dialogue_gym.scenarios.rlada.data import LEVELS, Domain, Scenario, load_domain
 from dialogue_gym.scenarios.rlada.judge import LOOKUP, LLMJudge, RuleJudge, Verdict
-from dialogue_gym.scenarios.rlada.parsing import parse_agent_action, parse_customer_output
-from dialogue_gym.scenarios.rlada.prompts import agent_system_prompt, customer_system_prompt
+from dialogue_gym.scenarios.rlada.parsing import (
+    parse_agent_action,
+    parse_customer_output,
+)
+from dialogue_gym.scenarios.rlada.prompts import (
+    agent_system_prompt,
+    customer_system_prompt,
+)
 from dialogue_gym.scenarios.rlada.tools import call_tool
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.spaces import ChatMessages, Utterance
@@ -144,6 +155,7 @@ class RladaConfig:
 class RladaGame(Game):
     id = "RLADA-Banking-v0"
     roles = ("agent", "customer")
+    reset_options = ("profile", "scenario", "intent", "concealment")
     config_class = RladaConfig
 
     def __init__(self, config: RladaConfig | None = None, judge: Any = None, **kwargs: Any):
@@ -245,9 +257,6 @@ class RladaGame(Game):
         }
 
     def _reset(self, options: dict[str, Any]) -> None:
-        unknown = set(options) - {"profile", "scenario", "intent", "concealment"}
-        if unknown:
-            logger.warn(f"Ignoring unknown reset options {sorted(unknown)}; RL-ADA reads profile, scenario, intent, concealment.")
         self.profile = self._complete_profile(self._coerce_profile(options))
         self.facts = self.profile["facts"]
         self.turns: list[Turn] = []

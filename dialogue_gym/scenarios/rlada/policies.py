@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from dialogue_gym.scenarios.rlada.agents import AlwaysEscalateAgent, KeywordRouterAgent, OracleAgent, RandomAgent
+from dialogue_gym.scenarios.rlada.agents import (
+    AlwaysEscalateAgent,
+    KeywordRouterAgent,
+    OracleAgent,
+    RandomAgent,
+)
 from dialogue_gym.scenarios.rlada.customers import ScriptedCustomer
 from dialogue_gym.scenarios.rlada.data import Domain
 from dialogue_gym.simulators.base import RolePolicy

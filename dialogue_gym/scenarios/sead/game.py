@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from gymnasium import logger, spaces
+from gymnasium import spaces
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, StepResult, check_invalid_action_mode
-from dialogue_gym.seeding import mix_seed
 from dialogue_gym.scenarios.sead.data import (
     DEFAULT_BEHAVIORS_FILE,
     DEFAULT_SCENARIO_FILE,
@@ -25,7 +24,14 @@ from dialogue_gym.scenarios.sead.data import (
 )
 from dialogue_gym.scenarios.sead.parsing import parse_agent_output, parse_user_output
 from dialogue_gym.scenarios.sead.prompts import agent_system_prompt, user_system_prompt
-from dialogue_gym.scenarios.sead.state import ALL_STATES, STATE_DIMS, Profile, UserState, sample_profile
+from dialogue_gym.scenarios.sead.state import (
+    ALL_STATES,
+    STATE_DIMS,
+    Profile,
+    UserState,
+    sample_profile,
+)
+from dialogue_gym.seeding import mix_seed
 from dialogue_gym.spaces import ChatMessages, Utterance
 from dialogue_gym.types import Outcome, Trajectory, Turn
 
@@ -71,6 +77,7 @@ class SeadConfig:
 class SeadGame(Game):
     id = "SEAD-Outbound-v0"
     roles = ("agent", "user")
+    reset_options = ("profile",)
     config_class = SeadConfig
 
     def __init__(self, config: SeadConfig | None = None, **kwargs: Any):
@@ -104,9 +111,6 @@ class SeadGame(Game):
 
     # -- episode ---------------------------------------------------------------------
     def _reset(self, options: dict[str, Any]) -> None:
-        unknown = set(options) - {"profile"}
-        if unknown:
-            logger.warn(f"Ignoring unknown reset options {sorted(unknown)}; SEAD reads options={{'profile': ...}}.")
         if "profile" in options:
             self.profile = Profile.coerce(options["profile"], self.library.ids)
         else:

@@ -5,7 +5,12 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Callable
 
-from dialogue_gym.scenarios.sead.agents import AdaptiveAgent, OracleAgent, RandomAgent, SopAgent
+from dialogue_gym.scenarios.sead.agents import (
+    AdaptiveAgent,
+    OracleAgent,
+    RandomAgent,
+    SopAgent,
+)
 from dialogue_gym.scenarios.sead.data import BehaviorLibrary
 from dialogue_gym.scenarios.sead.scripted_user import ScriptedUser
 from dialogue_gym.simulators.base import RolePolicy

@@ -16,10 +16,9 @@ hesitations and attention lapses.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Any
-
-import random
 
 from dialogue_gym.scenarios.sead.acts import analyze, similarity, words
 from dialogue_gym.scenarios.sead.data import Behavior, BehaviorLibrary

@@ -7,7 +7,6 @@ import random
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-
 from dialogue_gym.errors import ScenarioError
 
 COOPERATION_LEVELS = 5

@@ -21,7 +21,14 @@ import numpy as np
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.scenarios.tracer.acts import ACTS, analyze
-from dialogue_gym.scenarios.tracer.data import DYNAMICS_FILE, LEVELS, MAX_USER_TURNS, World, load_weights, load_world
+from dialogue_gym.scenarios.tracer.data import (
+    DYNAMICS_FILE,
+    LEVELS,
+    MAX_USER_TURNS,
+    World,
+    load_weights,
+    load_world,
+)
 
 CONTACT_ACT = "contact_request"
 PUSHY_AFTER = 2

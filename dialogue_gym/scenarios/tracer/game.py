@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gymnasium import logger, spaces
+from gymnasium import spaces
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, StepResult, check_invalid_action_mode
@@ -34,8 +34,14 @@ from dialogue_gym.scenarios.tracer.data import (
     load_sessions,
 )
 from dialogue_gym.scenarios.tracer.judges import JUDGES, make_judge
-from dialogue_gym.scenarios.tracer.parsing import parse_assistant_output, parse_user_output
-from dialogue_gym.scenarios.tracer.prompts import assistant_system_prompt, user_system_prompt
+from dialogue_gym.scenarios.tracer.parsing import (
+    parse_assistant_output,
+    parse_user_output,
+)
+from dialogue_gym.scenarios.tracer.prompts import (
+    assistant_system_prompt,
+    user_system_prompt,
+)
 from dialogue_gym.spaces import ChatMessages, Utterance
 from dialogue_gym.types import Outcome, Trajectory, Turn
 
@@ -130,6 +136,7 @@ class DMBenchConfig(TracerConfig):
 class TracerGame(Game):
     id = "TRACER-UserSim-v0"
     roles = ("assistant", "user")
+    reset_options = ("session_id",)
     config_class = TracerConfig
 
     def __init__(self, config: TracerConfig | None = None, references: ReferenceSet | None = None, **kwargs: Any):
@@ -160,9 +167,6 @@ class TracerGame(Game):
 
     # -- episode ---------------------------------------------------------------------
     def _reset(self, options: dict[str, Any]) -> None:
-        unknown = set(options) - {"session_id"}
-        if unknown:
-            logger.warn(f"Ignoring unknown reset options {sorted(unknown)}; {self.id} reads options={{'session_id': ...}}.")
         if "session_id" in options:
             self.session: ReferenceSession = self.references[options["session_id"]]
         else:

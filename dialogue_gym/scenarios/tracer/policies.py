@@ -11,7 +11,13 @@ from dialogue_gym.scenarios.tracer.assistants import (
     RandomAssistant,
     SopAssistant,
 )
-from dialogue_gym.scenarios.tracer.users import FlatUser, IntentDynamicsUser, RandomUser, eager_user, reluctant_user
+from dialogue_gym.scenarios.tracer.users import (
+    FlatUser,
+    IntentDynamicsUser,
+    RandomUser,
+    eager_user,
+    reluctant_user,
+)
 from dialogue_gym.simulators.base import RolePolicy
 from dialogue_gym.simulators.named import named_policy
 
