@@ -3,6 +3,7 @@ and the kwargs choose who plays which role."""
 
 import gymnasium as gym
 import pytest
+import views
 
 import dialogue_gym  # noqa: F401
 from dialogue_gym.backends import CannedBackend
@@ -26,70 +27,15 @@ def transcript(trajectory):
     return [(turn.role, turn.raw, turn.state) for turn in trajectory.turns], trajectory.outcome, trajectory.profile["session_id"]
 
 
-def play_single(env_id, learner, seed):
-    env = gym.make(env_id)
-    player = policies()[learner]
-    observation, info = env.reset(seed=seed)
-    memory = player.start(env.unwrapped.game.episode_profile(), role_seed(seed, learner, ROLES))
-    done = False
-    while not done:
-        observation, _, done, _, info = env.step(player.act(observation, info, memory))
-    return transcript(env.unwrapped.trajectory())
-
-
-def play_aec(module, seed):
-    env = module.env()
-    env.reset(seed=seed)
-    players = policies()
-    profile = env.unwrapped.game.episode_profile()
-    memories = {role: players[role].start(profile, role_seed(seed, role, ROLES)) for role in ROLES}
-    for role in env.agent_iter():
-        observation, _, terminated, truncated, info = env.last()
-        env.step(None if terminated or truncated else players[role].act(observation, info, memories[role]))
-    return transcript(env.unwrapped.trajectory())
-
-
-def play_parallel(module, seed):
-    env = module.parallel_env()
-    observations, infos = env.reset(seed=seed)
-    players = policies()
-    memories = {role: players[role].start(env.game.episode_profile(), role_seed(seed, role, ROLES)) for role in ROLES}
-    while env.agents:
-        acting = next(role for role in env.agents if infos[role]["to_act"])
-        actions = {role: "" for role in env.agents}
-        actions[acting] = players[acting].act(observations[acting], infos[acting], memories[acting])
-        observations, _, _, _, infos = env.step(actions)
-    return transcript(env.trajectory())
-
-
-def play_vector(env_id, learner, seeds):
-    envs = gym.make_vec(env_id, num_envs=len(seeds))
-    observations, infos = envs.reset(seed=list(seeds))
-    player = policies()[learner]
-    games = envs.unwrapped.games
-    memories = [player.start(g.episode_profile(), role_seed(s, learner, ROLES)) for g, s in zip(games, seeds)]
-    finished = {}
-    while len(finished) < len(seeds):
-        actions = []
-        for index, seed in enumerate(seeds):
-            observation = {"messages": observations["messages"][index], "turn": observations["turn"][index]}
-            info = {"intent_trajectory": infos["intent_trajectory"][index]}
-            actions.append(player.act(observation, info, memories[index]) if seed not in finished else "")
-        observations, _, _, _, infos = envs.step(actions)
-        for trajectory in envs.unwrapped.pop_trajectories():
-            finished.setdefault(trajectory.seed, transcript(trajectory))
-    return [finished[s] for s in seeds]
-
-
 @pytest.mark.parametrize("env_id, module, learner", CASES)
 def test_every_view_gives_the_same_transcript(env_id, module, learner):
     seeds = [0, 1, 2]
-    singles = [play_single(env_id, learner, seed) for seed in seeds]
+    singles = [transcript(views.play_single(env_id, policies, learner, seed)) for seed in seeds]
     assert all(len(s[0]) >= 1 for s in singles) and len({s[2] for s in singles}) > 1
     for seed, single in zip(seeds, singles):
-        assert play_aec(module, seed) == single
-        assert play_parallel(module, seed) == single
-    assert play_vector(env_id, learner, seeds) == singles
+        assert transcript(views.play_aec(module, policies, seed)) == single
+        assert transcript(views.play_parallel(module, policies, seed)) == single
+    assert [transcript(t) for t in views.play_vector(env_id, policies, learner, seeds)] == singles
 
 
 def test_evaluate_follows_the_reference_sessions_in_order():

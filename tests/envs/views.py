@@ -1,0 +1,80 @@
+"""Play one episode of a scenario with scripted policies in each view; the determinism tests of every
+scenario compare what these return. ``players()`` builds fresh policies for every role."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import gymnasium as gym
+
+from dialogue_gym.envs.driver import role_seed
+
+Players = Callable[[], dict[str, Any]]
+
+
+def _pick(value: Any, index: int) -> Any:
+    """Sub-env ``index``'s part of a batched observation or info (nested dicts included)."""
+    if isinstance(value, dict):
+        return {key: _pick(item, index) for key, item in value.items() if not key.startswith("_")}
+    return value[index]
+
+
+def _start(players: dict[str, Any], roles: tuple[str, ...], profile: dict, seed: int) -> dict[str, Any]:
+    return {role: players[role].start(profile, role_seed(seed, role, roles)) for role in roles}
+
+
+def play_single(env_id: str, players: Players, learner: str, seed: int, options: dict | None = None, **kwargs: Any):
+    env = gym.make(env_id, **kwargs)
+    player = players()[learner]
+    observation, info = env.reset(seed=seed, options=options)
+    memory = player.start(env.unwrapped.game.episode_profile(), role_seed(seed, learner, env.unwrapped.game.roles))
+    done = False
+    while not done:
+        observation, _, terminated, truncated, info = env.step(player.act(observation, info, memory))
+        done = terminated or truncated
+    return env.unwrapped.trajectory()
+
+
+def play_aec(module: Any, players: Players, seed: int):
+    env = module.env()
+    env.reset(seed=seed)
+    game = env.unwrapped.game
+    policies = players()
+    memories = _start(policies, game.roles, game.episode_profile(), seed)
+    for role in env.agent_iter():
+        observation, _, terminated, truncated, info = env.last()
+        env.step(None if terminated or truncated else policies[role].act(observation, info, memories[role]))
+    return env.unwrapped.trajectory()
+
+
+def play_parallel(module: Any, players: Players, seed: int):
+    env = module.parallel_env()
+    observations, infos = env.reset(seed=seed)
+    policies = players()
+    memories = _start(policies, env.game.roles, env.game.episode_profile(), seed)
+    while env.agents:
+        acting = next(role for role in env.agents if infos[role]["to_act"])
+        actions = {role: "" for role in env.agents}
+        actions[acting] = policies[acting].act(observations[acting], infos[acting], memories[acting])
+        observations, _, _, _, infos = env.step(actions)
+    return env.trajectory()
+
+
+def play_vector(env_id: str, players: Players, learner: str, seeds: list[int], **kwargs: Any):
+    """The first episode of each sub-env (seeded ``seeds``), in order."""
+    envs = gym.make_vec(env_id, num_envs=len(seeds), **kwargs)
+    observations, infos = envs.reset(seed=list(seeds))
+    player = players()[learner]
+    games = envs.unwrapped.games
+    memories = [player.start(g.episode_profile(), role_seed(s, learner, g.roles)) for g, s in zip(games, seeds)]
+    finished: dict[int, Any] = {}
+    while len(finished) < len(seeds):
+        actions = []
+        for index, seed in enumerate(seeds):
+            observation, info = _pick(observations, index), _pick(infos, index)
+            actions.append("" if seed in finished else player.act(observation, info, memories[index]))
+        observations, _, _, _, infos = envs.step(actions)
+        for trajectory in envs.unwrapped.pop_trajectories():
+            if trajectory.seed in seeds:
+                finished.setdefault(trajectory.seed, trajectory)
+    return [finished[s] for s in seeds]
