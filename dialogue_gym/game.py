@@ -71,6 +71,7 @@ class Game(ABC):
         self.seed: int | None = None
         self._started = False
         self.start_source: StartSource | None = None
+        self._role: str | None = None
 
     # -- lifecycle -----------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
@@ -136,9 +137,9 @@ class Game(ABC):
         )
 
     @property
-    @abstractmethod
     def current_role(self) -> str | None:
-        """The role to move next, or ``None`` once the episode is over."""
+        """The role to move next, or ``None`` once the episode is over (scenarios set ``_role``)."""
+        return self._role
 
     @abstractmethod
     def observe(self, role: str) -> dict[str, Any]: ...

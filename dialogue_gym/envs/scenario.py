@@ -41,7 +41,7 @@ class RolePlayers:
 
 
 class ScenarioViews:
-    """What a scenario's env module declares once."""
+    """What a scenario's env module declares once (plus ``make_role_policy``: its named policies)."""
 
     game_class: type[Game]
     default_learner: str
@@ -55,10 +55,6 @@ class ScenarioViews:
     def split(cls, kwargs: dict[str, Any]) -> tuple[RolePlayers, Game]:
         players, config = RolePlayers.split(kwargs, cls.game_class.roles, cls.default_players, cls.default_learner)
         return players, cls.new_game(config)
-
-    def make_role_policy(self, role: str, spec: Any, backend: Any = None, sampling: dict | None = None) -> RolePolicy:
-        """A scenario's named policies (override: e.g. via its ``policies.make_policy``)."""
-        raise NotImplementedError
 
 
 class ScenarioEnv(ScenarioViews, DialogueEnv):

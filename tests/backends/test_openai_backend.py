@@ -6,7 +6,6 @@ import socket
 import time
 
 import pytest
-from chat_server import chat_server  # noqa: F401  (fixture)
 
 from dialogue_gym.backends import GenerationRequest, OpenAIBackend, SamplingParams, make_backend
 from dialogue_gym.errors import BackendError, ConfigError

@@ -4,7 +4,6 @@ client timeout): every episode comes back, complete or failed with its cause; re
 import json
 
 import pytest
-from chat_server import chat_server  # noqa: F401  (fixture)
 
 from dialogue_gym import cli
 from dialogue_gym.evaluation import evaluate, load_trajectories

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dialogue_gym.errors import ScenarioError
-from dialogue_gym.scenarios.sead.data import _read_json, _require
+from dialogue_gym.scenarios.common import read_json, require
 
 DATA_DIR = Path(__file__).parent / "data"
 FILES = (
@@ -165,7 +165,7 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 def _choice(entry: dict[str, Any], field: str, options: tuple[str, ...] | frozenset[str], where: str) -> str:
-    value = _require(entry, field, str, where)
+    value = require(entry, field, str, where)
     if value not in options:
         raise ScenarioError(f"{where}: field {field!r} is {value!r}; use one of {sorted(options)}.")
     return value
@@ -181,7 +181,7 @@ def _flag(entry: dict[str, Any], field: str, where: str) -> bool:
 
 def _unique(entry: dict[str, Any], field: str, seen: set[str], where: str) -> str:
     """The entry's ``field`` (a non-empty str), which no earlier entry of the file may share."""
-    value = _require(entry, field, str, where)
+    value = require(entry, field, str, where)
     if value in seen:
         raise ScenarioError(f"{where}: duplicate {field} {value!r}; every entry needs its own.")
     seen.add(value)
@@ -193,7 +193,7 @@ def placeholders(template: str) -> set[str]:
 
 
 def _templates(entry: dict[str, Any], field: str, where: str) -> tuple[str, ...]:
-    lines = _require(entry, field, list, where)
+    lines = require(entry, field, list, where)
     for position, line in enumerate(lines):
         if not isinstance(line, str) or not line.strip():
             raise ScenarioError(f"{where}: field {field!r}[{position}] must be a non-empty str, got {line!r}.")
@@ -238,16 +238,16 @@ def _check_schema(schema: Any, where: str) -> None:
 
 
 def _load_tools(path: Path) -> tuple[Tool, ...]:
-    data = _read_json(path)
+    data = read_json(path)
     tools, seen = [], set()
-    for position, entry in enumerate(_require(data, "tools", list, str(path))):
+    for position, entry in enumerate(require(data, "tools", list, str(path))):
         where = f"{path}: tools[{position}]"
         name = _unique(entry, "name", seen, where)
-        parameters = _require(entry, "parameters", dict, where)
+        parameters = require(entry, "parameters", dict, where)
         _check_schema(parameters, f"{where}.parameters")
         if parameters.get("type") != "object":
             raise ScenarioError(f"{where}.parameters: field 'type' must be 'object', got {parameters.get('type')!r}.")
-        tools.append(Tool(name, _require(entry, "description", str, where), parameters))
+        tools.append(Tool(name, require(entry, "description", str, where), parameters))
     return tuple(tools)
 
 
@@ -305,8 +305,8 @@ def _load_intents(path: Path, tools: tuple[str, ...], families: set[str]) -> tup
 
 # -- customer phrasing, lexicon, judge, prompts, bank --------------------------------------------
 def _load_customer(path: Path) -> dict[str, Any]:
-    data = _read_json(path)
-    families = _require(data, "families", dict, str(path))
+    data = read_json(path)
+    families = require(data, "families", dict, str(path))
     for name, family in families.items():
         where = f"{path}: families.{name}"
         if not isinstance(family, dict):
@@ -314,11 +314,11 @@ def _load_customer(path: Path) -> dict[str, Any]:
         for key in FAMILY_LINES:
             _templates(family, key, where)
     for field in ("direct_followup_prefix", "acknowledgements", "hangups"):
-        _require(data, field, list, str(path))
-    patience = _require(data, "patience", int, str(path))
+        require(data, field, list, str(path))
+    patience = require(data, "patience", int, str(path))
     if patience < 1:
         raise ScenarioError(f"{path}: field 'patience' must be >= 1, got {patience}.")
-    reveal = _require(data, "reveal_after", dict, str(path))
+    reveal = require(data, "reveal_after", dict, str(path))
     for level in ("vague", "camouflage"):
         if not isinstance(reveal.get(level), int) or reveal[level] < 1:
             raise ScenarioError(f"{path}: reveal_after.{level} must be an int >= 1, got {reveal.get(level)!r}.")
@@ -326,22 +326,22 @@ def _load_customer(path: Path) -> dict[str, Any]:
 
 
 def _load_judge(path: Path, tools: tuple[str, ...]) -> tuple[dict[str, Any], tuple[tuple[str, str, str, re.Pattern[str]], ...]]:
-    data = _read_json(path)
-    components = _require(data, "components", dict, str(path))
+    data = read_json(path)
+    components = require(data, "components", dict, str(path))
     expected = {"routing", "lookup_first", "procedure", "clean_ending", "consistency"}
     if set(components) != expected or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in components.values()):
         raise ScenarioError(f"{path}: field 'components' must give a number for each of {sorted(expected)}, got {components!r}.")
     claims = []
-    for position, entry in enumerate(_require(data, "claims", list, str(path))):
+    for position, entry in enumerate(require(data, "claims", list, str(path))):
         where = f"{path}: claims[{position}]"
-        name = _require(entry, "name", str, where)
+        name = require(entry, "name", str, where)
         if "requires" in entry:
             kind, target = "requires", _choice(entry, "requires", tools, where)
         else:
             kind, target = "matches", _choice(entry, "matches", ("card_status", "balance"), where)
-        claims.append((name, kind, target, _compile([_require(entry, "pattern", str, where)], f"{where}.pattern")[0]))
-    _require(data, "rubric", str, str(path))
-    _require(data, "card_status_words", dict, str(path))
+        claims.append((name, kind, target, _compile([require(entry, "pattern", str, where)], f"{where}.pattern")[0]))
+    require(data, "rubric", str, str(path))
+    require(data, "card_status_words", dict, str(path))
     return data, tuple(claims)
 
 
@@ -350,7 +350,7 @@ def _load_scenarios(path: Path, intents: dict[str, Intent]) -> tuple[Scenario, .
     for number, entry in read_jsonl(path):
         where = f"{path}: line {number}"
         scenario_id = _unique(entry, "id", seen, where)
-        intent = _require(entry, "intent", str, where)
+        intent = require(entry, "intent", str, where)
         if intent not in intents:
             raise ScenarioError(f"{where}: field 'intent' is {intent!r}, which is not in the intent taxonomy.")
         facts = entry.get("facts", {})
@@ -390,26 +390,26 @@ def load_domain(data_dir: str | Path | None = None) -> Domain:
     customer = _load_customer(_path(folder, "customer.json"))
     intents = _load_intents(_path(folder, "intents.jsonl"), tool_names, set(customer["families"]))
     lexicon_path = _path(folder, "lexicon.json")
-    lexicon = _read_json(lexicon_path)
-    cue_table = _require(lexicon, "cues", dict, str(lexicon_path))
+    lexicon = read_json(lexicon_path)
+    cue_table = require(lexicon, "cues", dict, str(lexicon_path))
     unknown = set(cue_table) - set(tool_names)
     if unknown:
         raise ScenarioError(f"{lexicon_path}: cues for unknown tool(s) {sorted(unknown)}; tools are {list(tool_names)}.")
     cues = {tool: _compile(cue_table.get(tool, []) or ["(?!)"], f"{lexicon_path}: cues.{tool}") for tool in tool_names}
     judge, claims = _load_judge(_path(folder, "judge.json"), tool_names)
     prompts_path = _path(folder, "prompts.json")
-    prompts = _read_json(prompts_path)
+    prompts = read_json(prompts_path)
     for field in ("agent", "customer"):
-        _require(prompts, field, str, str(prompts_path))
-    styles = _require(prompts, "styles", dict, str(prompts_path))
+        require(prompts, field, str, str(prompts_path))
+    styles = require(prompts, "styles", dict, str(prompts_path))
     if set(styles) != set(LEVELS):
         raise ScenarioError(f"{prompts_path}: field 'styles' must describe exactly {list(LEVELS)}, got {sorted(styles)}.")
     bank_path = _path(folder, "bank.json")
-    bank = _read_json(bank_path)
+    bank = read_json(bank_path)
     for field in ("first_names", "last_names", "merchants", "descriptors", "companies", "atms", "people", "countries"):
-        _require(bank, field, list, str(bank_path))
+        require(bank, field, list, str(bank_path))
     for field in ("bank_name", "greeting", "today"):
-        _require(bank, field, str, str(bank_path))
+        require(bank, field, str, str(bank_path))
     by_name = {intent.name: intent for intent in intents}
     return Domain(
         tools=tools,

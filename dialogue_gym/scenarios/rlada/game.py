@@ -186,7 +186,6 @@ class RladaGame(Game):
                 }
             ),
         }
-        self._role: str | None = None
 
     def spawn(self) -> RladaGame:
         return type(self)(self.config, judge=self.judge)
@@ -290,9 +289,6 @@ class RladaGame(Game):
         return {"profile": {**self._scenario_profile(scenarios[episode % len(scenarios)]), "bank_seed": bank_seed}}
 
     # -- moves -------------------------------------------------------------------------------
-    @property
-    def current_role(self) -> str | None:
-        return self._role
 
     def _add(self, rewards: dict[str, float], role: str, terms: dict[str, float]) -> None:
         for term, value in terms.items():

@@ -5,13 +5,13 @@ Errors name the file, the entry and the field, so a user swapping in their own c
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from dialogue_gym.errors import ScenarioError
+from dialogue_gym.scenarios.common import read_json, require
 from dialogue_gym.scenarios.sead.acts import ACTS
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -59,37 +59,15 @@ class Campaign:
     sop: tuple[dict[str, Any], ...]
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(f"Cannot read scenario file {str(path)!r}: {exc}. Pass an existing JSON file.") from exc
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ScenarioError(
-            f"{path}: line {exc.lineno}: invalid JSON ({exc.msg}). Fix the syntax at that line."
-        ) from exc
-
-
-def _require(entry: dict[str, Any], field: str, kind: type, where: str) -> Any:
-    if field not in entry:
-        raise ScenarioError(f"{where}: missing field {field!r}. Add it ({kind.__name__}).")
-    value = entry[field]
-    if not isinstance(value, kind) or (kind in (str, list, dict) and not value):
-        raise ScenarioError(
-            f"{where}: field {field!r} must be a non-empty {kind.__name__}, got {value!r}."
-        )
-    return value
 
 
 @lru_cache(maxsize=16)
 def load_behaviors(path: str | Path = DEFAULT_BEHAVIORS_FILE) -> BehaviorLibrary:
     path = Path(path)
-    data = _read_json(path)
-    categories = _require(data, "categories", dict, str(path))
+    data = read_json(path)
+    categories = require(data, "categories", dict, str(path))
     for name, category in categories.items():
-        acts = _require(category, "resolved_by", list, f"{path}: category {name!r}")
+        acts = require(category, "resolved_by", list, f"{path}: category {name!r}")
         unknown = [act for act in acts if act not in ACTS]
         if unknown:
             raise ScenarioError(
@@ -98,24 +76,24 @@ def load_behaviors(path: str | Path = DEFAULT_BEHAVIORS_FILE) -> BehaviorLibrary
             )
     behaviors = []
     seen: set[str] = set()
-    for position, entry in enumerate(_require(data, "behaviors", list, str(path))):
+    for position, entry in enumerate(require(data, "behaviors", list, str(path))):
         where = f"{path}: behaviors[{position}]"
-        behavior_id = _require(entry, "id", str, where)
+        behavior_id = require(entry, "id", str, where)
         if behavior_id in seen:
             raise ScenarioError(f"{where}: duplicate id {behavior_id!r}. Give every behavior a unique id.")
         seen.add(behavior_id)
-        category = _require(entry, "category", str, where)
+        category = require(entry, "category", str, where)
         if category not in categories:
             raise ScenarioError(
                 f"{where}: field 'category' is {category!r}, which is not declared under 'categories'. "
                 f"Use one of {sorted(categories)} or declare it."
             )
-        lines = _require(entry, "lines", list, where)
+        lines = require(entry, "lines", list, where)
         behaviors.append(
             Behavior(
                 id=behavior_id,
                 category=category,
-                description=_require(entry, "description", str, where),
+                description=require(entry, "description", str, where),
                 lines=tuple(lines),
                 resolved_by=frozenset(categories[category]["resolved_by"]),
             )
@@ -126,17 +104,17 @@ def load_behaviors(path: str | Path = DEFAULT_BEHAVIORS_FILE) -> BehaviorLibrary
 @lru_cache(maxsize=16)
 def load_campaign(path: str | Path = DEFAULT_SCENARIO_FILE) -> Campaign:
     path = Path(path)
-    data = _read_json(path)
+    data = read_json(path)
     where = str(path)
-    facts = _require(data, "facts", dict, where)
-    sop = _require(data, "sop", list, where)
+    facts = require(data, "facts", dict, where)
+    sop = require(data, "sop", list, where)
     for position, stage in enumerate(sop):
-        _require(stage, "name", str, f"{path}: sop[{position}]")
-        _require(stage, "instruction", str, f"{path}: sop[{position}]")
+        require(stage, "name", str, f"{path}: sop[{position}]")
+        require(stage, "instruction", str, f"{path}: sop[{position}]")
     return Campaign(
-        name=_require(data, "name", str, where),
-        agent_name=_require(data, "agent_name", str, where),
-        company=_require(data, "company", str, where),
+        name=require(data, "name", str, where),
+        agent_name=require(data, "agent_name", str, where),
+        company=require(data, "company", str, where),
         facts={key: str(value) for key, value in facts.items()},
         sop=tuple(sop),
     )

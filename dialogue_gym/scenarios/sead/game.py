@@ -99,7 +99,6 @@ class SeadGame(Game):
                 }
             ),
         }
-        self._role: str | None = None
 
     # -- spaces ----------------------------------------------------------------------
     def observation_space(self, role: str) -> spaces.Space:
@@ -132,9 +131,6 @@ class SeadGame(Game):
             self._behavior_mask[self.library.index(behavior_id)] = 1
         self._role = "agent"
 
-    @property
-    def current_role(self) -> str | None:
-        return self._role
 
     def _finish(self, outcome: Outcome, rewards: dict[str, float]) -> None:
         self.outcome = outcome

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from dialogue_gym.scenarios.common import clean_utterance, to_int
 from dialogue_gym.scenarios.sead.state import UserState
 
 _TAG = re.compile(r"<(\w+)>(.*?)</\1>", re.DOTALL)
@@ -55,19 +56,6 @@ class UserMove:
     problem: str | None = None
 
 
-def _to_int(value: object) -> int | None:
-    kind = type(value)
-    if kind is int:
-        return value
-    if kind is str:
-        try:
-            return int(value)
-        except ValueError:
-            return None
-    if kind is float and value.is_integer():
-        return int(value)
-    return None
-
 
 def _read_estimate(fields: dict[str, object], names: tuple[str, ...]) -> tuple[UserState | None, str | None]:
     present = [name for name in names if name in fields]
@@ -76,7 +64,7 @@ def _read_estimate(fields: dict[str, object], names: tuple[str, ...]) -> tuple[U
     if len(present) < len(names):
         missing = [name for name in names if name not in fields]
         return None, f"state estimate incomplete: missing {', '.join(missing)}"
-    values = [_to_int(fields[name]) for name in names]
+    values = [to_int(fields[name]) for name in names]
     if any(v is None for v in values):
         bad = {name: fields[name] for name, v in zip(names, values) if v is None}
         return None, f"state estimate is not integer: {bad}"
@@ -125,14 +113,9 @@ def parse_agent_output(text: str, max_chars: int = 2000) -> AgentMove:
     estimate, problem = _read_estimate(fields, AGENT_SCORE_FIELDS)
     if problem:
         problems.append(problem)
-    stage = _to_int(fields.get("stage")) if "stage" in fields else None
-    status = _to_int(fields.get("status")) if "status" in fields else None
-    utterance = " ".join(utterance.split())
-    if not utterance:
-        problems.append("empty utterance")
-    if len(utterance) > max_chars:
-        problems.append(f"utterance of {len(utterance)} characters exceeds max_utterance_chars={max_chars}; truncated")
-        utterance = utterance[:max_chars]
+    stage = to_int(fields.get("stage")) if "stage" in fields else None
+    status = to_int(fields.get("status")) if "status" in fields else None
+    utterance = clean_utterance(utterance, problems, max_chars)
     return AgentMove(utterance, estimate, stage, status, fmt, "; ".join(problems) or None)
 
 
@@ -162,7 +145,7 @@ def parse_user_output(text: str, previous: UserState) -> UserMove:
         problems.append("no <reply> tag; whole output used as the reply")
     values = []
     for name, old in zip(USER_STATE_FIELDS, previous):
-        value = _to_int(fields.get(name)) if name in fields else None
+        value = to_int(fields.get(name)) if name in fields else None
         if value is None:
             problems.append(f"{name} missing or not an integer; kept {old}")
             value = old
@@ -171,7 +154,7 @@ def parse_user_output(text: str, previous: UserState) -> UserMove:
     out = raw_state.out_of_range()
     if out:
         problems.append(f"{'; '.join(out)}; clamped")
-    status = _to_int(fields.get("status")) if "status" in fields else 0
+    status = to_int(fields.get("status")) if "status" in fields else 0
     if status not in USER_STATUS:
         problems.append(f"status {fields.get('status')!r} is not -1, 0 or 1; treated as 0")
         status = 0

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dialogue_gym.errors import ScenarioError
-from dialogue_gym.scenarios.sead.data import _read_json, _require
+from dialogue_gym.scenarios.common import read_json, require
 
 DATA_DIR = Path(__file__).parent / "data"
 DEFAULT_SESSIONS_FILE = DATA_DIR / "synthetic_sessions.jsonl"
@@ -261,69 +261,69 @@ class World:
 @lru_cache(maxsize=4)
 def load_world(path: str | Path = WORLD_FILE) -> World:
     path = Path(path)
-    data = _read_json(path)
+    data = read_json(path)
     where = str(path)
-    industries = tuple(_require(data, "industries", list, where))
-    personalities = tuple(_require(data, "personalities", list, where))
-    needs = _require(data, "needs", dict, where)
-    merchants = _require(data, "merchants", list, where)
+    industries = tuple(require(data, "industries", list, where))
+    personalities = tuple(require(data, "personalities", list, where))
+    needs = require(data, "needs", dict, where)
+    merchants = require(data, "merchants", list, where)
     for position, merchant in enumerate(merchants):
         at = f"{path}: merchants[{position}]"
         for name in ("id", "name", "industry", "greeting"):
-            _require(merchant, name, str, at)
+            require(merchant, name, str, at)
         if merchant["industry"] not in industries:
             raise ScenarioError(f"{at}: field 'industry' is {merchant['industry']!r}; use one of {list(industries)}.")
-        _require(merchant, "facts", list, at)
-        missing = set(needs) - set(_require(merchant, "needs", dict, at))
+        require(merchant, "facts", list, at)
+        missing = set(needs) - set(require(merchant, "needs", dict, at))
         if missing:
             raise ScenarioError(f"{at}: field 'needs' lacks {sorted(missing)}; give one initial-intent text per need.")
-    demographics = {k: tuple(v) for k, v in _require(data, "demographics", dict, where).items()}
+    demographics = {k: tuple(v) for k, v in require(data, "demographics", dict, where).items()}
     return World(industries, personalities, dict(needs), tuple(merchants), demographics)
 
 
 @lru_cache(maxsize=4)
 def load_phrases(path: str | Path = SOP_FILE) -> dict[str, Any]:
     path = Path(path)
-    data = _read_json(path)
-    phrases = _require(data, "phrases", dict, str(path))
+    data = read_json(path)
+    phrases = require(data, "phrases", dict, str(path))
     for act in ("answer", "probe", "contact", "empathy", "benefit", "urgency", "closing", "filler"):
-        _require(phrases, act, (list, dict), f"{path}: phrases")
-    _require(data, "negative_cues", str, str(path))
+        require(phrases, act, (list, dict), f"{path}: phrases")
+    require(data, "negative_cues", str, str(path))
     return data
 
 
 @lru_cache(maxsize=4)
 def load_replies(path: str | Path = REPLIES_FILE) -> dict[str, Any]:
     path = Path(path)
-    data = _read_json(path)
-    replies = _require(data, "replies", dict, str(path))
-    rationales = _require(data, "rationales", dict, str(path))
+    data = read_json(path)
+    replies = require(data, "replies", dict, str(path))
+    rationales = require(data, "rationales", dict, str(path))
     for level in range(LEVELS):
-        by_industry = _require(replies, str(level), dict, f"{path}: replies")
+        by_industry = require(replies, str(level), dict, f"{path}: replies")
         for industry, options in by_industry.items():
             if not isinstance(options, list) or not options or not all(isinstance(o, str) for o in options):
                 raise ScenarioError(f"{path}: replies.{level}.{industry} must be a non-empty list of str.")
-        _require(rationales, str(level), list, f"{path}: rationales")
+        require(rationales, str(level), list, f"{path}: rationales")
     return data
 
 
 @lru_cache(maxsize=4)
 def load_levels(path: str | Path = LEVELS_FILE) -> tuple[dict[str, Any], ...]:
     path = Path(path)
-    levels = _require(_read_json(path), "levels", list, str(path))
+    levels = require(read_json(path), "levels", list, str(path))
     if [entry.get("level") for entry in levels] != list(range(LEVELS)):
         raise ScenarioError(f"{path}: 'levels' must list levels 0..{LEVELS - 1} in order.")
     for entry in levels:
-        _require(entry, "name", str, f"{path}: level {entry['level']}")
-        _require(entry, "definition", str, f"{path}: level {entry['level']}")
+        require(entry, "name", str, f"{path}: level {entry['level']}")
+        require(entry, "definition", str, f"{path}: level {entry['level']}")
     return tuple(levels)
 
 
 def load_weights(path: str | Path, feature_names: tuple[str, ...]) -> dict[str, tuple[float, ...]]:
     """Rows of the intent-dynamics weight matrix by feature name (validated; absent rows are zero)."""
     path = Path(path)
-    data = _read_json(path)
-    weights = _require(data, "weights", dict, str(path))
+    data = read_json(path)
+    weights = require(data, "weights", dict, str(path))
     rows = {}
     for name, row in weights.items():
         if name not in feature_names:

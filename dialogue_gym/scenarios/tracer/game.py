@@ -151,7 +151,6 @@ class TracerGame(Game):
         self._observation_space = spaces.Dict(
             {"messages": ChatMessages(), "turn": spaces.Discrete(self.config.max_user_turns + 1)}
         )
-        self._role: str | None = None
 
     def spawn(self) -> TracerGame:
         return type(self)(self.config, self.references)
@@ -197,9 +196,6 @@ class TracerGame(Game):
         }
         self._role = "user"
 
-    @property
-    def current_role(self) -> str | None:
-        return self._role
 
     def _finish(self, outcome: Outcome, rewards: dict[str, float]) -> None:
         self.outcome = outcome

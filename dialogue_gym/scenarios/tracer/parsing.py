@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from dialogue_gym.scenarios.sead.parsing import _to_int
+from dialogue_gym.scenarios.common import clean_utterance, to_int
 from dialogue_gym.scenarios.tracer.data import CONVERSION_LEVEL, DROPOUT_LEVEL, LEVELS
 
 USER_FORMAT = "<think>...</think><intent_level>z</intent_level><reply>...</reply>"
@@ -73,7 +73,7 @@ def parse_user_output(text: str, fallback_level: int) -> UserMove:
         reply = _ANY_TAG.sub(" ", text) if not stripped.startswith("{") else ""
         problems.append("no reply field; the text outside tags is used")
     reply = " ".join(reply.split())
-    level = _to_int(fields.get("intent_level"))
+    level = to_int(fields.get("intent_level"))
     if level is None or not 0 <= level < LEVELS:
         problems.append(f"intent_level {fields.get('intent_level')!r} is not an int 0-{LEVELS - 1}; kept {fallback_level}")
         level = fallback_level
@@ -111,10 +111,5 @@ def parse_assistant_output(text: str, max_chars: int = 2000) -> AssistantMove:
             loaded = None
         if isinstance(loaded, dict) and isinstance(loaded.get("response"), str):
             utterance = loaded["response"]
-    utterance = " ".join(utterance.split())
-    if not utterance:
-        problems.append("empty utterance")
-    if len(utterance) > max_chars:
-        problems.append(f"utterance of {len(utterance)} characters exceeds max_utterance_chars={max_chars}; truncated")
-        utterance = utterance[:max_chars]
+    utterance = clean_utterance(utterance, problems, max_chars)
     return AssistantMove(utterance, "; ".join(problems) or None)
