@@ -30,6 +30,8 @@ class Entry:
     """``"module:attribute"``: the ``(key, label)`` pairs of ``summary`` that ``dialogue-gym eval`` prints."""
     report: str | None = None
     """``"module:function"``: ``{agent: trajectories}`` -> extra text printed after the table (or None)."""
+    audits: str | None = None
+    """``"module:function"``: ``() -> list[ScenarioAudit]``, the exploit audits ``dialogue-gym audit`` runs."""
 
 
 REGISTRY: tuple[Entry, ...] = (
@@ -44,6 +46,7 @@ REGISTRY: tuple[Entry, ...] = (
         summary="dialogue_gym.metrics.sead:summary",
         columns="dialogue_gym.metrics.sead:COLUMNS",
         report="dialogue_gym.metrics.sead:report",
+        audits="dialogue_gym.scenarios.sead.audit:audits",
     ),
     Entry(
         id="TRACER-UserSim-v0",
@@ -68,6 +71,7 @@ REGISTRY: tuple[Entry, ...] = (
         summary="dialogue_gym.metrics.dmbench:summary",
         columns="dialogue_gym.metrics.dmbench:COLUMNS",
         report="dialogue_gym.metrics.dmbench:report",
+        audits="dialogue_gym.scenarios.tracer.audit:audits",
     ),
     Entry(
         id="RLADA-Banking-v0",
@@ -80,6 +84,7 @@ REGISTRY: tuple[Entry, ...] = (
         summary="dialogue_gym.metrics.rlada:summary",
         columns="dialogue_gym.metrics.rlada:COLUMNS",
         report="dialogue_gym.metrics.rlada:report",
+        audits="dialogue_gym.scenarios.rlada.audit:audits",
     ),
     Entry(
         id="RLADA-Customer-v0",

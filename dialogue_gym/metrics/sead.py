@@ -37,17 +37,54 @@ def att_all(trajectories: Sequence[Trajectory]) -> MeanStd:
     return mean_std([agent_turns(t) for t in _require(trajectories)])
 
 
+def _estimated_turns(trajectories: Sequence[Trajectory]) -> list[tuple[tuple[int, ...] | None, tuple[int, ...]]]:
+    """(estimate or None, true state when the agent spoke) for every agent turn with a recorded state."""
+    return [
+        (turn.parsed.get("estimate"), turn.state)
+        for trajectory in _require(trajectories)
+        for turn in trajectory.turns_of("agent")
+        if turn.state is not None
+    ]
+
+
+def _portrait_error(estimate: Sequence[int], state: Sequence[int]) -> float:
+    return sum(abs(a - b) / r for a, b, r in zip(estimate, state, _RANGES)) / 3
+
+
 def upa(trajectories: Sequence[Trajectory]) -> float:
-    """User Portrait Accuracy: 1 - mean over agent turns with an estimate of
-    (|dc|/4 + |de|/3 + |dtr|/5) / 3, against the true state when the agent spoke."""
-    errors = []
-    for trajectory in _require(trajectories):
-        for turn in trajectory.turns_of("agent"):
-            estimate = turn.parsed.get("estimate")
-            if estimate is None or turn.state is None:
-                continue
-            errors.append(sum(abs(a - b) / r for a, b, r in zip(estimate, turn.state, _RANGES)) / 3)
+    """User Portrait Accuracy over every agent turn: 1 - mean of (|dc|/4 + |de|/3 + |dtr|/5) / 3 against
+    the true state when the agent spoke, where a turn without an estimate has the maximal error 1.
+
+    Abstaining is therefore never better than guessing, so estimating only on "easy" turns cannot
+    raise it (see :func:`upa_answered` for SPEC's literal formula over answered turns only)."""
+    turns = _estimated_turns(trajectories)
+    errors = [1.0 if estimate is None else _portrait_error(estimate, state) for estimate, state in turns]
     return 1.0 - float(np.mean(errors)) if errors else math.nan
+
+
+def upa_answered(trajectories: Sequence[Trajectory]) -> float:
+    """SPEC's UPA, comparable to the paper's table: the mean is over turns with an estimate only.
+    Report it beside :func:`upa_coverage`; alone it rewards estimating only when confident."""
+    errors = [_portrait_error(estimate, state) for estimate, state in _estimated_turns(trajectories) if estimate is not None]
+    return 1.0 - float(np.mean(errors)) if errors else math.nan
+
+
+def upa_coverage(trajectories: Sequence[Trajectory]) -> float:
+    """Fraction of agent turns that carried a state estimate."""
+    turns = _estimated_turns(trajectories)
+    return sum(estimate is not None for estimate, _ in turns) / len(turns) if turns else math.nan
+
+
+def upa_constant(trajectories: Sequence[Trajectory]) -> float:
+    """UPA of the best constant estimate in hindsight over the same turns: per dimension the median of
+    the true values (which minimises the summed absolute error). A tracker shows skill only above it."""
+    states = np.array([state for _, state in _estimated_turns(trajectories)], dtype=float)
+    if states.size == 0:
+        return math.nan
+    # Any integer between the lower and upper median minimises a sum of absolute errors; the floor of
+    # the median is one (an integer itself, or lying between the two middle integers).
+    best = np.floor(np.median(states, axis=0))
+    return 1.0 - float((np.abs(states - best) / np.array(_RANGES)).mean(axis=0).sum() / 3)
 
 
 def _final_state(trajectory: Trajectory) -> tuple[int, ...]:
@@ -98,7 +135,8 @@ def per_state_cr(trajectories: Sequence[Trajectory]) -> np.ndarray:
 
 COLUMNS = (
     ("cr", "CR"), ("cr_low", "CR lo95"), ("cr_high", "CR hi95"), ("att_success", "ATT(succ)"),
-    ("att_all", "ATT(all)"), ("upa", "UPA"), ("ei", "EI"), ("ti", "TI"), ("ci", "CI"),
+    ("att_all", "ATT(all)"), ("upa", "UPA"),
+    ("upa_coverage", "UPA cov"), ("upa_constant", "UPA const"), ("ei", "EI"), ("ti", "TI"), ("ci", "CI"),
     ("invalid_action_rate", "invalid"), ("tokens_per_dialogue", "tokens/dlg"), ("backend_failures", "failed"),
 )
 """The summary keys ``dialogue-gym eval`` prints for SEAD, with their labels."""
@@ -138,6 +176,9 @@ def summary(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
         "att_success_std": att_success(trajectories).std,
         "att_all": att_all(trajectories).mean,
         "upa": upa(trajectories),
+        "upa_coverage": upa_coverage(trajectories),
+        "upa_constant": upa_constant(trajectories),
+        "upa_answered": upa_answered(trajectories),
         "ei": ei(trajectories).mean,
         "ti": ti(trajectories).mean,
         "ci": ci(trajectories).mean,
@@ -149,5 +190,6 @@ def summary(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
 
 __all__ = [
     "att_all", "att_success", "ci", "cr", "cr_interval", "ei", "per_state_counts", "per_state_cr",
-    "COLUMNS", "report", "state_spread", "summary", "ti", "upa",
+    "COLUMNS", "report", "state_spread", "summary", "ti", "upa", "upa_answered", "upa_constant",
+    "upa_coverage",
 ]

@@ -44,11 +44,11 @@ def test_att(trajectories):
     assert (mean, n) == (2.0, 3) and std == pytest.approx(1.0)
 
 
-def test_upa_by_hand(trajectories):
+def test_upa_answered_by_hand(trajectories):
     # per-turn errors: 0, 0 (perfect); (4/4 + 3/3 + 5/5)/3 = 1; last: (2/4 + 2/3 + 2/5)/3
     last = (2 / 4 + 3 / 3 + 2 / 5) / 3
     expected = 1 - (0 + 0 + 1 + last) / 4
-    assert sead.upa(trajectories) == pytest.approx(expected)
+    assert sead.upa_answered(trajectories) == pytest.approx(expected)
 
 
 def test_improvements_use_sample_std(trajectories):
@@ -85,3 +85,30 @@ def test_summary_keys(trajectories):
     summary = sead.summary(trajectories)
     assert summary["episodes"] == 3 and summary["cr"] == pytest.approx(1 / 3)
     assert {"upa", "att_all", "att_success", "ei", "ti", "ci", "invalid_action_rate", "tokens_per_dialogue"} <= set(summary)
+
+
+def test_upa_counts_turns_without_an_estimate_as_maximal_error(trajectories):
+    # six agent turns; errors 0, 0, 1, 1 (missing), 1 (missing), (2/4 + 3/3 + 2/5)/3
+    last = (2 / 4 + 3 / 3 + 2 / 5) / 3
+    assert sead.upa(trajectories) == pytest.approx(1 - (0 + 0 + 1 + 1 + 1 + last) / 6)
+    assert sead.upa_answered(trajectories) == pytest.approx(1 - (0 + 0 + 1 + last) / 4)
+    assert sead.upa_coverage(trajectories) == pytest.approx(4 / 6)
+
+
+def test_estimating_only_on_confident_turns_lowers_upa():
+    # the user's state moves to (1, 1, 3) after the first turn, which the agent cannot be sure of
+    confident = dialogue((2, 1, 3), [((2, 1, 3), (1, 1, 3)), (None, (1, 1, 3))], Outcome.TIMEOUT)
+    always = dialogue((2, 1, 3), [((2, 1, 3), (1, 1, 3)), ((2, 1, 3), (1, 1, 3))], Outcome.TIMEOUT)
+    assert sead.upa_answered([confident]) > sead.upa_answered([always])
+    assert sead.upa([confident]) < sead.upa([always])
+
+
+def test_upa_constant_is_the_best_constant_guess_in_hindsight(trajectories):
+    # true states when the agent spoke: (2,1,3) (3,2,3) (0,0,0) (1,2,2) (1,2,2) (2,3,2);
+    # per-dimension medians: c 1.5 -> 1, e 2, tr 2.5 -> 2
+    states = np.array([(2, 1, 3), (3, 2, 3), (0, 0, 0), (1, 2, 2), (1, 2, 2), (2, 3, 2)], dtype=float)
+    ranges = np.array([4, 3, 5])
+    expected = 1 - (np.abs(states - (1, 2, 2)) / ranges).mean(axis=0).sum() / 3
+    assert sead.upa_constant(trajectories) == pytest.approx(expected)
+    for guess in np.ndindex(5, 4, 6):
+        assert 1 - (np.abs(states - guess) / ranges).mean(axis=0).sum() / 3 <= expected + 1e-12

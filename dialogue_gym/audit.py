@@ -1,0 +1,219 @@
+"""Exploit audit: degenerate and blind policies for a learner role, played against the fair baselines.
+
+A score is only worth optimising if a policy that does not do the task cannot earn it. The audit
+plays a library of such policies (empty turns, echoes, one fixed sentence, word salad, keyword and
+fact stuffing, made-up words, near-repetition, content-free questions, hanging up at once, and per
+scenario e.g. tool spraying) beside the scenario's fair scripted baselines, over the same fixed,
+stratified evaluation episodes, and checks three kinds of bound:
+
+- **degenerate** policies (they produce no real conversation): where the main score is a rate
+  (CR, strict PASS, conversion), at most ``DEGENERATE_RATE_FACTOR`` x the scripted baseline's rate;
+  where it is a reward, below the best fair policy's mean reward by the scenario's stated margin;
+- **blind** policies (they never read the other side, e.g. a fixed script): at most the scripted
+  baseline's score + ``BLIND_MARGIN``;
+- the **fair** baselines keep their order, with the scenario's minimum gaps.
+
+Each scenario declares its audit (:class:`ScenarioAudit`) in ``scenarios/<x>/audit.py``, named in
+the registry entry; ``dialogue-gym audit <ENV_ID>`` runs it and exits non-zero when a bound fails.
+Audit policies read only the learner's observation, never ``info``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Sequence
+
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.simulators.base import ScriptedPolicy
+
+DEGENERATE_RATE_FACTOR = 0.5
+BLIND_MARGIN = 0.05
+MIN_EPISODES = 600
+
+Kind = Literal["degenerate", "blind"]
+
+
+def last_heard(observation: dict[str, Any]) -> str:
+    """The other side's last message in the learner's chat view ('' before anyone spoke)."""
+    for message in reversed(observation.get("messages", [])):
+        if message.get("role") == "user":
+            return str(message.get("content", ""))
+    return ""
+
+
+def made_up_word(rng: random.Random) -> str:
+    syllables = ("ka", "lo", "vex", "dri", "mun", "zor", "pel", "quo", "tas", "rin", "bre", "nuv")
+    return "".join(rng.choice(syllables) for _ in range(rng.randint(2, 3)))
+
+
+class TextPolicy(ScriptedPolicy):
+    """A policy from ``say(observation, turn, rng) -> text``, wrapped into the role's action format."""
+
+    def __init__(self, say: Callable[[dict[str, Any], int, random.Random], str], wrap: Callable[[str], str]):
+        self.say = say
+        self.wrap = wrap
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any], memory: dict[str, Any]) -> str:
+        memory["turn"] = memory.get("turn", 0) + 1
+        return self.wrap(self.say(observation, memory["turn"], self.rng(memory)))
+
+
+@dataclass(frozen=True)
+class AuditPolicy:
+    """One policy of the audit: its name, kind, a one-line description and a factory."""
+
+    name: str
+    kind: Kind
+    description: str
+    make: Callable[[], Any]
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """What a scenario's generic audit policies are built from."""
+
+    opener: str
+    """A fair first line (the salads and stuffers open with it, so only what follows is degenerate)."""
+    cue_words: tuple[str, ...]
+    """Words the counterpart or judge is known to react to."""
+    facts: tuple[str, ...]
+    """True statements of the scenario (pasted as a list by fact stuffing)."""
+    fixed_sentence: str
+    """One polite, on-topic sentence (said every turn by the fixed-sentence policy)."""
+    end: str
+    """The learner's action that ends the call at once."""
+    wrap: Callable[[str], str] = staticmethod(lambda text: text)
+    """Turns spoken text into the learner's action format (identity for plain-text roles)."""
+
+
+def generic_policies(vocabulary: Vocabulary) -> list[AuditPolicy]:
+    """The audit policies every scenario gets, built from its vocabulary."""
+    v = vocabulary
+
+    def first_then(text: Callable[[dict[str, Any], int, random.Random], str]):
+        return lambda observation, turn, rng: v.opener if turn == 1 else text(observation, turn, rng)
+
+    def salad(observation, turn, rng):
+        return " ".join(rng.sample(v.cue_words, min(4, len(v.cue_words))) + [made_up_word(rng), made_up_word(rng)])
+
+    def near_repeat(observation, turn, rng):
+        words = v.fixed_sentence.split()
+        words[rng.randrange(len(words))] = made_up_word(rng)
+        return " ".join(words)
+
+    questions = ("?", "Could you tell me more?", "What do you mean?", "And?", "Why?", "Is that so?")
+    says: list[tuple[str, Kind, str, Callable]] = [
+        ("empty", "degenerate", "says nothing every turn", lambda o, t, r: ""),
+        ("echo", "degenerate", "repeats the other side's last line", lambda o, t, r: last_heard(o)),
+        ("fixed_sentence", "blind", "the same polite on-topic sentence every turn", lambda o, t, r: v.fixed_sentence),
+        ("word_salad", "degenerate", "opener, then four cue words and two made-up words a turn", first_then(salad)),
+        ("keyword_stuffing", "degenerate", "opener, then every cue word in one turn", first_then(lambda o, t, r: " ".join(v.cue_words))),
+        ("fact_stuffing", "degenerate", "opener, then every scenario fact pasted as a list", first_then(lambda o, t, r: " ".join(v.facts))),
+        ("made_up_words", "degenerate", "six made-up words a turn", lambda o, t, r: " ".join(made_up_word(r) for _ in range(6))),
+        ("near_repetition", "degenerate", "the fixed sentence with one word swapped for a made-up one", near_repeat),
+        ("content_free_questions", "degenerate", "opener, then questions that ask nothing", first_then(lambda o, t, r: r.choice(questions))),
+    ]
+    policies = [
+        AuditPolicy(name, kind, description, (lambda say=say: TextPolicy(say, v.wrap)))
+        for name, kind, description, say in says
+    ]
+    policies.append(
+        AuditPolicy("hang_up", "degenerate", "ends the call at once", lambda: TextPolicy(lambda o, t, r: "", lambda _: v.end))
+    )
+    return policies
+
+
+@dataclass(frozen=True)
+class ScenarioAudit:
+    """A scenario's audit for one learner role."""
+
+    env_id: str
+    learner: str
+    score: str
+    """The summary key of the main score."""
+    score_kind: Literal["rate", "reward"]
+    baseline: str
+    """The scripted baseline the degenerate and blind bounds are relative to."""
+    fair_order: tuple[str, ...]
+    """Fair baselines from weakest to strongest; each must score above the previous one."""
+    policies: tuple[AuditPolicy, ...]
+    min_gaps: dict[tuple[str, str], float] = field(default_factory=dict)
+    """Minimum score differences between fair baselines, e.g. ``{("sop", "adaptive"): 0.15}``."""
+    reward_margin: float = 0.0
+    """For reward scores: how far below the best fair policy every degenerate one must stay."""
+    margin_rationale: str = ""
+    """Why that margin (printed with the table)."""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class AuditRow:
+    name: str
+    kind: str
+    score: float
+    bound: float | None
+    passed: bool
+    description: str = ""
+
+
+def audit_rows(audit: ScenarioAudit, scores: dict[str, float]) -> list[AuditRow]:
+    """Check every bound of ``audit`` against measured ``scores`` (policy name -> main score)."""
+    rows: list[AuditRow] = []
+    baseline = scores[audit.baseline]
+    best_fair = max(scores[name] for name in audit.fair_order)
+    for low, high in itertools.pairwise(audit.fair_order):
+        gap = audit.min_gaps.get((low, high), 0.0)
+        ordered = scores[high] - scores[low] > gap if gap == 0.0 else scores[high] - scores[low] >= gap
+        rows.append(AuditRow(f"{low} < {high}", "fair order", scores[high] - scores[low], gap, ordered, f"gap >= {gap}" if gap else "strictly above"))
+    for policy in audit.policies:
+        score = scores[policy.name]
+        if policy.kind == "blind":
+            bound = baseline + BLIND_MARGIN
+        elif audit.score_kind == "rate":
+            bound = DEGENERATE_RATE_FACTOR * baseline
+        else:
+            bound = best_fair - audit.reward_margin
+        passed = score <= bound if policy.kind == "blind" or audit.score_kind == "rate" else score < bound
+        rows.append(AuditRow(policy.name, policy.kind, score, bound, passed, policy.description))
+    return rows
+
+
+def run_audit(
+    audit: ScenarioAudit, episodes: int = MIN_EPISODES, seed: int = 0, progress: Callable[[str], None] | None = None
+) -> tuple[dict[str, float], list[AuditRow]]:
+    """Play every fair baseline and audit policy for ``episodes`` episodes; returns (scores, rows)."""
+    from dialogue_gym.evaluation import evaluate
+    from envs_registry import get, resolve
+
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise ConfigError(f"episodes must be a positive int, got {episodes!r}; the bounds are stated for >= {MIN_EPISODES}.")
+    summary = resolve(get(audit.env_id).summary)
+    scores: dict[str, float] = {}
+    players: list[tuple[str, Any]] = [(name, name) for name in dict.fromkeys((*audit.fair_order, audit.baseline))]
+    players += [(policy.name, policy.make()) for policy in audit.policies]
+    for name, agent in players:
+        if progress is not None:
+            progress(name)
+        trajectories = evaluate(audit.env_id, agent, episodes, seed, learner=audit.learner, env_kwargs=audit.env_kwargs)
+        scores[name] = float(summary(trajectories)[audit.score])
+    return scores, audit_rows(audit, scores)
+
+
+def format_audit(audit: ScenarioAudit, rows: Sequence[AuditRow], episodes: int) -> str:
+    """The audit table, with the rule each bound comes from."""
+    from dialogue_gym.reporting import format_table
+
+    table = format_table(
+        [{"name": r.name, "kind": r.kind, "score": r.score, "bound": r.bound, "ok": "yes" if r.passed else "NO", "what": r.description} for r in rows],
+        [("kind", "kind"), ("score", audit.score), ("bound", "bound"), ("ok", "ok"), ("what", "what it does")],
+        "policy",
+    )
+    rules = [
+        f"{audit.env_id}, learner {audit.learner!r}, {episodes} episodes; scripted baseline {audit.baseline!r}.",
+        f"blind: <= baseline + {BLIND_MARGIN}.",
+        f"degenerate: <= {DEGENERATE_RATE_FACTOR} x baseline" if audit.score_kind == "rate"
+        else f"degenerate: < best fair - {audit.reward_margin} ({audit.margin_rationale})",
+    ]
+    return "\n".join(rules) + "\n\n" + table
