@@ -4,6 +4,10 @@
     dialogue-gym eval SEAD-Outbound-v0 --agent random,sop,adaptive,oracle --episodes 1200 --seed 0 [--out run.jsonl]
     dialogue-gym eval TRACER-UserSim-v0 --agent scripted,random,flat,eager,reluctant --episodes 400
     dialogue-gym eval DMBench-Assistant-v0 --agent sop,consultative,empathetic,pushy,random --episodes 400
+    dialogue-gym audit SEAD-Outbound-v0 [--episodes 600]
+
+``audit`` plays the id's degenerate and blind policies beside its fair baselines and exits 1 when any
+of them beats its bound (see :mod:`dialogue_gym.audit`).
 
 ``eval`` works for every registered id: the registry entry names the learner role's baseline agents,
 the metric summary, the columns printed and an optional report after the table.
@@ -75,6 +79,25 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    from dialogue_gym.audit import MIN_EPISODES, format_audit, run_audit
+
+    entry = get(args.env_id)
+    if entry.audits is None:
+        audited = [e.id for e in REGISTRY if e.audits]
+        raise ConfigError(f"{args.env_id} declares no exploit audit yet; audited ids: {audited}.")
+    if args.episodes < MIN_EPISODES:
+        print(f"warning: the audit's bounds are stated for >= {MIN_EPISODES} episodes, got {args.episodes}", file=sys.stderr)
+    failed = 0
+    for audit in resolve(entry.audits)():
+        with tqdm(desc=f"audit {audit.learner}", disable=args.quiet, file=sys.stderr) as bar:
+            _, rows = run_audit(audit, args.episodes, args.seed, progress=lambda name: bar.set_postfix_str(name) or bar.update(1))
+        print(f"\n{format_audit(audit, rows, args.episodes)}")
+        failed += sum(not row.passed for row in rows)
+    print(f"\n{failed} bound(s) broken" if failed else "\nevery bound holds")
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dialogue-gym", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -92,6 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
     evaluation.add_argument("--metric-kwargs", default=None, help='JSON object passed to the metric summary, e.g. {"embedder": "minilm"}')
     evaluation.add_argument("--quiet", action="store_true", help="no progress bar")
     evaluation.set_defaults(run=cmd_eval)
+    audit = commands.add_parser("audit", help="play degenerate and blind policies against the fair baselines; exit 1 if one beats its bound")
+    audit.add_argument("env_id")
+    audit.add_argument("--episodes", type=int, default=600, help="episodes per policy (default: 600)")
+    audit.add_argument("--seed", type=int, default=0)
+    audit.add_argument("--quiet", action="store_true", help="no progress bar")
+    audit.set_defaults(run=cmd_audit)
     return parser
 
 

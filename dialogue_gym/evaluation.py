@@ -1,8 +1,9 @@
 """Play whole episodes with every role played by a policy: the engine of ``dialogue-gym eval``.
 
 Episodes run in lockstep batches through :class:`~dialogue_gym.envs.driver.CounterpartDriver`,
-so LLM-played roles get batched generation. Trajectories are appended to a JSONL file and flushed
-as each batch finishes, so an interrupted run keeps what it completed.
+so LLM-played roles get batched generation. Trajectories are appended to a JSONL file (strict JSON,
+:meth:`~dialogue_gym.types.Trajectory.to_json`) and flushed as each batch finishes, so an
+interrupted run keeps what it completed.
 """
 
 from __future__ import annotations
@@ -90,17 +91,20 @@ class Evaluator:
                     game.reset(seed=seed + episode, options=game.evaluation_options(episode, seed))
                 memories = [self.driver.start(game) for game in games]
                 self.driver.advance(games, memories)
+                batch = []
                 for game in games:
                     trajectory = game.trajectory()
                     trajectory.learner = self.learner
                     trajectory.meta = {**trajectory.meta, "agent": self.agent_name, "env_id": self.env_id}
+                    batch.append(trajectory)
+                if sink is not None:
+                    # Serialised before writing, so a trajectory that is not strict JSON leaves no partial batch.
+                    sink.writelines([trajectory.to_json() + "\n" for trajectory in batch])
+                    sink.flush()
+                for trajectory in batch:
                     trajectories.append(trajectory)
-                    if sink is not None:
-                        sink.write(json.dumps(trajectory.to_dict()) + "\n")
                     if on_episode is not None:
                         on_episode(trajectory)
-                if sink is not None:
-                    sink.flush()
         finally:
             if sink is not None:
                 sink.close()

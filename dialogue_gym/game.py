@@ -3,6 +3,7 @@ vector) drive a :class:`Game` and never re-implement its rules."""
 
 from __future__ import annotations
 
+import math
 import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
@@ -12,10 +13,27 @@ import numpy as np
 from gymnasium import logger
 from gymnasium.spaces import Space
 
-from dialogue_gym.errors import ConfigError, EpisodeStateError, InvalidAction
+from dialogue_gym.errors import ConfigError, EpisodeStateError, InvalidAction, ScenarioError
 from dialogue_gym.types import Trajectory
 
 INVALID_ACTION_MODES = ("penalize", "end", "raise")
+_CAUSE_CHARS = 300
+"""How much of an exception's message an EpisodeStateError quotes when naming what broke an episode."""
+
+
+def check_seed(seed: Any) -> int | None:
+    """``seed`` as an int, or ``None``; anything but a non-negative int (or ``None``) is a ConfigError."""
+    if seed is not None and (not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0):
+        raise ConfigError(f"seed must be a non-negative int or None, got {type(seed).__name__}: {seed!r:.80}.")
+    return int(seed) if seed is not None else None
+
+
+def describe_failure(method: str, exc: BaseException) -> str:
+    """``"the last <method>() raised <Type>: <message>"``, the message cut to a readable length."""
+    message = str(exc)
+    if len(message) > _CAUSE_CHARS:
+        message = message[:_CAUSE_CHARS] + "..."
+    return f"the last {method}() raised {type(exc).__name__}: {message}"
 
 
 @dataclass
@@ -70,18 +88,31 @@ class Game(ABC):
         self.rng = random.Random()
         self.seed: int | None = None
         self._started = False
+        self._interruption: str | None = None
+        """Why no episode is running although ``reset`` was called: a ``reset`` or ``step`` that raised."""
         self.start_source: StartSource | None = None
         self._role: str | None = None
 
     # -- lifecycle -----------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        if seed is not None and (not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0):
-            raise ConfigError(f"seed must be a non-negative int or None, got {seed!r}.")
-        if options is not None and not isinstance(options, dict):
-            raise ConfigError(f"options must be a dict or None, got {type(options).__name__}: {options!r}.")
-        self.seed = int(seed) if seed is not None else random.SystemRandom().getrandbits(62)
-        self.rng = random.Random(self.seed)
+        """Start a new episode. If this raises (a bad seed or options, a scenario error), no episode is
+        running afterwards: ``step`` raises :class:`EpisodeStateError` until a ``reset`` succeeds, so a
+        failed ``reset`` never leaves the previous episode running under the new seed."""
+        self._started = False
+        try:
+            self._start_episode(seed, options)
+        except BaseException as exc:
+            self._interruption = describe_failure("reset", exc)
+            raise
+        self._interruption = None
         self._started = True
+
+    def _start_episode(self, seed: Any, options: Any) -> None:
+        seed = check_seed(seed)
+        if options is not None and not isinstance(options, dict):
+            raise ConfigError(f"options must be a dict or None, got {type(options).__name__}: {options!r:.80}.")
+        self.seed = seed if seed is not None else random.SystemRandom().getrandbits(62)
+        self.rng = random.Random(self.seed)
         if not options and self.start_source is not None:
             options = self.start_source.next_options()
         unknown = sorted(set(options or {}) - set(self.reset_options))
@@ -89,19 +120,37 @@ class Game(ABC):
             logger.warn(f"Ignoring unknown reset options {unknown}; {self.id} reads {list(self.reset_options)}.")
         self._reset(options or {})
 
-    def step(self, action: Any, *, token_ids: list[int] | None = None, logprobs: list[float] | None = None) -> StepResult:
-        """Apply ``action`` (raw text) for :attr:`current_role`."""
-        if not self._started:
-            raise EpisodeStateError("step() called before reset(); call reset(seed=...) first.")
+    def check_started(self, method: str) -> None:
+        """Raise :class:`EpisodeStateError` naming the fix unless an episode was started (it may have ended)."""
+        if self._started:
+            return
+        if self._interruption is None:
+            raise EpisodeStateError(f"{method}() called before reset(); call reset(seed=...) first.")
+        raise EpisodeStateError(
+            f"{method}() called but {self._interruption}, so no episode is running; call reset() to start a new one."
+        )
+
+    def require_turn(self, method: str) -> str:
+        """The role to move; :class:`EpisodeStateError` naming the fix when no episode is running."""
+        self.check_started(method)
         role = self.current_role
         if role is None:
-            raise EpisodeStateError("step() called after the episode ended; call reset() to start a new one.")
+            raise EpisodeStateError(f"{method}() called after the episode ended; call reset() to start a new one.")
+        return role
+
+    def step(self, action: Any, *, token_ids: list[int] | None = None, logprobs: list[float] | None = None) -> StepResult:
+        """Apply ``action`` (raw text) for :attr:`current_role`.
+
+        A non-``str`` action raises :class:`InvalidAction` before anything changes. Any exception from
+        the move itself (``invalid_action="raise"``, a scenario error) ends the episode: the move may be
+        half applied, so ``step`` raises :class:`EpisodeStateError` until the next ``reset``."""
+        role = self.require_turn("step")
         if not isinstance(action, str):
             raise InvalidAction(
                 f"The {role!r} role's action must be a str (its raw text output), got "
                 f"{type(action).__name__}: {action!r:.80}. Decode model output to text before calling step()."
             )
-        result = self._step(role, action, token_ids, logprobs)
+        result = self._guarded("step", self._step, role, action, token_ids, logprobs)
         if self.start_source is not None and self.current_role is None:
             self.start_source.episode_finished(self.trajectory())
         return result
@@ -113,13 +162,18 @@ class Game(ABC):
         for the role that could not move."""
         if not isinstance(cause, str) or not cause.strip():
             raise ConfigError(f"abort(cause) needs a non-empty str naming what failed, got {cause!r}.")
-        if not self._started:
-            raise EpisodeStateError("abort() called before reset(); call reset(seed=...) first.")
-        role = self.current_role
-        if role is None:
-            raise EpisodeStateError("abort() called after the episode ended; call reset() to start a new one.")
-        self._abort(role, cause)
+        role = self.require_turn("abort")
+        self._guarded("abort", self._abort, role, cause)
         return StepResult(role, {}, terminated=False, truncated=True, info=self.info(role))
+
+    def _guarded(self, method: str, move: Any, *args: Any) -> Any:
+        """``move(*args)``; if it raises, the episode is over (see :meth:`step`)."""
+        try:
+            return move(*args)
+        except BaseException as exc:
+            self._started = False
+            self._interruption = describe_failure(method, exc)
+            raise
 
     # -- what scenarios implement --------------------------------------------------
     @abstractmethod
@@ -138,8 +192,9 @@ class Game(ABC):
 
     @property
     def current_role(self) -> str | None:
-        """The role to move next, or ``None`` once the episode is over (scenarios set ``_role``)."""
-        return self._role
+        """The role to move next, or ``None`` once the episode is over or none is running (scenarios set
+        ``_role``)."""
+        return self._role if self._started else None
 
     @abstractmethod
     def observe(self, role: str) -> dict[str, Any]: ...
@@ -172,7 +227,17 @@ class Game(ABC):
         self._last_problem: dict[str, str | None] = {role: None for role in self.roles}
 
     def add_reward(self, rewards: dict[str, float], role: str, term: str, value: float) -> None:
-        """Credit ``value`` to ``role`` in this step's ``rewards``, its return and its ``<role>/<term>``."""
+        """Credit ``value`` to ``role`` in this step's ``rewards``, its return and its ``<role>/<term>``.
+
+        A non-finite ``value`` raises :class:`ScenarioError` before anything is credited: trajectories
+        must stay strict JSON and returns finite, so a NaN or infinite reward is a bug to fix where it
+        was computed (or a non-finite reward setting), never something to record."""
+        if not math.isfinite(value):
+            raise ScenarioError(
+                f"{type(self).__name__} computed a non-finite reward {value!r} for the term {role}/{term}; rewards "
+                "must be finite numbers. Check the env's reward settings (weights, bonuses, penalties) for NaN or "
+                "infinity; if they are finite, the scenario's reward computation has a bug."
+            )
         rewards[role] = rewards.get(role, 0.0) + value
         self.returns[role] += value
         key = f"{role}/{term}"
@@ -186,7 +251,8 @@ class Game(ABC):
         if self.config.invalid_action == "raise":
             raise InvalidAction(
                 f"The {role!r} output was malformed: {problem}. "
-                "Fix the output format, or create the env with invalid_action='penalize' or 'end'."
+                "Fix the output format, or create the env with invalid_action='penalize' or 'end'. "
+                "The episode cannot continue after this error; call reset()."
             )
         if self.config.invalid_action_penalty:
             self.add_reward(rewards, role, "invalid_action", -float(self.config.invalid_action_penalty))
@@ -195,6 +261,11 @@ class Game(ABC):
     def evaluation_options(self, episode: int, seed: int) -> dict[str, Any] | None:
         """Reset options of the ``episode``-th episode of a fixed evaluation set (``None``: sample from the seed)."""
         return None
+
+    @property
+    def started(self) -> bool:
+        """Whether an episode was started and no ``reset`` or move has raised since (it may have ended)."""
+        return self._started
 
     @property
     def done(self) -> bool:

@@ -1,14 +1,20 @@
 """Plain data types shared by scenarios, views, metrics and trainers.
 
 A :class:`Trajectory` is the currency of the library: every view can emit one, and metrics,
-trainers and datasets read it. All types are JSON-round-trippable via ``to_dict`` / ``from_dict``.
+trainers and datasets read it. All types are JSON-round-trippable via ``to_dict`` / ``from_dict``;
+:meth:`Trajectory.to_json` is the one way to write a trajectory as text: strict JSON, never a bare
+``NaN`` or ``Infinity``.
 """
 
 from __future__ import annotations
 
 import enum
+import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from dialogue_gym.errors import ScenarioError
 
 
 class Outcome(str, enum.Enum):
@@ -109,6 +115,22 @@ class Trajectory:
             "meta": dict(self.meta),
         }
 
+    def to_json(self) -> str:
+        """One line of strict JSON (``allow_nan=False``). A non-finite number anywhere raises
+        :class:`~dialogue_gym.errors.ScenarioError` naming where it is: no scenario may record one."""
+        data = self.to_dict()
+        try:
+            return json.dumps(data, allow_nan=False)
+        except ValueError as exc:
+            where = _non_finite_path(data, "trajectory")
+            if where is None:
+                raise
+            raise ScenarioError(
+                f"{where} of the {self.scenario} trajectory (seed {self.seed}) is not a finite number, "
+                "which strict JSON cannot hold; the scenario that recorded it has a bug (every number a "
+                "trajectory records must be finite)."
+            ) from exc
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trajectory:
         return cls(
@@ -122,3 +144,21 @@ class Trajectory:
             learner=data.get("learner"),
             meta=dict(data.get("meta", {})),
         )
+
+
+def _non_finite_path(value: Any, path: str) -> str | None:
+    """``"<path> = <value>"`` (``trajectory['rewards']['agent'] = nan``) for the first non-finite float in
+    ``value``, or ``None``."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{path} = {value!r}"
+    if isinstance(value, dict):
+        items = ((f"{path}[{key!r}]", item) for key, item in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"{path}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return None
+    for item_path, item in items:
+        found = _non_finite_path(item, item_path)
+        if found is not None:
+            return found
+    return None

@@ -63,3 +63,29 @@ def test_eval_defaults_to_the_first_baseline_and_checks_json_flags(capsys):
     assert "--env-kwargs must be a JSON object" in capsys.readouterr().err
     assert main(["eval", "TRACER-UserSim-v0", "--episodes", "4", "--quiet", "--metric-kwargs", '{"nope": 1}']) == 2
     assert "--metric-kwargs ['nope'] do not fit dialogue_gym.metrics.tracer:summary" in capsys.readouterr().err
+
+
+def _audits_with(policies):
+    from dialogue_gym.audit import ScenarioAudit
+
+    return lambda: [ScenarioAudit("SEAD-Outbound-v0", "agent", "cr", "rate", "sop", ("random", "sop"), policies)]
+
+
+def test_audit_exits_1_when_a_policy_beats_its_bound_and_0_when_none_does(monkeypatch, capsys):
+    import envs_registry
+    from dialogue_gym.audit import AuditPolicy, TextPolicy
+    from dialogue_gym.scenarios.sead.agents import OracleAgent
+    from dialogue_gym.scenarios.sead.data import load_behaviors
+
+    cheat = AuditPolicy("cheat", "degenerate", "reads the hidden state", lambda: OracleAgent(load_behaviors()))
+    silent = AuditPolicy("silent", "degenerate", "says nothing", lambda: TextPolicy(lambda o, t, r: "", str))
+    for policies, code, verdict in (((cheat,), 1, "1 bound(s) broken"), ((silent,), 0, "every bound holds")):
+        monkeypatch.setattr("dialogue_gym.cli.resolve", lambda target, policies=policies: _audits_with(policies) if target.endswith(":audits") else envs_registry.resolve(target))
+        assert main(["audit", "SEAD-Outbound-v0", "--episodes", "120", "--quiet"]) == code
+        captured = capsys.readouterr()
+        assert verdict in captured.out and "bounds are stated for >= 600 episodes" in captured.err
+
+
+def test_audit_of_an_unaudited_id_is_a_one_line_error(capsys):
+    assert main(["audit", "RLADA-Customer-v0", "--quiet"]) == 2
+    assert "RLADA-Customer-v0 declares no exploit audit yet" in capsys.readouterr().err

@@ -22,6 +22,11 @@ the failure; ``read-through`` treats them as misses and asks again.
 
 The file uses SQLite's write-ahead log, so any number of threads or processes can read it at once
 (replay opens it read-only) while one writer appends; writers wait for each other (``busy_timeout``).
+
+A file that is not a cache (not SQLite, truncated or otherwise corrupt, or another program's
+database) raises :class:`~dialogue_gym.errors.ConfigError` naming the path and the fix: when the
+backend is built if the file is already there, else when it is first used. The cache never writes
+into such a file.
 """
 
 from __future__ import annotations
@@ -43,12 +48,13 @@ MODES = ("off", "record", "replay", "read-through")
 OPERATIONAL_KEYS = frozenset(
     {
         "device", "batch_size", "base_url", "api_key_env", "max_concurrency", "timeout",
-        "max_retries", "backoff_base", "backoff_max", "on_failure", "price_per_million_prompt_tokens",
+        "max_response_bytes", "max_retries", "backoff_base", "backoff_max", "on_failure", "price_per_million_prompt_tokens",
         "price_per_million_completion_tokens", "gpu_memory_utilization", "tensor_parallel_size",
     }
 )
 """Spec keys that change how a backend runs, not what it generates: left out of the cache key."""
 KEY_VERSION = 1
+_COLUMNS = ("key", "request", "output", "failed", "created")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS generations (
     key TEXT PRIMARY KEY,
@@ -63,6 +69,16 @@ _WHERE = "CachedBackend"
 
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _storable(document: str) -> str:
+    """``document`` (canonical JSON) as SQLite can store it: text holding a lone surrogate, which UTF-8
+    cannot encode, is rewritten with ``\\u`` escapes, which ``json.loads`` reads back identically."""
+    try:
+        document.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(json.loads(document), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return document
 
 
 def backend_identity(spec: dict[str, Any]) -> dict[str, Any]:
@@ -126,6 +142,58 @@ class CachedBackend:
                 f"{_WHERE}: mode='replay' but there is no cache file at {str(self.path)!r}; record one first with "
                 "mode='record' (or 'read-through'), or fix the path."
             )
+        if mode != "off" and self.path.exists():
+            self._check_existing_file()
+
+    def _unusable(self, problem: str) -> ConfigError:
+        return ConfigError(
+            f"{_WHERE}: the cache file {str(self.path)!r} is not a usable dialogue_gym cache ({problem}). Delete it "
+            "(with any -wal / -shm file beside it) to start a new cache there, or point path= at another file."
+        )
+
+    def _cannot_open(self, exc: Exception) -> ConfigError:
+        if type(exc) is sqlite3.DatabaseError:  # exactly this class: SQLITE_CORRUPT or SQLITE_NOTADB
+            return self._unusable(f"sqlite3: {exc}")
+        return ConfigError(
+            f"{_WHERE}: cannot open the cache file {str(self.path)!r} in mode={self.mode!r} ({type(exc).__name__}: {exc}); "
+            "check that its folder exists and is writable (and that no other program holds the file locked), "
+            "or point path= at another file."
+        )
+
+    def _check_existing_file(self) -> None:
+        """Fail now, not mid-run, on a file that cannot be a cache (read-only look; nothing is written)."""
+        if not self.path.is_file():
+            raise self._unusable("it is not a regular file")
+        try:
+            connection = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        except sqlite3.Error as exc:
+            raise self._cannot_open(exc) from exc
+        try:
+            self._check_schema(connection)
+        finally:
+            connection.close()
+
+    def _check_schema(self, connection: sqlite3.Connection) -> bool:
+        """Whether the file holds the generations table (``False``: an empty database); raises
+        :class:`ConfigError` for a corrupt file or any other schema."""
+        try:
+            objects = connection.execute(
+                "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite!_%' ESCAPE '!' ORDER BY name"
+            ).fetchall()
+            columns = tuple(row[1] for row in connection.execute("PRAGMA table_info(generations)"))
+        except sqlite3.Error as exc:
+            raise self._cannot_open(exc) from exc
+        if not objects:
+            if self.mode == "replay":
+                raise self._unusable("it is an empty database with no recordings; record into it first with mode='record'")
+            return False
+        if objects != [("table", "generations")] or columns != _COLUMNS:
+            found = ", ".join(f"{kind} {name}" for kind, name in objects)
+            raise self._unusable(
+                f"it is an SQLite database with another schema: {found}, generations columns {list(columns)}; "
+                f"a cache holds only the table generations with columns {list(_COLUMNS)}"
+            )
+        return True
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -155,20 +223,32 @@ class CachedBackend:
         if prompt_ids is not None:  # token-in requests: the ids decide the output
             content["prompt_ids"] = [int(token) for token in prompt_ids]
         document = canonical_json(content)
-        return hashlib.sha256(document.encode()).hexdigest(), document
+        # surrogatepass: identical bytes for any valid text, and defined for a lone surrogate in a message
+        return hashlib.sha256(document.encode("utf-8", "surrogatepass")).hexdigest(), document
 
     # -- storage --------------------------------------------------------------------------------
     def _connection(self) -> sqlite3.Connection:
         connection = getattr(self._local, "connection", None)
         if connection is not None:
             return connection
-        if self.mode == "replay":
-            connection = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30, check_same_thread=False)
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute(_SCHEMA)
+        connection = None
+        try:
+            if self.mode == "replay":
+                connection = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30, check_same_thread=False)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                connection = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+                connection.execute("PRAGMA journal_mode=WAL")
+            if not self._check_schema(connection):
+                connection.execute(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            if connection is not None:
+                connection.close()
+            raise self._cannot_open(exc) from exc
+        except ConfigError:
+            if connection is not None:
+                connection.close()
+            raise
         with self._lock:
             self._connections.append(connection)
         self._local.connection = connection
@@ -186,13 +266,26 @@ class CachedBackend:
                 ).fetchall()
                 found.update((key, (output, bool(failed))) for key, output, failed in rows)
         except sqlite3.DatabaseError as exc:
-            raise BackendError(f"{_WHERE}: cannot read the cache file {str(self.path)!r}: {exc}") from exc
+            raise self._database_error("read", exc) from exc
         return found
+
+    def _database_error(self, action: str, exc: sqlite3.DatabaseError) -> Exception:
+        """Corruption (exactly ``DatabaseError``: SQLITE_CORRUPT, SQLITE_NOTADB) means the file must go;
+        its subclasses (locked, I/O, disk full, ...) are failures of this call."""
+        if type(exc) is sqlite3.DatabaseError:
+            return self._unusable(f"sqlite3: {exc}")
+        return BackendError(f"{_WHERE}: cannot {action} the cache file {str(self.path)!r}: {exc}")
+
+    def _decode(self, key: str, stored: str) -> GenerationOutput:
+        try:
+            return GenerationOutput(**json.loads(stored))
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise self._unusable(f"the row with key {key[:12]} is not a recorded output: {type(exc).__name__}: {exc}") from exc
 
     def _store(self, rows: list[tuple[str, str, GenerationOutput]]) -> None:
         now = time.time()
         records = [
-            (key, document, canonical_json(dataclasses.asdict(output)), int(output.error is not None), now)
+            (key, _storable(document), _storable(canonical_json(dataclasses.asdict(output))), int(output.error is not None), now)
             for key, document, output in rows
         ]
         connection = self._connection()
@@ -202,8 +295,11 @@ class CachedBackend:
             connection.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             if connection.in_transaction:
-                connection.execute("ROLLBACK")
-            raise BackendError(f"{_WHERE}: cannot write to the cache file {str(self.path)!r}: {exc}") from exc
+                try:
+                    connection.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # a corrupt file may refuse the rollback too; the error below says what to do
+            raise self._database_error("write to", exc) from exc
         with self._lock:
             self.stats["writes"] += len(records)
 
@@ -222,7 +318,7 @@ class CachedBackend:
         for index, (key, _) in enumerate(keyed):
             hit = found.get(key)
             if hit is not None and (self.mode == "replay" or not hit[1]):
-                outputs[index] = GenerationOutput(**json.loads(hit[0]))
+                outputs[index] = self._decode(key, hit[0])
             else:
                 misses.append(index)
         if misses and self.mode == "replay":

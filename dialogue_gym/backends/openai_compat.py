@@ -6,8 +6,15 @@ per-thread HTTP connections (standard library only). Outputs come back in reques
 
 Failures are bounded and never silent:
 
-* HTTP 429, 408, 409 and 5xx, timeouts, dropped connections and unreadable responses are retried
-  up to ``max_retries`` times with jittered exponential backoff (honouring ``Retry-After``);
+* HTTP 429, 408, 409 and 5xx, attempts past their deadline (``timeout`` bounds the whole attempt,
+  from connecting to the last byte, so a server that trickles its answer is cut off), dropped
+  connections and unreadable responses are retried up to ``max_retries`` times with jittered
+  exponential backoff (honouring ``Retry-After``);
+* a 200 answer is unreadable unless it is a chat completion with well-typed fields: a JSON object
+  with a non-empty ``choices`` list whose first ``message.content`` is a string (``null`` reads as
+  ``""``, an empty move the env flags as the model's own), non-negative integer token counts in
+  ``usage``, finite log-probabilities, token-id lists as long as the log-probabilities, and at most
+  ``max_response_bytes`` bytes; no field of a server's answer can raise out of ``generate``;
 * other 4xx answers (e.g. a prompt longer than the context) are not retried;
 * a request that still failed is reported on its own output (``GenerationOutput.error`` names the
   cause and the number of attempts; ``text`` is ``""``), so one bad request does not sink the batch
@@ -27,8 +34,11 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import math
 import os
 import random
+import re
+import reprlib
 import socket
 import threading
 import time
@@ -51,6 +61,10 @@ FATAL_STATUSES = {
     404: "no such endpoint or model",
 }
 ON_FAILURE = ("report", "raise")
+MAX_TOKEN_COUNT = 2**53
+"""Largest token count or token id read from an answer (exact as a float; anything above is garbage)."""
+_READ_CHUNK = 1 << 16
+_TOKEN_ID = re.compile(r"token_id:([0-9]{1,16})")
 _WHERE = "OpenAIBackend"
 
 
@@ -83,6 +97,46 @@ class _Attempt(Exception):
         self.cause, self.retry, self.wait = cause, retry, wait
 
 
+class _Malformed(Exception):
+    """A 200 body that is not a well-typed chat completion; the message names the field and its value."""
+
+
+class _Deadline:
+    """Cuts an attempt off at its deadline: a timer shuts the connection's socket down, which wakes
+    whichever blocking call (send, status line, headers, body) the attempt is in.
+
+    A socket timeout alone bounds each read, not the attempt: a server sending one byte per read
+    would hold it for as long as it likes."""
+
+    def __init__(self, connection: http.client.HTTPConnection, seconds: float) -> None:
+        self._connection = connection
+        self._lock = threading.Lock()
+        self._stopped = False
+        self.expired = False
+        self._timer = threading.Timer(max(seconds, 0.0), self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _expire(self) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            self.expired = True
+            sock = self._connection.sock
+            if sock is not None:
+                try:  # the plain-socket shutdown also works under TLS, where SSLSocket.shutdown would unwrap
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+                except OSError:
+                    pass  # already closed: nothing left to wake
+
+    def stop(self) -> bool:
+        """Disarm the timer (after this returns, it never touches the socket); whether it had fired."""
+        with self._lock:
+            self._stopped = True
+        self._timer.cancel()
+        return self.expired
+
+
 class OpenAIBackend:
     """Batched chat generation through an OpenAI-compatible ``/chat/completions`` endpoint.
 
@@ -101,7 +155,10 @@ class OpenAIBackend:
             ``return_token_ids`` extension); other servers ignore or reject it.
         extra_body: more JSON fields merged into every request body (server-specific options).
         max_concurrency: the most requests in flight at once.
-        timeout: seconds to wait for the connection and for each read of one attempt.
+        timeout: the deadline in seconds of one attempt, from connecting to the last byte of the
+            answer; an attempt past it is cut off and counts as a retryable failure.
+        max_response_bytes: the largest answer read, in bytes; a longer one is cut off and counts
+            as an unreadable answer (raise it for long generations with many ``top_logprobs``).
         max_retries: retries after a failed attempt (so at most ``max_retries + 1`` attempts).
         backoff_base, backoff_max: the wait before retry ``k`` is
             ``min(backoff_max, backoff_base * 2**(k-1))`` times a random factor in [0.5, 1], or the
@@ -129,6 +186,7 @@ class OpenAIBackend:
         extra_body: dict[str, Any] | None = None,
         max_concurrency: int = 8,
         timeout: float = 60.0,
+        max_response_bytes: int = 64 * 2**20,
         max_retries: int = 3,
         backoff_base: float = 0.5,
         backoff_max: float = 20.0,
@@ -168,6 +226,9 @@ class OpenAIBackend:
         self.max_concurrency = check_int(max_concurrency, "max_concurrency", _WHERE, 1)
         self.max_retries = check_int(max_retries, "max_retries", _WHERE, 0)
         self.timeout = check_number(timeout, "timeout", _WHERE, 0.0, strict=True)
+        if not math.isfinite(self.timeout):
+            raise ConfigError(f"{_WHERE}: timeout must be a finite number of seconds, got {timeout!r}; pass e.g. timeout=60.")
+        self.max_response_bytes = check_int(max_response_bytes, "max_response_bytes", _WHERE, 1)
         self.backoff_base = check_number(backoff_base, "backoff_base", _WHERE, 0.0)
         self.backoff_max = check_number(backoff_max, "backoff_max", _WHERE, 0.0)
         prices = [
@@ -212,6 +273,7 @@ class OpenAIBackend:
             "extra_body": dict(self.extra_body),
             "max_concurrency": max_concurrency,
             "timeout": timeout,
+            "max_response_bytes": max_response_bytes,
             "max_retries": max_retries,
             "backoff_base": backoff_base,
             "backoff_max": backoff_max,
@@ -320,25 +382,57 @@ class OpenAIBackend:
             self._local.connection = None
 
     def _post(self, body: bytes) -> tuple[int, Any, bytes]:
+        deadline = time.monotonic() + self.timeout
         for _ in range(2):  # a kept-alive connection the server has since closed gets one free reconnect
             connection, reused = self._connection()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Attempt(f"timed out after {self.timeout:g}s", retry=True)
+            watchdog = _Deadline(connection, remaining)
             try:
+                if connection.sock is None:
+                    connection.timeout = remaining  # the socket timeout bounds the connect itself
+                    connection.connect()
+                    if watchdog.expired:  # it fired before there was a socket to shut down
+                        raise TimeoutError
                 connection.request("POST", self._path, body=body, headers=self._headers)
                 response = connection.getresponse()
-                data = response.read()
-            except (TimeoutError, socket.timeout):
+                data = self._read_body(response)
+            except _Attempt:
+                watchdog.stop()
                 self._drop_connection()
-                raise _Attempt(f"timed out after {self.timeout:g}s", retry=True) from None
-            except (OSError, http.client.HTTPException) as exc:
+                raise
+            except (OSError, http.client.HTTPException) as exc:  # TimeoutError is an OSError
+                expired = watchdog.stop()
                 self._drop_connection()
+                if expired or isinstance(exc, TimeoutError):
+                    raise _Attempt(f"timed out after {self.timeout:g}s", retry=True) from None
                 stale = reused and isinstance(exc, (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError))
                 if stale:
                     continue
                 raise _Attempt(f"connection failed ({type(exc).__name__}: {exc})", retry=True) from None
+            if watchdog.stop():  # the body may look complete (short reads are not errors here), but it was cut off
+                self._drop_connection()
+                raise _Attempt(f"timed out after {self.timeout:g}s", retry=True)
             if response.will_close:
                 self._drop_connection()
             return response.status, response.headers, data
         raise _Attempt("connection closed by the server twice in a row", retry=True)
+
+    def _read_body(self, response: http.client.HTTPResponse) -> bytes:
+        """The whole body, or an unreadable-answer failure once it passes ``max_response_bytes``."""
+        too_large = f"unreadable response (longer than max_response_bytes={self.max_response_bytes})"
+        if response.length is not None and response.length > self.max_response_bytes:
+            raise _Attempt(too_large, retry=True)
+        chunks, size = [], 0
+        while chunk := response.read(_READ_CHUNK):
+            size += len(chunk)
+            if size > self.max_response_bytes:
+                raise _Attempt(too_large, retry=True)
+            chunks.append(chunk)
+        if response.length:  # the server hung up before its Content-Length (http.client returns the short read)
+            raise http.client.IncompleteRead(b"".join(chunks), response.length)
+        return b"".join(chunks)
 
     def _parse(self, status: int, headers: Any, data: bytes) -> GenerationOutput:
         if status != 200:
@@ -348,35 +442,25 @@ class OpenAIBackend:
             retry = status in RETRY_STATUSES or status >= 500
             raise _Attempt(f"HTTP {status}: {detail}", retry=retry, wait=_retry_after(headers))
         try:
-            response = json.loads(data)
-            choice = response["choices"][0]
-            text = choice["message"]["content"] or ""
-            if not isinstance(text, str):
-                raise TypeError(f"message content is a {type(text).__name__}")
-            token_ids, logprobs = _read_logprobs(choice)
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise _Attempt(f"unreadable response ({type(exc).__name__}: {exc}): {data[:200]!r}", retry=True) from None
-        usage = response.get("usage") or {}
-        prompt_tokens = int(usage.get("prompt_tokens") or 0)
-        completion_tokens = int(usage.get("completion_tokens") or 0)
+            completion = _read_completion(data)
+        except _Malformed as exc:
+            raise _Attempt(f"unreadable response ({exc}): {data[:200]!r}", retry=True) from None
+        prompt_tokens, completion_tokens = completion["prompt_tokens"], completion["completion_tokens"]
         cost = (prompt_tokens * self._prices[0] + completion_tokens * self._prices[1]) / 1e6
         with self._lock:
             self.usage.succeeded += 1
             self.usage.prompt_tokens += prompt_tokens
             self.usage.completion_tokens += completion_tokens
             self.usage.cost += cost
-        if isinstance(choice.get("token_ids"), list):
-            token_ids = [int(t) for t in choice["token_ids"]]
-        prompt_ids = response.get("prompt_token_ids")
         return GenerationOutput(
-            text=text,
-            token_ids=token_ids,
-            logprobs=logprobs,
-            prompt_token_ids=[int(t) for t in prompt_ids] if isinstance(prompt_ids, list) else None,
-            finish_reason=choice.get("finish_reason"),
+            text=completion["text"],
+            token_ids=completion["token_ids"],
+            logprobs=completion["logprobs"],
+            prompt_token_ids=completion["prompt_token_ids"],
+            finish_reason=completion["finish_reason"],
             meta={
                 "backend": self.name,
-                "model": response.get("model", self.model),
+                "model": completion["model"] or self.model,
                 "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "cost": cost},
             },
         )
@@ -421,17 +505,111 @@ def _retry_after(headers: Any) -> float | None:
         return None  # an HTTP date: fall back to the backoff
 
 
-def _read_logprobs(choice: dict[str, Any]) -> tuple[list[int] | None, list[float] | None]:
+def _show(value: Any) -> str:
+    return f"{type(value).__name__} {reprlib.repr(value)}"
+
+
+def _count(value: Any, field: str) -> int:
+    """A token count or id: a non-negative integer (an integral float such as ``12.0`` passes)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
+        raise _Malformed(f"{field} must be an integer in [0, {MAX_TOKEN_COUNT}], got {_show(value)}")
+    return value
+
+
+def _ids(value: Any, field: str) -> list[int] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise _Malformed(f"{field} must be a list of token ids, got {_show(value)}")
+    return [_count(token, f"{field}[{i}]") for i, token in enumerate(value)]
+
+
+def _read_completion(data: bytes) -> dict[str, Any]:
+    """The fields of a chat-completion body that the backend uses, each type-checked; raises
+    :class:`_Malformed` naming the first field that is wrong."""
+    try:
+        response = json.loads(data)
+    except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, a 5,000-digit int, deep nesting
+        raise _Malformed(f"not JSON: {type(exc).__name__}: {str(exc)[:200]}") from None
+    if not isinstance(response, dict):
+        raise _Malformed(f"the body must be a JSON object, got {_show(response)}")
+    choices = response.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise _Malformed(f"'choices' must be a non-empty list, got {_show(choices)}")
+    choice = choices[0]
+    if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
+        raise _Malformed(f"choices[0] must be an object with a 'message' object, got {_show(choice)}")
+    text = choice["message"].get("content")
+    if text is None:
+        text = ""  # the model said nothing (e.g. it spent max_tokens on hidden reasoning): its own empty move
+    if not isinstance(text, str):
+        raise _Malformed(f"message.content must be a string or null, got {_show(text)}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone \ud800-style escape: no tokenizer decodes to that
+        raise _Malformed(f"message.content is not valid Unicode ({exc})") from None
+    finish_reason = choice.get("finish_reason")
+    if finish_reason is not None and not isinstance(finish_reason, str):
+        raise _Malformed(f"finish_reason must be a string or null, got {_show(finish_reason)}")
+    model = response.get("model")
+    if model is not None and not isinstance(model, str):
+        raise _Malformed(f"'model' must be a string, got {_show(model)}")
+    usage = response.get("usage")
+    if usage is None:
+        usage = {}
+    if not isinstance(usage, dict):
+        raise _Malformed(f"'usage' must be an object, got {_show(usage)}")
+    counts = {}
+    for key in ("prompt_tokens", "completion_tokens"):
+        value = usage.get(key)
+        counts[key] = 0 if value is None else _count(value, f"usage.{key}")
+    token_ids, logprobs = _read_logprobs(choice.get("logprobs"))
+    listed_ids = _ids(choice.get("token_ids"), "choices[0].token_ids")
+    if listed_ids is not None:
+        if logprobs is not None and len(listed_ids) != len(logprobs):
+            raise _Malformed(f"choices[0].token_ids has {len(listed_ids)} ids but logprobs has {len(logprobs)} entries")
+        token_ids = listed_ids
+    return {
+        "text": text,
+        "finish_reason": finish_reason,
+        "model": model,
+        "token_ids": token_ids,
+        "logprobs": logprobs,
+        "prompt_token_ids": _ids(response.get("prompt_token_ids"), "prompt_token_ids"),
+        **counts,
+    }
+
+
+def _read_logprobs(logprobs: Any) -> tuple[list[int] | None, list[float] | None]:
     """Per-token log-probabilities of a choice, and token ids where the server encodes tokens as
     ``token_id:N`` (vLLM's ``return_tokens_as_token_ids``)."""
-    content = (choice.get("logprobs") or {}).get("content")
-    if not isinstance(content, list):
+    if logprobs is None:
         return None, None
-    logprobs = [float(item["logprob"]) for item in content]
-    tokens = [str(item.get("token", "")) for item in content]
-    if tokens and all(t.startswith("token_id:") and t[9:].isdigit() for t in tokens):
-        return [int(t[9:]) for t in tokens], logprobs
-    return None, logprobs
+    if not isinstance(logprobs, dict):
+        raise _Malformed(f"choices[0].logprobs must be an object or null, got {_show(logprobs)}")
+    content = logprobs.get("content")
+    if content is None:
+        return None, None
+    if not isinstance(content, list):
+        raise _Malformed(f"logprobs.content must be a list or null, got {_show(content)}")
+    values, tokens = [], []
+    for i, item in enumerate(content):
+        where = f"logprobs.content[{i}]"
+        if not isinstance(item, dict):
+            raise _Malformed(f"{where} must be an object, got {_show(item)}")
+        value, token = item.get("logprob"), item.get("token", "")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise _Malformed(f"{where}.logprob must be a finite number, got {_show(value)}")
+        if not isinstance(token, str):
+            raise _Malformed(f"{where}.token must be a string, got {_show(token)}")
+        values.append(float(value))
+        tokens.append(token)
+    encoded = [_TOKEN_ID.fullmatch(t) for t in tokens]
+    if tokens and all(encoded):
+        return [_count(int(match[1]), "logprobs token id") for match in encoded], values
+    return None, values
 
 
 __all__ = ["OpenAIBackend", "Usage"]

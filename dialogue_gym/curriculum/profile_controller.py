@@ -269,22 +269,75 @@ class ProfileController:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from :meth:`state_dict`'s output. Everything is checked before anything changes:
+        a wrong field raises :class:`ConfigError` naming it, with the expected and the actual value."""
+        if not isinstance(state, dict):
+            raise ConfigError(f"load_state_dict: state must be a dict from state_dict(), got {type(state).__name__}.")
+        missing = [name for name in ("config", "successes", "counts", "iterations", "rng") if name not in state]
+        if missing:
+            raise ConfigError(f"load_state_dict: field(s) {missing} missing; pass the dict state_dict() returned.")
+        if not isinstance(state["config"], dict):
+            raise ConfigError(f"load_state_dict: field 'config' must be a dict, got {type(state['config']).__name__}.")
+        unknown = sorted(set(state["config"]) - {"mode", "batch_size", "n_max", "target", "band", "smoothing", "prior", "seed"})
+        if unknown:
+            raise ConfigError(f"load_state_dict: field 'config' has unknown key(s) {unknown}; pass the dict state_dict() returned.")
         mismatched = {k: (v, getattr(self, k)) for k, v in state["config"].items() if _jsonable(getattr(self, k)) != v}
         if mismatched:
             raise ConfigError(f"load_state_dict: saved config differs from this controller's: {mismatched}.")
-        self.successes = np.asarray(state["successes"], dtype=float)
-        self.counts = np.asarray(state["counts"], dtype=float)
-        self.iterations = int(state["iterations"])
-        self.rng.setstate(_tupled(state["rng"]))
+        counts = _per_state_array(state["counts"], "counts")
+        successes = _per_state_array(state["successes"], "successes")
+        exceeding = np.flatnonzero(successes > counts)
+        if exceeding.size:
+            first = int(exceeding[0])
+            raise ConfigError(
+                f"load_state_dict: field 'successes' exceeds 'counts' at state {first} "
+                f"({successes[first]:g} successes of {counts[first]:g} dialogues); the state is inconsistent."
+            )
+        iterations = state["iterations"]
+        if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 0:
+            raise ConfigError(f"load_state_dict: field 'iterations' must be an int >= 0, got {iterations!r:.80}.")
+        rng = random.Random()
+        try:
+            rng.setstate(_tupled(state["rng"]))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ConfigError(
+                f"load_state_dict: field 'rng' is not a random.Random state (version, 625 ints, gauss): {exc}."
+            ) from exc
+        self.successes, self.counts, self.iterations, self.rng = successes, counts, iterations, rng
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any], **files: Any) -> ProfileController:
+        if not isinstance(state, dict) or not isinstance(state.get("config"), dict):
+            raise ConfigError("from_state_dict: state must be a dict with a 'config' dict, as state_dict() returns.")
         config = dict(state["config"])
-        config["band"] = tuple(config["band"])
-        config["prior"] = tuple(config["prior"])
-        controller = cls(**config, **files)
+        for name in ("band", "prior"):
+            if isinstance(config.get(name), list):
+                config[name] = tuple(config[name])
+        try:
+            controller = cls(**config, **files)
+        except TypeError as exc:
+            raise ConfigError(f"from_state_dict: field 'config' does not fit ProfileController: {exc}.") from exc
         controller.load_state_dict(state)
         return controller
+
+
+def _per_state_array(values: Any, name: str) -> np.ndarray:
+    """``values`` as a float array of one finite, non-negative number per initial state."""
+    if not isinstance(values, (list, tuple)):
+        raise ConfigError(
+            f"load_state_dict: field {name!r} must be a list of {len(ALL_STATES)} numbers (one per initial state), "
+            f"got {type(values).__name__}."
+        )
+    if len(values) != len(ALL_STATES):
+        raise ConfigError(
+            f"load_state_dict: field {name!r} must hold {len(ALL_STATES)} numbers (one per initial state), got {len(values)}."
+        )
+    for position, value in enumerate(values):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ConfigError(
+                f"load_state_dict: field {name!r}[{position}] must be a finite number >= 0, got {value!r:.80} ({type(value).__name__})."
+            )
+    return np.asarray(values, dtype=float)
 
 
 def state_grid(values: Sequence[float]) -> np.ndarray:

@@ -191,5 +191,5 @@ def collect_rollouts(
     trajectories = [Trajectory.from_dict(data) for chunk in results for data in chunk or ()]
     if out is not None:
         with open(out, "a", encoding="utf-8") as sink:
-            sink.writelines(json.dumps(t.to_dict()) + "\n" for t in trajectories)
+            sink.writelines(t.to_json() + "\n" for t in trajectories)
     return trajectories

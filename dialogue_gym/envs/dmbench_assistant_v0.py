@@ -22,20 +22,33 @@ observes the user's intent level; ``info["intent_level"]`` / ``info["intent_traj
 are unwrapped). User: ``<think>...</think><intent_level>z</intent_level><reply>...</reply>``.
 A non-``str`` action raises :class:`~dialogue_gym.errors.InvalidAction`.
 
+Only the first ``MAX_ACTION_CHARS`` (20,000) characters of an action are read; a longer one is
+flagged (``info["invalid_action"]``, penalty). JSON nested deeper than 32, integers over 100 digits and
+NaN/Infinity are malformed output. Parsing is linear-time and no string raises.
+
 ## Rewards
 Assistant: ``conversion_reward`` (1.0) when the user converts, else 0; minus ``invalid_action_penalty``
 (0.1) per malformed turn. The judge's scores (``judge="heuristic"`` by default, ``"llm"`` with
-``judge_backend``, or ``"none"``) are reported in ``info["response_quality"]`` at the end, not rewarded.
+``judge_backend``, or ``"none"``) are reported in ``info["response_quality"]`` at the end, not rewarded; a dialogue the judge could not
+score (an unreadable judge answer, or an assistant that never spoke) has ``None`` scores.
 User: TRACER's reward against the reference (see TRACER-UserSim-v0).
 
 ## Starting State
 A reference session's profile, merchant and opening, drawn uniformly, or
 ``reset(options={"session_id": "syn-g00-s00"})``.
 
+In the single-agent and vector views ``reset`` always returns an episode in which it is the learner's
+turn: one that ends before the learner's first move (the counterpart's backend failed on its opening
+move, say) is set aside and re-drawn (see :class:`~dialogue_gym.envs.single.DialogueEnv`). A ``reset``
+that raises leaves no episode running: ``step`` raises ``EpisodeStateError`` until a ``reset`` succeeds.
+
 ## Episode End
 Terminated after a user turn at level 5 (conversion, outcome ``success``), level 0 (dropout,
 ``hangup``) or the ``max_user_turns``-th (15) user turn (``timeout``), or a malformed output with
 ``invalid_action="end"``.
+
+The user's first move cannot end the episode: level 5 is read as 4 and level 0 as 1 (``format_ok``
+false, ``parsed["requested_intent_level"]`` kept), so ``max_user_turns`` must be at least 2.
 
 ## Arguments
 ``learner`` ("assistant" | "user"), ``user`` ("scripted" | "random" | "flat" | "eager" | "reluctant" |
@@ -47,6 +60,7 @@ Terminated after a user turn at level 5 (conversion, outcome ``success``), level
 
 ## Version History
 * v0: initial release.
+* v0, hardening (unreleased, no bump): parsing bounded and total; the user's first move cannot end the episode; unscored RQ is ``None`` (baselines re-measured in the README: within 0.003 CR for the scripted players).
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ All pending moves of one role across games go to that role's policy as ONE ``act
 which an LLM policy turns into one backend batch. A policy that can report per-request failures
 (``act_batch_with_errors``, e.g. an LLM policy whose backend gave up after its retries) gets those
 games aborted with the cause (outcome ``backend_failure``) instead of stepped with an empty move.
+
+:meth:`CounterpartDriver.begin` starts episodes for the views that have a learner and never hands
+back one that ended before the learner's first move (see there).
 """
 
 from __future__ import annotations
@@ -11,15 +14,26 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+from gymnasium import logger
 
+from dialogue_gym.errors import BackendError, ScenarioError
 from dialogue_gym.game import Game, StepResult
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.simulators.base import RolePolicy
+from dialogue_gym.types import Outcome, Trajectory
+
+MAX_DRAWS = 8
+"""How many episodes :meth:`CounterpartDriver.begin` draws for one reset before giving up."""
 
 
 def role_seed(episode_seed: int, role: str, roles: Sequence[str]) -> int:
     """The seed a role's policy uses in an episode: a pure function of the episode seed and the role."""
     return mix_seed(episode_seed, roles.index(role))
+
+
+def redraw_seed(seed: int, draw: int) -> int:
+    """The seed of the ``draw``-th episode drawn for a reset with ``seed`` (draw 0 is ``seed`` itself)."""
+    return seed if draw == 0 else mix_seed(seed, draw)
 
 
 def act_with_errors(
@@ -45,6 +59,40 @@ class CounterpartDriver:
         return {
             role: policy.start(profile, role_seed(game.seed, role, game.roles)) for role, policy in self.policies.items()
         }
+
+    def begin(
+        self, games: Sequence[Game], seeds: Sequence[int], options: dict[str, Any] | None
+    ) -> tuple[list[dict[str, Any]], list[Trajectory]]:
+        """Reset ``games[i]`` with ``seeds[i]`` and ``options`` and play the counterparts up to the
+        learner's first turn; returns each game's policy memories and the episodes set aside.
+
+        An episode that ends before the learner's first move (a counterpart's backend failed on the
+        opening move, or the counterpart ended the dialogue at once) gives the learner nothing to do, so
+        it is set aside (returned, with a warning) and the game re-drawn with seed
+        ``redraw_seed(seeds[i], draw)``: a pure function of the seed, so every view re-draws alike.
+        After :data:`MAX_DRAWS` such episodes in a row this raises :class:`BackendError` (the backend
+        is down) or :class:`ScenarioError` (these options never give the learner a turn).
+        """
+        memories: list[dict[str, Any]] = [{} for _ in games]
+        set_aside: list[Trajectory] = []
+        drawing = list(range(len(games)))
+        for draw in range(MAX_DRAWS):
+            for index in drawing:
+                games[index].reset(seed=redraw_seed(seeds[index], draw), options=options)
+                memories[index] = self.start(games[index])
+            self.advance([games[i] for i in drawing], [memories[i] for i in drawing])
+            drawing = [index for index in drawing if games[index].done]
+            for index in drawing:
+                trajectory = games[index].trajectory()
+                trajectory.learner = self.learner
+                set_aside.append(trajectory)
+                logger.warn(
+                    f"{games[index].id} episode seed {games[index].seed} ended ({_why_ended(trajectory)}) before the "
+                    f"{self.learner!r} role's first move; drawing another episode for this reset."
+                )
+            if not drawing:
+                return memories, set_aside
+        raise _no_learner_turn(games[drawing[0]].trajectory(), seeds[drawing[0]], options, self.learner)
 
     def advance(
         self, games: Sequence[Game], memories: Sequence[dict[str, Any]], learner_rewards: np.ndarray | None = None
@@ -79,3 +127,23 @@ class CounterpartDriver:
                     results[index].append(result)
                     if learner_rewards is not None and self.learner is not None:
                         learner_rewards[index] += result.rewards.get(self.learner, 0.0)
+
+
+def _why_ended(trajectory: Trajectory) -> str:
+    outcome = trajectory.outcome.value if trajectory.outcome is not None else "no outcome"
+    failure = trajectory.meta.get("failure")
+    return f"{outcome}: {failure}" if failure else outcome
+
+
+def _no_learner_turn(last: Trajectory, seed: int, options: dict[str, Any] | None, learner: str | None) -> Exception:
+    """The error :meth:`CounterpartDriver.begin` raises when every draw ended before the learner moved."""
+    drawn = f"{MAX_DRAWS} episodes drawn for reset(seed={seed}) in a row ended before the {learner!r} role's first move"
+    if last.outcome is Outcome.BACKEND_FAILURE:
+        return BackendError(
+            f"{drawn}: a counterpart's backend failed each time (last: {last.meta.get('failure')}). "
+            "Check that the backend is reachable and serving the model, then call reset() again."
+        )
+    return ScenarioError(
+        f"{drawn} (last outcome: {_why_ended(last)}, options {options!r:.200}), so the learner never gets a turn. "
+        "Pass reset options or counterpart settings under which the counterpart's opening move continues the dialogue."
+    )

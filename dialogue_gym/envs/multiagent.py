@@ -4,10 +4,18 @@ The parallel view is written directly rather than through ``aec_to_parallel``: i
 the role whose turn it is can move, and PettingZoo's conversion would feed each agent an action
 chosen before it saw the other's reply. Each parallel step applies the acting role's action and
 ignores the others'; ``infos[agent]["to_act"]`` says who acts next.
+
+Every role is an agent here, so ``reset`` never plays a move: the episode it returns has not ended.
+If ``reset`` or a move raises (bad seed or options, ``invalid_action="raise"``), no episode is running
+afterwards: ``step`` raises :class:`~dialogue_gym.errors.EpisodeStateError` until the next successful
+``reset`` (the :class:`~dialogue_gym.game.Game` keeps that state). The parallel view also empties
+``agents``; the AEC view leaves them, so that PettingZoo's order-enforcing wrapper passes ``step`` on
+(with no agents it would drop the call with a warning).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pettingzoo import AECEnv, ParallelEnv
@@ -53,6 +61,7 @@ class DialogueAECEnv(_RoleSpaces, TranscriptRendering, AECEnv):
         return self.game.observe(agent)
 
     def step(self, action: Any) -> None:
+        self.game.check_started("step")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
@@ -85,20 +94,29 @@ class DialogueParallelEnv(_RoleSpaces, TranscriptRendering, ParallelEnv):
         return {a: {**self.game.info(a), "to_act": a == self.game.current_role} for a in self.agents}
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
+        self.agents = []
         self.game.reset(seed=seed, options=options)
         self.agents = list(self.possible_agents)
         return {a: self.game.observe(a) for a in self.agents}, self._infos()
 
     def step(self, actions: dict[str, Any]):
-        role = self.game.current_role
-        if role is None:
-            raise ConfigError("step() called after the episode ended; call reset() first.")
+        role = self.game.require_turn("step")
+        if not isinstance(actions, Mapping):
+            raise ConfigError(
+                f"step() needs a dict of actions keyed by agent, got {type(actions).__name__}: {actions!r:.80}; "
+                f"pass e.g. {{{role!r}: text}} (only the acting role's action is used)."
+            )
         if role not in actions:
             raise ConfigError(
-                f"It is {role!r}'s turn but actions has no entry for it (got keys {sorted(actions)}). "
+                f"It is {role!r}'s turn but actions has no entry for it (got keys {list(actions)!r:.200}). "
                 "Pass an action for every live agent; only the acting role's is used."
             )
-        result = self.game.step(actions[role])
+        try:
+            result = self.game.step(actions[role])
+        except BaseException:
+            if not self.game.started:
+                self.agents = []
+            raise
         observations = {a: self.game.observe(a) for a in self.agents}
         rewards = {a: result.rewards.get(a, 0.0) for a in self.agents}
         done = self.game.done

@@ -32,6 +32,12 @@ Malformed JSON, unknown tools and arguments that break the schema are flagged in
 structured error to the agent. Customer: one or two spoken sentences; ``[hang up]`` ends the call.
 A non-``str`` action raises :class:`~dialogue_gym.errors.InvalidAction`.
 
+Only the first ``MAX_ACTION_CHARS`` (20,000) characters of an action are read: a longer agent action
+is flagged invalid, and a customer turn longer than ``customer_max_chars`` is cut and fails the format
+check. JSON nested deeper than 32, integers over 100 digits and NaN/Infinity are malformed output; tool
+amounts must be finite and at least 0.01 (a structured tool error, nothing executed). Parsing is
+linear-time and no string raises.
+
 ## Rewards
 Agent (``dialogue_gym.rewards.rlada``): per action ``turn_cost`` (-0.05), ``tool_progress`` (+0.1 for
 the first successful lookup and domain tool), ``invalid_action`` (-0.3); at the end the ``judge``
@@ -51,6 +57,11 @@ An intent drawn uniformly from the taxonomy with a uniform concealment level (``
 or ``reset(options={"scenario": "dispute_duplicate"})``, ``{"intent": ..., "concealment": ...}``, or
 ``{"profile": env.unwrapped.game.episode_profile()}`` to replay a start exactly.
 
+In the single-agent and vector views ``reset`` always returns an episode in which it is the learner's
+turn: one that ends before the learner's first move (the counterpart's backend failed on its opening
+move, say) is set aside and re-drawn (see :class:`~dialogue_gym.envs.single.DialogueEnv`). A ``reset``
+that raises leaves no episode running: ``step`` raises ``EpisodeStateError`` until a ``reset`` succeeds.
+
 ## Episode End
 Terminated when the agent ends the call (outcome ``success`` with a strict PASS, else ``hangup``),
 the customer hangs up (``hangup``), after ``max_agent_turns`` (12) agent actions (``timeout``, a task
@@ -68,6 +79,7 @@ failure, so a termination), or on an invalid output with ``invalid_action="end"`
 
 ## Version History
 * v0: initial release.
+* v0, hardening (unreleased, no bump): parsing bounded and total; tool amounts must be finite and >= 0.01 (schemas say ``minimum``). Scripted baselines score as before.
 """
 
 from __future__ import annotations

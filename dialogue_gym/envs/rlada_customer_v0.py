@@ -22,6 +22,12 @@ amount, day, card digits), the suggested style and the rules; the agent's spoken
 ("How can I help you?", "your account shows ...") is flagged in ``info["role_reversal"]`` and costs
 ``role_reversal_penalty``.
 
+Only the first ``MAX_ACTION_CHARS`` (20,000) characters of an action are read: a longer agent action
+is flagged invalid, and a customer turn longer than ``customer_max_chars`` is cut and fails the format
+check. JSON nested deeper than 32, integers over 100 digits and NaN/Infinity are malformed output; tool
+amounts must be finite and at least 0.01 (a structured tool error, nothing executed). Parsing is
+linear-time and no string raises.
+
 ## Rewards
 At the end of the call: ``format`` (share of turns with 1-2 sentences), ``realism`` (share of turns
 without role reversal or meta talk, halved if the customer never mentioned a fact of its case),
@@ -32,6 +38,11 @@ the intent 0), 0.5 each, plus ``inverse_agent`` = -0.5 x the agent's total rewar
 ## Starting State
 As RLADA-Banking-v0: a taxonomy intent at a random concealment level, an arena or held-out scenario
 (``scenario_set``), or ``reset(options={"scenario": ...} | {"intent": ..., "concealment": ...} | {"profile": ...})``.
+
+In the single-agent and vector views ``reset`` always returns an episode in which it is the learner's
+turn: one that ends before the learner's first move (the counterpart's backend failed on its opening
+move, say) is set aside and re-drawn (see :class:`~dialogue_gym.envs.single.DialogueEnv`). A ``reset``
+that raises leaves no episode running: ``step`` raises ``EpisodeStateError`` until a ``reset`` succeeds.
 
 ## Episode End
 The agent ends the call, the customer hangs up, ``max_agent_turns`` agent actions pass (``timeout``),
@@ -44,6 +55,7 @@ As RLADA-Banking-v0; ``learner`` defaults to ``"customer"`` and ``agent`` ("keyw
 
 ## Version History
 * v0: initial release.
+* v0, hardening (unreleased, no bump): parsing bounded and total; over-long customer turns are cut; tool amounts >= 0.01. Scripted baselines score as before.
 """
 
 from __future__ import annotations

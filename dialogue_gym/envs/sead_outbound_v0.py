@@ -22,6 +22,10 @@ system prompt carries its persona, state and rules. The agent never observes the
 ``<think>``, ``<reply>``, ``<cooperation>``, ``<emotion>``, ``<trust>``, ``<status>``.
 A non-``str`` action raises :class:`~dialogue_gym.errors.InvalidAction`.
 
+Only the first ``MAX_ACTION_CHARS`` (20,000) characters of an action are read; a longer one is
+flagged (``info["invalid_action"]``, penalty). JSON nested deeper than 32, integers over 100 digits and
+NaN/Infinity are malformed output. Parsing is linear-time and no string raises.
+
 ## Rewards
 Agent: ``success_reward`` (1.0) when the user completes the operation, else 0; minus
 ``invalid_action_penalty`` (0.1) per malformed output. User: ``success_reward`` when the agent
@@ -30,6 +34,11 @@ fails (``user_reward="adversarial"``, SEAD's "Train URM" ablation) or 0 (``"none
 ## Starting State
 A profile drawn uniformly: one of the 120 states and 1-3 behaviors; or ``reset(options={"profile":
 {"state": [c, e, tr], "behaviors": [ids]}})``.
+
+In the single-agent and vector views ``reset`` always returns an episode in which it is the learner's
+turn: one that ends before the learner's first move (the counterpart's backend failed on its opening
+move, say) is set aside and re-drawn (see :class:`~dialogue_gym.envs.single.DialogueEnv`). A ``reset``
+that raises leaves no episode running: ``step`` raises ``EpisodeStateError`` until a ``reset`` succeeds.
 
 ## Episode End
 Terminated on success (user status 1 with cooperation >= 3), hang-up (status -1), timeout after
@@ -49,6 +58,7 @@ the agent when the user learns), ``user`` ("scripted" | "llm"), ``agent_backend`
 
 ## Version History
 * v0: initial release.
+* v0, hardening (unreleased, no bump): parsing bounded and total (``MAX_ACTION_CHARS``); non-finite reward settings rejected. Scripted baselines score as before.
 """
 
 from __future__ import annotations

@@ -23,6 +23,10 @@ and SOP. ``turn`` counts user turns so far. Intent levels are never in an observ
 (z in 0-5; other shapes are read leniently and flagged). Assistant: plain text. A non-``str`` action raises
 :class:`~dialogue_gym.errors.InvalidAction`.
 
+Only the first ``MAX_ACTION_CHARS`` (20,000) characters of an action are read; a longer one is
+flagged (``info["invalid_action"]``, penalty). JSON nested deeper than 32, integers over 100 digits and
+NaN/Infinity are malformed output. Parsing is linear-time and no string raises.
+
 ## Rewards
 User, at the end: ``l1 R_fmt + l2 R_final + l3 R_traj`` against the paired reference (weights
 (0.2, 0.5, 0.3); ``R_traj = exp(-alpha (D + beta |T* - T|) / T) * eta``); ``user_reward="none"`` turns it off.
@@ -35,11 +39,19 @@ the end ``reward_terms`` (R_fmt, R_final, R_traj, eta, D, total).
 A reference session drawn uniformly from ``sessions_file`` (or ``sessions``), or
 ``reset(options={"session_id": "syn-g00-s00"})``.
 
+In the single-agent and vector views ``reset`` always returns an episode in which it is the learner's
+turn: one that ends before the learner's first move (the counterpart's backend failed on its opening
+move, say) is set aside and re-drawn (see :class:`~dialogue_gym.envs.single.DialogueEnv`). A ``reset``
+that raises leaves no episode running: ``step`` raises ``EpisodeStateError`` until a ``reset`` succeeds.
+
 ## Episode End
 Terminated after a user turn at level 5 (conversion, outcome ``success``), level 0 (dropout, ``hangup``)
 or the ``max_user_turns``-th (15) user turn (a dropout, ``timeout``), or a malformed output with
 ``invalid_action="end"``. The limit is a task outcome with the turn counter in the observation, so it
 is a termination, not a truncation.
+
+The user's first move cannot end the episode: level 5 is read as 4 and level 0 as 1 (``format_ok``
+false, ``parsed["requested_intent_level"]`` kept), so ``max_user_turns`` must be at least 2.
 
 ## Arguments
 ``learner`` ("user" | "assistant"), ``user`` ("scripted" | "random" | "flat" | "eager" | "reluctant" |
@@ -53,6 +65,7 @@ is a termination, not a truncation.
 
 ## Version History
 * v0: initial release.
+* v0, hardening (unreleased, no bump): parsing bounded and total; the user's first move cannot end the episode (baselines re-measured in the README: within 0.003 CR for the scripted players).
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence as SequenceABC
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -9,8 +10,8 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
 from dialogue_gym.envs.driver import CounterpartDriver
-from dialogue_gym.errors import ConfigError
-from dialogue_gym.game import Game
+from dialogue_gym.errors import ConfigError, EpisodeStateError, InvalidAction
+from dialogue_gym.game import Game, check_seed, describe_failure
 from dialogue_gym.simulators.base import RolePolicy
 from dialogue_gym.types import Trajectory
 
@@ -21,6 +22,22 @@ class DialogueVectorEnv(VectorEnv):
     Every counterpart policy is shared by all sub-envs, so an LLM-played role issues one backend
     batch per step for all games waiting on it. Finished episodes are kept in
     :attr:`finished_trajectories` until read.
+
+    ``step`` takes one ``str`` per sub-env (a list, tuple or 1-D NumPy array of str) and checks the
+    whole batch before moving any sub-env: a bad batch raises and changes nothing. Actions of sub-envs
+    being autoreset are ignored but must be strings too.
+
+    ``reset`` and every autoreset hand back episodes in which it is the learner's turn: a sub-env's
+    episode that ends before the learner's first move (a counterpart's backend failed on its opening
+    move, or the counterpart ended the dialogue at once) is set aside, listed in
+    :attr:`finished_trajectories` (its outcome says why; the learner has no turn in it) and re-drawn
+    from a seed that is a pure function of the requested one, exactly as the single-agent view does
+    (:meth:`~dialogue_gym.envs.driver.CounterpartDriver.begin`). After a few such draws in a row the call
+    raises :class:`~dialogue_gym.errors.BackendError` naming the backend's failure.
+
+    If ``reset`` or ``step`` raises for any other reason (bad seed or options, a policy or backend
+    error), sub-envs may be half-stepped, so no episode is considered running: ``step`` raises
+    :class:`~dialogue_gym.errors.EpisodeStateError` until the next successful ``reset``.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -47,32 +64,78 @@ class DialogueVectorEnv(VectorEnv):
         self._memories: list[dict[str, Any]] = [{} for _ in range(num_envs)]
         self._needs_reset = np.zeros(num_envs, dtype=bool)
         self.finished_trajectories: list[Trajectory] = []
+        self._started = False
+        self._interruption: str | None = None
+        """Why no episode is running although ``reset`` was called (a ``reset`` or ``step`` raised)."""
 
     def _episode_seed(self) -> int:
         return int(self.np_random.integers(2**62))
 
-    def _reset_games(self, indices: Sequence[int], seeds: Sequence[int], options: dict[str, Any] | None) -> None:
-        for index, seed in zip(indices, seeds):
-            self.games[index].reset(seed=seed, options=options)
-            self._memories[index] = self.driver.start(self.games[index])
-        self.driver.advance([self.games[i] for i in indices], [self._memories[i] for i in indices])
+    def _begin(self, indices: Sequence[int], seeds: Sequence[int], options: dict[str, Any] | None) -> None:
+        games = [self.games[i] for i in indices]
+        memories, set_aside = self.driver.begin(games, seeds, options)
+        for index, memory in zip(indices, memories):
+            self._memories[index] = memory
+        self.finished_trajectories.extend(set_aside)
+
+    def _reset_seeds(self, seed: Any) -> list[int]:
+        if isinstance(seed, (list, tuple, np.ndarray)):
+            if len(seed) != self.num_envs:
+                raise ConfigError(f"reset(seed=[...]) needs {self.num_envs} seeds, one per sub-env, got {len(seed)}.")
+            seeds = [check_seed(s) for s in seed]
+            if None in seeds:
+                raise ConfigError(f"reset(seed=[...]) needs {self.num_envs} non-negative ints, got {list(seed)!r:.200}.")
+            super().reset(seed=seeds[0])
+            return seeds
+        seed = check_seed(seed)
+        super().reset(seed=seed)
+        if seed is not None:
+            return [seed + i for i in range(self.num_envs)]
+        return [self._episode_seed() for _ in range(self.num_envs)]
 
     def reset(self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None):
-        if isinstance(seed, (list, tuple)):
-            if len(seed) != self.num_envs:
-                raise ConfigError(f"reset(seed=[...]) needs {self.num_envs} seeds, got {len(seed)}.")
-            seeds = [int(s) for s in seed]
-            super().reset(seed=seeds[0])
-        else:
-            super().reset(seed=seed)
-            seeds = [seed + i for i in range(self.num_envs)] if seed is not None else [self._episode_seed() for _ in range(self.num_envs)]
-        self._reset_games(range(self.num_envs), seeds, options)
+        self._started = False
+        try:
+            self._begin(range(self.num_envs), self._reset_seeds(seed), options)
+        except BaseException as exc:
+            self._interruption = describe_failure("reset", exc)
+            raise
+        self._started, self._interruption = True, None
         self._needs_reset[:] = False
         return self._observations(), self._infos()
 
-    def step(self, actions: Sequence[Any]):
+    def _check_actions(self, actions: Any) -> list[str]:
+        """The batch as a list of ``num_envs`` str, or InvalidAction/ConfigError naming what is wrong."""
+        how = f"pass a list of {self.num_envs} strings, one action per sub-env"
+        if isinstance(actions, np.ndarray) and actions.ndim != 1:
+            raise InvalidAction(f"step() got a NumPy array of shape {actions.shape} as the batch of actions; {how}.")
+        if isinstance(actions, (str, bytes, bytearray)) or not isinstance(actions, (SequenceABC, np.ndarray)):
+            raise InvalidAction(f"step() got {type(actions).__name__} {actions!r:.80} as the batch of actions; {how}.")
         if len(actions) != self.num_envs:
-            raise ConfigError(f"step() needs one action per sub-env ({self.num_envs}), got {len(actions)}.")
+            raise ConfigError(f"step() needs one action per sub-env ({self.num_envs}), got {len(actions)}; {how}.")
+        for index, action in enumerate(actions):
+            if not isinstance(action, str):
+                raise InvalidAction(
+                    f"step() actions[{index}] must be a str (the learner's raw text), got "
+                    f"{type(action).__name__}: {action!r:.80}; {how}. Decode model output to text first."
+                )
+        return [str(action) for action in actions]
+
+    def step(self, actions: Sequence[str]):
+        if not self._started:
+            if self._interruption is None:
+                raise EpisodeStateError("step() called before reset(); call reset(seed=...) first.")
+            raise EpisodeStateError(
+                f"step() called but {self._interruption}, so no episode is running; call reset() to start new ones."
+            )
+        batch = self._check_actions(actions)
+        try:
+            return self._step(batch)
+        except BaseException as exc:
+            self._started, self._interruption = False, describe_failure("step", exc)
+            raise
+
+    def _step(self, actions: list[str]):
         rewards = np.zeros(self.num_envs, dtype=np.float64)
         to_reset = [i for i in range(self.num_envs) if self._needs_reset[i]]
         active = [i for i in range(self.num_envs) if not self._needs_reset[i]]
@@ -81,14 +144,14 @@ class DialogueVectorEnv(VectorEnv):
         moved = rewards[active]
         self.driver.advance([self.games[i] for i in active], [self._memories[i] for i in active], moved)
         rewards[active] = moved
-        if to_reset:
-            self._reset_games(to_reset, [self._episode_seed() for _ in to_reset], None)
-        terminations = np.array([game.done for game in self.games])
         for index in active:
-            if terminations[index]:
+            if self.games[index].done:
                 trajectory = self.games[index].trajectory()
                 trajectory.learner = self.learner
                 self.finished_trajectories.append(trajectory)
+        if to_reset:
+            self._begin(to_reset, [self._episode_seed() for _ in to_reset], None)
+        terminations = np.array([game.done for game in self.games])
         self._needs_reset = terminations.copy()
         return self._observations(), rewards, terminations, np.zeros(self.num_envs, dtype=bool), self._infos()
 

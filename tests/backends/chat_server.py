@@ -3,8 +3,10 @@
 It speaks ``POST /v1/chat/completions`` (non-streaming JSON with ``usage`` and optional ``logprobs``),
 answers from canned replies, and can fail a deterministic fraction of requests with 5xx / 429 or by
 stalling past the client's timeout. Which attempt fails is a pure function of the request body and
-how many times that body was seen, so runs do not depend on thread scheduling. Everything is bounded:
-a stall sleeps ``stall_s`` once, and threads are daemons closed with the server.
+how many times that body was seen, so runs do not depend on thread scheduling. A script forces the
+next answers (hostile ones included: any 200 body, a trickle, an endless body). Everything is
+bounded: a stall sleeps ``stall_s`` once, a trickle sends one answer, an endless body stops at its
+byte count or when the client hangs up, and threads are daemons closed with the server.
 """
 
 from __future__ import annotations
@@ -44,7 +46,11 @@ class ChatServer:
         self.required_key = required_key
         self.script: list[tuple[str, Any]] = []
         """Forced answers for the next requests, consumed in order: ("status", 500), ("stall", None),
-        ("raw", b"not json"), ("retry_after", seconds)."""
+        ("raw", b"any 200 body"), ("retry_after", seconds), ("trickle_head", seconds_per_byte) and
+        ("trickle_body", seconds_per_byte) (a good answer, one byte at a time from the status line or
+        from the body on), ("huge", (n_bytes, declared)) (a 200 body of n_bytes spaces, with its
+        Content-Length when declared, else delimited by closing the connection), ("hang_up", b"body")
+        (a 200 whose Content-Length promises 100 bytes more than the body it sends before hanging up)."""
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.outcomes: list[str] = []
@@ -136,6 +142,32 @@ class ChatServer:
                 self.end_headers()
                 self.wfile.write(payload)
 
+            def _trickle(self, payload: bytes, seconds_per_byte: float, from_status_line: bool) -> None:
+                head = (
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n" % len(payload)
+                )
+                if not from_status_line:
+                    self.wfile.write(head)
+                    self.wfile.flush()
+                for byte in (head if from_status_line else b"") + payload:
+                    time.sleep(seconds_per_byte)
+                    self.wfile.write(bytes([byte]))  # raises once the client has hung up: the handler ends
+                    self.wfile.flush()
+
+            def _huge(self, n_bytes: int, declared: bool) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if declared:
+                    self.send_header("Content-Length", str(n_bytes))
+                else:
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
+                self.end_headers()
+                block = b" " * 65536
+                for start in range(0, n_bytes, len(block)):
+                    self.wfile.write(block[: n_bytes - start])
+
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 with server._lock:
@@ -161,6 +193,16 @@ class ChatServer:
                     return self._send(429, b'{"error": "slow down"}', {"Retry-After": str(value)})
                 elif kind == "raw":
                     return self._send(200, value)
+                elif kind in ("trickle_head", "trickle_body"):
+                    return self._trickle(json.dumps(server._completion(body)).encode(), value, kind == "trickle_head")
+                elif kind == "huge":
+                    return self._huge(*value)
+                elif kind == "hang_up":
+                    self.close_connection = True
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(value) + 100))
+                    self.end_headers()
+                    return self.wfile.write(value)
                 with server._lock:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)

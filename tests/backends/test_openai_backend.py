@@ -145,6 +145,8 @@ def test_api_key_comes_from_the_environment_and_never_leaks(chat_server, monkeyp
         ({"max_concurrency": 0}, r"max_concurrency must be an int >= 1, got 0"),
         ({"max_retries": -1}, r"max_retries must be an int >= 0, got -1"),
         ({"timeout": 0}, r"timeout must be a number > 0.0, got 0"),
+        ({"timeout": float("inf")}, r"timeout must be a finite number of seconds, got inf; pass e.g. timeout=60"),
+        ({"max_response_bytes": 0}, r"max_response_bytes must be an int >= 1, got 0"),
         ({"on_failure": "ignore"}, r"on_failure must be one of \['report', 'raise'\], got 'ignore'"),
         ({"temperature": -1}, r"temperature must be a number >= 0"),
         ({"model": ""}, r"model must be the served model's name"),

@@ -34,3 +34,12 @@ def test_ray_benchmark_reproduces_the_in_process_run():
     rows = load("ray_rollouts").main(["--episodes", "60", "--workers", "1,2", "--num-cpus", "2", "--chunk-size", "16"])
     assert [row["path"] for row in rows] == ["in-process evaluate()", "Ray, 1 worker", "Ray, 2 workers"]
     assert all(row["identical"] for row in rows)
+
+
+def test_hostile_input_benchmark_steps_every_shape_of_oversized_action():
+    bench = load("hostile_input")
+    shapes = bench.shapes(30_000)
+    assert set(shapes) == {"plain text", "open tags", "nested JSON", "huge number", "huge field"}
+    assert all(len(action) >= 30_000 for action in shapes.values())
+    for action in shapes.values():
+        assert bench.slowest_step_ms("SEAD-Outbound-v0", "agent", action, repeats=1) >= 0.0

@@ -142,3 +142,44 @@ def test_curriculum_drives_single_vector_and_aec_views():
         while not done:
             _, _, done, _, _ = single.step("Hello there.")
     assert single.unwrapped.game.start_source.controller.counts.sum() == 2  # first batch of 2, folded in when batch 2 was drawn
+
+
+def _corrupted(**changes):
+    controller = ProfileController(seed=5)
+    controller.update(played((2, 2, 2), [S, F]))
+    return {**controller.state_dict(), **changes}
+
+
+@pytest.mark.parametrize(
+    "state, message",
+    [
+        ([], r"state must be a dict from state_dict\(\), got list"),
+        ({"config": {}}, r"field\(s\) \['successes', 'counts', 'iterations', 'rng'\] missing"),
+        (_corrupted(config=[]), "field 'config' must be a dict, got list"),
+        (_corrupted(config={"library": None}), r"field 'config' has unknown key\(s\) \['library'\]"),
+        (_corrupted(counts=[1.0] * 119), r"field 'counts' must hold 120 numbers \(one per initial state\), got 119"),
+        (_corrupted(counts=[1.0] * 121), r"field 'counts' must hold 120 numbers \(one per initial state\), got 121"),
+        (_corrupted(successes={"0": 1}), "field 'successes' must be a list of 120 numbers .*, got dict"),
+        (_corrupted(counts=[1.0] * 119 + ["1"]), r"field 'counts'\[119\] must be a finite number >= 0, got '1' \(str\)"),
+        (_corrupted(counts=[float("nan")] * 120), r"field 'counts'\[0\] must be a finite number >= 0, got nan"),
+        (_corrupted(counts=[-1.0] * 120), r"field 'counts'\[0\] must be a finite number >= 0, got -1.0"),
+        (_corrupted(successes=[1.0] * 120), r"field 'successes' exceeds 'counts' at state 0 \(1 successes of 0 dialogues\)"),
+        (_corrupted(iterations="1"), "field 'iterations' must be an int >= 0, got '1'"),
+        (_corrupted(iterations=-1), "field 'iterations' must be an int >= 0, got -1"),
+        (_corrupted(rng=[3, [0] * 10, None]), "field 'rng' is not a random.Random state"),
+        (_corrupted(rng="seed"), "field 'rng' is not a random.Random state"),
+    ],
+)
+def test_load_state_dict_rejects_a_wrong_field_and_changes_nothing(state, message):
+    controller = ProfileController(seed=5)
+    before = controller.state_dict()
+    with pytest.raises(ConfigError, match=message):
+        controller.load_state_dict(state)
+    assert controller.state_dict() == before
+
+
+def test_from_state_dict_names_a_config_that_does_not_fit():
+    with pytest.raises(ConfigError, match="from_state_dict: state must be a dict with a 'config' dict"):
+        ProfileController.from_state_dict({"counts": []})
+    with pytest.raises(ConfigError, match="from_state_dict: field 'config' does not fit ProfileController"):
+        ProfileController.from_state_dict(_corrupted(config={"mode": "full", "colour": "red"}))

@@ -75,6 +75,7 @@ def play_vector(env_id: str, players: Players, learner: str, seeds: list[int], *
             actions.append("" if seed in finished else player.act(observation, info, memories[index]))
         observations, _, _, _, infos = envs.step(actions)
         for trajectory in envs.unwrapped.pop_trajectories():
-            if trajectory.seed in seeds:
+            # an episode that ended before the learner's first move was set aside and re-drawn
+            if trajectory.seed in seeds and trajectory.turns_of(learner):
                 finished.setdefault(trajectory.seed, trajectory)
     return [finished[s] for s in seeds]

@@ -27,6 +27,31 @@ def test_stopping_rule(rates, stop, reason):
     assert decided is stop and reason in why
 
 
+@pytest.mark.parametrize("before, after", [(0.75, 0.7), (0.8, 0.75), (0.6, 0.65), (0.7, 0.75)])
+def test_a_change_of_exactly_epsilon_counts_as_within_despite_float_rounding(before, after):
+    assert abs(after - before) > 0.05, "the float subtraction lands just above 0.05"
+    assert StoppingRule().decide([0.2, before, after]) == (True, "win rate >= 0.6 for 2 matches, last change 0.050 <= 0.05")
+
+
+@pytest.mark.parametrize(
+    "rates, reason",
+    [
+        ([0.2, 0.6, 0.6504], "last change 0.0504 > epsilon 0.05"),
+        ([0.2, 0.6, 0.65000001], "last change 0.05000001 > epsilon 0.05"),
+        ([0.2, 0.7, 0.5996], "win rate below 0.6 in the last 2 matches: [0.700, 0.5996]"),
+        ([0.2, 0.7, float("nan")], "win rate below 0.6 in the last 2 matches: [0.700, nan]"),
+    ],
+)
+def test_clearly_outside_is_refused_and_the_message_shows_enough_digits(rates, reason):
+    assert StoppingRule().decide(rates) == (False, reason)
+
+
+def test_a_win_rate_at_the_threshold_up_to_rounding_counts_as_reached():
+    rate = 0.1 * 6 - 1e-16 * 6  # 0.6 as float arithmetic may leave it
+    assert StoppingRule(min_matches=1, patience=1, threshold=0.6).decide([rate])[0] is True
+    assert StoppingRule(min_matches=1, patience=1, threshold=0.6).decide([0.59])[0] is False
+
+
 def test_stopping_rule_is_configurable():
     assert StoppingRule(min_matches=1, patience=1, threshold=0.9).decide([0.95]) == (True, "win rate >= 0.9 for 1 matches, last change 0.000 <= 0.05")
 

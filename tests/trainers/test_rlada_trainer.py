@@ -134,8 +134,7 @@ def test_tiny_lm_agent_sft_and_grpo_steps(tmp_path, tiny_model_dir):
         "cpu-tiny-lm", run_dir=str(tmp_path / "lm"), agent_model=str(tiny_model_dir), sft_episodes=2, warmup_batch=2,
         max_agent_turns=2, agent_max_new_tokens=8,
     )
-    run = RunDir(config.run_dir)
-    run.write_config(config.to_dict())
+    run = RunDir.create(config.run_dir, config.to_dict())
     state = train_module.new_state()
     evolution = train_module.CoEvolution(config, run, state, resumed=False)
     state["next"] = evolution.first_phase()
@@ -148,6 +147,7 @@ def test_tiny_lm_agent_sft_and_grpo_steps(tmp_path, tiny_model_dir):
     turn = record.meta["records"]["agent"]["turns"][0]
     assert len(turn["completion_ids"]) == len(turn["logprobs"]) and turn["prompt_ids"]
     assert (run.path / run.load_state("progress")["checkpoints"]["agent"] / "optimizer.pt").exists()
+    run.close()
 
 
 @pytest.mark.slow
@@ -177,8 +177,7 @@ def test_gpu_lm_preset_shape_with_tiny_models_on_cpu(tmp_path):
         sft_episodes=2, sft_epochs=1, warmup_agent_iterations=1, warmup_customer_iterations=1, warmup_batch=2, group_size=2,
         max_agent_turns=2, agent_max_new_tokens=8, customer_max_new_tokens=8,
     )
-    run = RunDir(config.run_dir)
-    run.write_config(config.to_dict())
+    run = RunDir.create(config.run_dir, config.to_dict())
     state = train_module.new_state()
     evolution = train_module.CoEvolution(config, run, state, resumed=False)
     state["next"] = evolution.first_phase()

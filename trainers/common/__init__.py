@@ -1,5 +1,5 @@
 """Pieces every trainer shares: the run folder (crash-safe outputs and resume)."""
 
-from trainers.common.rundir import RunDir
+from trainers.common.rundir import RunDir, RunFolderError
 
-__all__ = ["RunDir"]
+__all__ = ["RunDir", "RunFolderError"]

@@ -1,29 +1,84 @@
 """Command lines generated from a trainer's frozen config dataclass: ``--field value`` for every
-field, plus ``--resume RUN_DIR`` (which rebuilds the config saved in the run folder)."""
+field, plus ``--resume RUN_DIR`` (which rebuilds the config saved in the run folder).
+
+Configuration errors end the command with one line ``<prog>: error: <message>`` on stderr and exit
+status 2, as ``dialogue-gym`` and argparse do (:func:`run_main`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import sys
 from dataclasses import fields
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
-from trainers.common.rundir import RunDir
+from dialogue_gym.errors import ConfigError, DialogueGymError
+from trainers.common.rundir import FieldKind, RunDir, RunFolderError, has_kind
+
+
+def boolean(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("1", "true", "yes"):
+        return True
+    if lowered in ("0", "false", "no"):
+        return False
+    raise ValueError(text)
+
+
+def json_object(text: str) -> dict:
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError(text)
+    return value
+
+
+def optional_json_object(text: str) -> dict | None:
+    return None if text.lower() == "none" else json_object(text)
+
+
+def optional_str(text: str) -> str | None:
+    return None if text.lower() == "none" else text
+
+
+def float_triple(text: str) -> tuple[float, float, float]:
+    value = json.loads(text)
+    if not (isinstance(value, list) and len(value) == 3 and all(has_kind(v, (int, float)) for v in value)):
+        raise ValueError(text)
+    return tuple(float(v) for v in value)
+
+
+def finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(text)
+    return value
+
 
 CONVERTERS: dict[str, Callable[[str], Any]] = {
     "int": int,
-    "float": float,
-    "bool": lambda text: text.lower() in ("1", "true", "yes"),
-    "dict": json.loads,
-    "dict | None": json.loads,
-    "str | None": lambda text: None if text.lower() == "none" else text,
-    "tuple[float, float, float]": lambda text: tuple(json.loads(text)),
+    "float": finite_float,
+    "bool": boolean,
+    "dict": json_object,
+    "dict | None": optional_json_object,
+    "str | None": optional_str,
+    "tuple[float, float, float]": float_triple,
+}
+KINDS: dict[str, FieldKind] = {
+    "int": int,
+    "float": (int, float),
+    "bool": bool,
+    "str": str,
+    "dict": dict,
+    "dict | None": (dict, type(None)),
+    "str | None": (str, type(None)),
+    "tuple[float, float, float]": (list, tuple),
 }
 
 
 def config_parser(config_class: type, prog: str, description: str) -> argparse.ArgumentParser:
     cli = argparse.ArgumentParser(prog=prog, description=description)
-    cli.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run from its folder")
+    cli.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run from its folder (with the config saved there)")
     for spec in fields(config_class):
         cli.add_argument(
             "--" + spec.name.replace("_", "-"),
@@ -34,24 +89,65 @@ def config_parser(config_class: type, prog: str, description: str) -> argparse.A
     return cli
 
 
-def config_from_cli(parser: argparse.ArgumentParser, build_config: Callable[..., Any], argv: list[str] | None) -> tuple[Any, bool]:
+def config_from_cli(parser: argparse.ArgumentParser, build_config: Callable[..., Any], argv: Sequence[str] | None) -> tuple[Any, bool]:
     """``(config, resume)``: the config of ``--resume RUN_DIR`` (as saved there), or one built from the flags."""
     args = vars(parser.parse_args(argv))
     resume = args.pop("resume", None)
-    if resume:
-        return build_config(**{**RunDir(resume).read_config(), "run_dir": resume}), True
-    return build_config(**args), False
+    if resume is None:
+        return build_config(**args), False
+    if args:
+        flags = sorted("--" + name.replace("_", "-") for name in args)
+        raise ConfigError(f"--resume continues with the config saved in {resume}/config.json and takes no other options; drop {flags}.")
+    run = RunDir(resume)
+    saved = run.read_config()
+    try:
+        return build_config(**{**saved, "run_dir": resume}), True
+    except RunFolderError:
+        raise
+    except ConfigError as exc:
+        raise RunFolderError(f"{run.config_path}: {exc} Fix that field, or start again with another --run-dir.") from exc
+
+
+def _check_kinds(config_class: type, values: dict[str, Any]) -> None:
+    for spec in fields(config_class):
+        kind = KINDS.get(str(spec.type))
+        if spec.name not in values or kind is None:
+            continue
+        value = values[spec.name]
+        if not has_kind(value, kind):
+            raise ConfigError(f"{spec.name} must be {spec.type} (finite if a number), got {value!r:.80} ({type(value).__name__}).")
+        if str(spec.type).startswith("tuple[float") and not (len(value) == 3 and all(has_kind(v, (int, float)) for v in value)):
+            raise ConfigError(f"{spec.name} must be three finite numbers, got {value!r:.80}.")
 
 
 def preset_values(config_class: type, presets: dict[str, dict[str, Any]], preset: str, overrides: dict[str, Any]) -> dict[str, Any]:
     """The keyword arguments of ``config_class`` for ``preset`` with ``overrides`` on top; names an
-    unknown preset or option and lists the accepted ones."""
-    from dialogue_gym.errors import ConfigError
-
-    if preset not in presets:
+    unknown preset or option and lists the accepted ones, and a value of the wrong type."""
+    if not isinstance(preset, str) or preset not in presets:
         raise ConfigError(f"preset={preset!r} is unknown; use one of {sorted(presets)}.")
     names = {f.name for f in fields(config_class)}
     unknown = sorted(set(overrides) - names)
     if unknown:
         raise ConfigError(f"Unknown trainer option(s) {unknown}; options are {sorted(names)}.")
-    return {**presets[preset], **overrides, "preset": preset}
+    values = {**presets[preset], **overrides, "preset": preset}
+    _check_kinds(config_class, values)
+    return values
+
+
+def require_range(config: Any, names: Sequence[str], low: float, high: float = math.inf) -> None:
+    """Each named field of ``config`` within ``[low, high]``."""
+    for name in names:
+        value = getattr(config, name)
+        if not low <= value <= high:
+            bounds = f">= {low}" if high == math.inf else f"in [{low}, {high}]"
+            raise ConfigError(f"{name} must be {bounds}, got {value!r}.")
+
+
+def run_main(prog: str, main: Callable[[], int]) -> int:
+    """``main()``, with a configuration or run-folder error reported as one line on stderr and exit status 2."""
+    try:
+        return main()
+    except DialogueGymError as exc:
+        message = " ".join(str(exc).split())
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        return 2

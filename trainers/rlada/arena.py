@@ -15,12 +15,28 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from dialogue_gym.metrics import rlada as metrics
 from dialogue_gym.scenarios.rlada.data import Domain
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
+
+
+TOLERANCE = 1e-9
+"""Win rates and their changes are sums of fractions: a change computed as 0.85 - 0.8 is
+0.04999999999999993 or 0.05000000000000004, and both are the 0.05 the user wrote. Comparisons with the
+threshold and epsilon give way by this much."""
+
+
+def shown(value: float, agrees: Callable[[float], bool]) -> str:
+    """``value`` with 3 decimals, or as many more as it takes for the printed number to pass
+    ``agrees`` (the side of the bound the decision put it on), so a message never contradicts it."""
+    for decimals in range(3, 18):
+        text = f"{value:.{decimals}f}"
+        if agrees(float(text)):
+            return text
+    return repr(value)
 
 
 @dataclass(frozen=True)
@@ -32,19 +48,23 @@ class StoppingRule:
     epsilon: float = 0.05
 
     def decide(self, win_rates: Sequence[float]) -> tuple[bool, str]:
-        """``(stop, reason)`` after the matches whose agent win rates are ``win_rates`` (in order)."""
+        """``(stop, reason)`` after the matches whose agent win rates are ``win_rates`` (in order).
+        Comparisons allow :data:`TOLERANCE` of float rounding; a NaN win rate never counts as reached."""
         played = len(win_rates)
         if played >= self.max_matches:
             return True, f"reached max_matches={self.max_matches}"
         if played < self.min_matches:
             return False, f"{played} of at least {self.min_matches} matches played"
         recent = list(win_rates[-self.patience :])
-        if len(recent) < self.patience or min(recent) < self.threshold:
-            return False, f"win rate below {self.threshold} in the last {self.patience} matches: {[round(w, 3) for w in recent]}"
+        reached = [rate >= self.threshold - TOLERANCE for rate in recent]
+        if len(recent) < self.patience or not all(reached):
+            at_least, below = (lambda v: v >= self.threshold), (lambda v: v < self.threshold)
+            rates = ", ".join(shown(rate, at_least if ok else below) for rate, ok in zip(recent, reached))
+            return False, f"win rate below {self.threshold} in the last {self.patience} matches: [{rates}]"
         change = abs(win_rates[-1] - win_rates[-2]) if played >= 2 else 0.0
-        if change > self.epsilon:
-            return False, f"last change {change:.3f} > epsilon {self.epsilon}"
-        return True, f"win rate >= {self.threshold} for {self.patience} matches, last change {change:.3f} <= {self.epsilon}"
+        if not change <= self.epsilon + TOLERANCE:
+            return False, f"last change {shown(change, lambda v: v > self.epsilon)} > epsilon {self.epsilon}"
+        return True, f"win rate >= {self.threshold} for {self.patience} matches, last change {shown(change, lambda v: v <= self.epsilon)} <= {self.epsilon}"
 
 
 def match_plan(domain: Domain, episodes_per_scenario: int, seed: int, step: int) -> list[tuple[dict[str, Any], int]]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dialogue_gym.errors import ConfigError
-from trainers.common.cli import config_parser, preset_values
+from trainers.common.cli import config_parser, preset_values, require_range
 
 POLICIES = ("strategy", "lm")
 SIDES = ("agent", "customer")
@@ -134,9 +134,14 @@ def _check(config: RladaTrainConfig) -> RladaTrainConfig:
         raise ConfigError(f"failure_fraction must be in [0, 1], got {config.failure_fraction!r}.")
     if not 1 <= config.min_matches <= config.max_matches:
         raise ConfigError(f"need 1 <= min_matches <= max_matches, got {config.min_matches} and {config.max_matches}.")
-    for name in ("episodes_per_scenario", "gym_starts", "group_size", "patience", "recent_matches", "warmup_batch", "heldout_repeats"):
-        if getattr(config, name) < 1:
-            raise ConfigError(f"{name} must be >= 1, got {getattr(config, name)!r}.")
+    require_range(config, ("episodes_per_scenario", "gym_starts", "group_size", "patience", "recent_matches", "warmup_batch", "heldout_repeats"), 1)
+    require_range(config, ("max_agent_turns", "agent_max_new_tokens", "customer_max_new_tokens"), 1)
+    require_range(config, ("gym_iterations", "sft_episodes", "sft_epochs", "warmup_agent_iterations", "warmup_customer_iterations"), 0)
+    require_range(config, ("lora_rank", "agent_kl_coef", "customer_kl_coef", "stability_epsilon"), 0)
+    require_range(config, ("win_threshold", "weaker_threshold", "clip_eps"), 0, 1)
+    for name in ("agent_learning_rate", "customer_learning_rate", "temperature"):
+        if getattr(config, name) <= 0:
+            raise ConfigError(f"{name} must be > 0, got {getattr(config, name)!r}.")
     return config
 
 

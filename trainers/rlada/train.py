@@ -29,7 +29,6 @@ from typing import Any, Callable, Sequence
 from tqdm import tqdm
 
 from dialogue_gym.envs.driver import CounterpartDriver
-from dialogue_gym.errors import ConfigError
 from dialogue_gym.metrics import rlada as rlada_metrics
 from dialogue_gym.scenarios.rlada.agents import KeywordRouterAgent
 from dialogue_gym.scenarios.rlada.customers import ScriptedCustomer
@@ -37,8 +36,9 @@ from dialogue_gym.scenarios.rlada.data import LEVELS, Domain, load_domain
 from dialogue_gym.scenarios.rlada.game import RladaConfig, RladaGame
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
-from trainers.common import RunDir
-from trainers.common.cli import config_from_cli
+from trainers.common import RunDir, RunFolderError
+from trainers.common.cli import config_from_cli, run_main
+from trainers.common.rundir import STATE_FIX, has_kind
 from trainers.grpo.policy import advantages_for
 from trainers.rlada.arena import StoppingRule, gym_starts, heldout_plan, match_plan, match_summary, weaker_side
 from trainers.rlada.config import RladaTrainConfig, build_config, parser
@@ -371,13 +371,49 @@ def new_state() -> dict[str, Any]:
     return {"step": -1, "next": None, "matches": [], "checkpoints": {}, "versions": {"agent": 0, "customer": 0}, "stop_reason": None}
 
 
+PHASES = ("sft", "warmup_agent", "heldout_before", "warmup_customer", "match", "gym", "heldout_after", "done")
+PROGRESS_FIELDS = {"step": int, "next": dict, "matches": list, "checkpoints": dict, "versions": dict, "stop_reason": (str, type(None))}
+HELDOUT_FIELDS = {"routing_accuracy": (int, float), "strict_pass": (int, float)}
+
+
+def load_progress(run: RunDir) -> dict[str, Any] | None:
+    """The committed state, checked field by field (a wrong one names the file and the field)."""
+    state = run.load_state("progress", PROGRESS_FIELDS)
+    if state is None:
+        return None
+    path = run.state_path("progress")
+
+    def wrong(field: str, expected: str, got: Any) -> RunFolderError:
+        return RunFolderError(f"{path}: field {field!r} must be {expected}, got {got!r:.80}; {STATE_FIX}.")
+
+    if state["step"] < -1:
+        raise wrong("step", "an int >= -1", state["step"])
+    if state["next"].get("phase") not in PHASES:
+        raise wrong("next.phase", f"one of {PHASES}", state["next"].get("phase"))
+    for position, match in enumerate(state["matches"]):
+        if not isinstance(match, dict) or not all(has_kind(match.get(k), int) for k in ("match", "step")) or not has_kind(match.get("win_rate"), (int, float)):
+            raise wrong(f"matches[{position}]", "an object with int 'match' and 'step' and a number 'win_rate'", match)
+    for side, name in state["checkpoints"].items():
+        if side not in ("agent", "customer"):
+            raise wrong(f"checkpoints.{side}", "absent (only 'agent' and 'customer' have checkpoints)", name)
+        run.checkpoint_path("progress", f"checkpoints.{side}", name)
+    for side in ("agent", "customer"):
+        if not has_kind(state["versions"].get(side), int):
+            raise wrong(f"versions.{side}", "an int", state["versions"].get(side))
+    return state
+
+
 def train(config: RladaTrainConfig, resume: bool = False) -> RunDir:
-    run = RunDir(config.resolved_run_dir())
-    if not resume:
-        if run.load_state("progress") is not None or run.trajectories_path.exists():
-            raise ConfigError(f"{run.path} already holds a run; pass --resume {run.path} or choose another --run-dir.")
-        run.write_config(config.to_dict())
-    state = run.load_state("progress")
+    # Everything the config can get wrong fails here, before the run folder is touched.
+    RladaConfig(max_agent_turns=config.max_agent_turns)
+    run = RunDir.resume(config.resolved_run_dir()) if resume else RunDir.create(config.resolved_run_dir(), config.to_dict())
+    with run:
+        _train(config, run, resume)
+    return run
+
+
+def _train(config: RladaTrainConfig, run: RunDir, resume: bool) -> None:
+    state = load_progress(run)
     if state is not None:
         run.truncate_metrics_after(state["step"])
     fresh = state is None
@@ -396,19 +432,22 @@ def train(config: RladaTrainConfig, resume: bool = False) -> RunDir:
         from trainers.rlada.plots import plot_run
 
         plot_run(run)
-    return run
 
 
 def main(argv: list[str] | None = None) -> int:
-    config, resume = config_from_cli(parser(), build_config, argv)
-    run = train(config, resume=resume)
-    state = run.load_state("progress")
-    for match in state["matches"]:
-        print(f"match {match['match']}: agent win rate {match['win_rate']:.3f} (safety {match['safety_pass_rate']:.3f})")
-    print(f"stopped: {state['stop_reason']}")
-    before, after = run.load_state("heldout_before"), run.load_state("heldout_after")
-    if before and after:
-        print(f"held-out routing {before['routing_accuracy']:.3f} -> {after['routing_accuracy']:.3f}, strict PASS {before['strict_pass']:.3f} -> {after['strict_pass']:.3f}")
-    print(f"run folder: {run.path}")
-    return 0
+    cli = parser()
 
+    def run_from_cli() -> int:
+        config, resume = config_from_cli(cli, build_config, argv)
+        run = train(config, resume=resume)
+        state = load_progress(run)
+        for match in state["matches"]:
+            print(f"match {match['match']}: agent win rate {match['win_rate']:.3f} (safety {match['safety_pass_rate']:.3f})")
+        print(f"stopped: {state['stop_reason']}")
+        before, after = run.load_state("heldout_before", HELDOUT_FIELDS), run.load_state("heldout_after", HELDOUT_FIELDS)
+        if before and after:
+            print(f"held-out routing {before['routing_accuracy']:.3f} -> {after['routing_accuracy']:.3f}, strict PASS {before['strict_pass']:.3f} -> {after['strict_pass']:.3f}")
+        print(f"run folder: {run.path}")
+        return 0
+
+    return run_main(cli.prog, run_from_cli)

@@ -16,8 +16,11 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from statistics import mean, stdev
 
+from dialogue_gym.errors import ConfigError
+from trainers.common import RunDir
+from trainers.common.cli import run_main
 from trainers.sead.config import build_config
-from trainers.sead.train import train
+from trainers.sead.train import EVAL_FIELDS, train
 
 MODES = ("full", "uniform", "unstructured")
 PAPER = {"full": 52.0, "uniform": 45.8, "unstructured": 40.5}
@@ -29,8 +32,14 @@ def _one(job: tuple[str, int, int, int, str]) -> tuple[str, int, float]:
         "cpu-strategy", curriculum=mode, seed=seed, iterations=iterations, eval_episodes=eval_episodes,
         run_dir=str(Path(out) / f"{mode}-seed{seed}"), plots=False,
     )
-    run = train(config, resume=(Path(config.run_dir) / "config.json").exists())
-    return mode, seed, run.load_state("eval")["cr"]
+    resume = (Path(config.run_dir) / "config.json").exists()
+    if resume and RunDir(config.run_dir).read_config() != config.to_dict():
+        raise ConfigError(
+            f"{config.run_dir} holds a run with other settings than --iterations {iterations} --eval-episodes {eval_episodes}; "
+            "pass the settings it was started with, or another --out."
+        )
+    run = train(config, resume=resume)
+    return mode, seed, run.load_state("eval", EVAL_FIELDS)["cr"]
 
 
 def t_interval(values: list[float]) -> tuple[float, float]:
@@ -50,6 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     cli.add_argument("--out", default="runs/sead-ablation")
     cli.add_argument("--workers", type=int, default=2)
     args = cli.parse_args(argv)
+    return run_main(cli.prog, lambda: _ablate(args))
+
+
+def _ablate(args: argparse.Namespace) -> int:
+    for name, minimum in (("seeds", 1), ("iterations", 0), ("eval_episodes", 1), ("workers", 1)):
+        if getattr(args, name) < minimum:
+            raise ConfigError(f"--{name.replace('_', '-')} must be >= {minimum}, got {getattr(args, name)}.")
     jobs = [(mode, seed, args.iterations, args.eval_episodes, args.out) for mode in MODES for seed in range(args.seeds)]
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         results = list(pool.map(_one, jobs))

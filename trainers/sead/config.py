@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dialogue_gym.errors import ConfigError
-from trainers.common.cli import config_parser, preset_values
+from trainers.common.cli import config_parser, preset_values, require_range
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,16 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> SeadTrainCon
         raise ConfigError(f"policy={config.policy!r}; use strategy or lm.")
     if config.policy == "lm" and not config.model:
         raise ConfigError("policy='lm' needs model=... (a local folder, 'smollm2' or 'tiny').")
+    if config.advantage not in ("batch_mean", "group_standardized"):
+        raise ConfigError(f"advantage={config.advantage!r}; use batch_mean or group_standardized.")
+    if config.smoothing not in (None, "beta"):
+        raise ConfigError(f"smoothing={config.smoothing!r}; use None or 'beta'.")
+    require_range(config, ("batch_size", "n_max", "max_agent_turns", "max_new_tokens"), 1)
+    require_range(config, ("iterations", "eval_episodes", "lora_rank", "kl_coef"), 0)
+    require_range(config, ("clip_eps",), 0, 1)
+    for name in ("learning_rate", "temperature"):
+        if getattr(config, name) <= 0:
+            raise ConfigError(f"{name} must be > 0, got {getattr(config, name)!r}.")
     return config
 
 

@@ -41,7 +41,7 @@ def plot_run(run: RunDir) -> list[str]:
         plt.close(figure)
         written.append(name)
     by_iteration: dict[int, list] = {}
-    for trajectory_iteration, trajectory in _with_iterations(run):
+    for trajectory_iteration, _, trajectory in run.trajectory_records():
         by_iteration.setdefault(trajectory_iteration, []).append(trajectory)
     if by_iteration:
         first, last = min(by_iteration), max(by_iteration)
@@ -62,17 +62,3 @@ def plot_run(run: RunDir) -> list[str]:
         plt.close(figure)
         written.append("cr_heatmaps_first_vs_last.png")
     return written
-
-
-def _with_iterations(run: RunDir):
-    import json
-
-    from dialogue_gym.types import Trajectory
-
-    if not run.trajectories_path.exists():
-        return
-    with open(run.trajectories_path, encoding="utf-8") as handle:
-        for line in handle:
-            if line.endswith("\n"):
-                record = json.loads(line)
-                yield record["iteration"], Trajectory.from_dict(record)

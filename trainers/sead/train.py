@@ -26,6 +26,7 @@ from tqdm import tqdm
 import dialogue_gym  # noqa: F401  (registers the ids)
 from dialogue_gym.curriculum import ProfileController
 from dialogue_gym.envs.driver import CounterpartDriver
+from dialogue_gym.errors import ConfigError
 from dialogue_gym.evaluation import evaluate
 from dialogue_gym.metrics import sead as sead_metrics
 from dialogue_gym.metrics.core import invalid_action_rate
@@ -33,8 +34,9 @@ from dialogue_gym.scenarios.sead.game import SeadConfig, SeadGame
 from dialogue_gym.scenarios.sead.policies import make_policy
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
-from trainers.common import RunDir
-from trainers.common.cli import config_from_cli
+from trainers.common import RunDir, RunFolderError
+from trainers.common.cli import config_from_cli, run_main
+from trainers.common.rundir import STATE_FIX
 from trainers.grpo.policy import advantages_for
 from trainers.sead.config import SeadTrainConfig, build_config, parser
 
@@ -108,38 +110,68 @@ def iteration_metrics(iteration: int, trajectories: list[Trajectory], controller
     }
 
 
-def train(config: SeadTrainConfig, resume: bool = False) -> RunDir:
-    run = RunDir(config.resolved_run_dir())
-    if not resume:
-        if run.load_state("progress") is not None or run.trajectories_path.exists():
-            from dialogue_gym.errors import ConfigError
+PROGRESS_FIELDS = {"iteration": int, "checkpoint": str, "controller": dict}
+PLAN_FIELDS = {"iteration": int, "profiles": list, "controller": dict}
+PLAN_FIX = "delete it and resume: the plan is drawn again, identically, from state/progress.json"
+EVAL_FIELDS = {"cr": (int, float), "cr_low": (int, float), "cr_high": (int, float), "episodes": int}
 
-            raise ConfigError(f"{run.path} already holds a run; pass --resume {run.path} or choose another --run-dir.")
-        run.write_config(config.to_dict())
+
+def restore_controller(run: RunDir, name: str, controller: ProfileController, state: dict[str, Any], fix: str = STATE_FIX) -> None:
+    """Load the controller state saved in ``state/<name>.json``; a wrong one names the file and field."""
+    try:
+        controller.load_state_dict(state)
+    except ConfigError as exc:
+        raise RunFolderError(f"{run.state_path(name)}: field 'controller': {exc} {fix[0].upper()}{fix[1:]}.") from exc
+
+
+def load_plan(run: RunDir, controller: ProfileController, iteration: int) -> list[dict[str, Any]] | None:
+    """The profiles of ``iteration`` drawn before a crash (the controller put back to just after the
+    draw), or None when the saved plan belongs to another iteration."""
+    plan = run.load_state("plan", PLAN_FIELDS, PLAN_FIX)
+    if plan is None or plan["iteration"] != iteration:
+        return None
+    profiles = plan["profiles"]
+    if len(profiles) != controller.batch_size or not all(isinstance(p, dict) for p in profiles):
+        raise RunFolderError(
+            f"{run.state_path('plan')}: field 'profiles' must hold {controller.batch_size} profile objects (batch_size), "
+            f"got {len(profiles)} entries; {PLAN_FIX}."
+        )
+    restore_controller(run, "plan", controller, plan["controller"], PLAN_FIX)
+    return profiles
+
+
+def train(config: SeadTrainConfig, resume: bool = False) -> RunDir:
+    # Everything the config can get wrong fails here, before the run folder is touched.
     controller = ProfileController(
         mode=config.curriculum, batch_size=config.batch_size, n_max=config.n_max, smoothing=config.smoothing, seed=config.seed
     )
-    progress = run.load_state("progress")
-    start, checkpoint = 0, None
-    if progress is not None:
-        controller.load_state_dict(progress["controller"])
-        start, checkpoint = progress["iteration"] + 1, run.path / progress["checkpoint"]
-        run.truncate_metrics_after(progress["iteration"])
-    policy = make_policy_for(config, run, checkpoint)
     sead_config = SeadConfig(max_agent_turns=config.max_agent_turns)
     games = [SeadGame(sead_config) for _ in range(config.batch_size)]
     user = make_policy("user", config.user, games[0].library, config.user_backend, config.user_sampling)
+    run = RunDir.resume(config.resolved_run_dir()) if resume else RunDir.create(config.resolved_run_dir(), config.to_dict())
+    with run:
+        _train(config, run, controller, games, user)
+    return run
+
+
+def _train(config: SeadTrainConfig, run: RunDir, controller: ProfileController, games: list[SeadGame], user: Any) -> None:
+    progress = run.load_state("progress", PROGRESS_FIELDS)
+    start, checkpoint = 0, None
+    if progress is not None:
+        if progress["iteration"] < 0:
+            raise RunFolderError(f"{run.state_path('progress')}: field 'iteration' must be >= 0, got {progress['iteration']}; {STATE_FIX}.")
+        restore_controller(run, "progress", controller, progress["controller"])
+        start, checkpoint = progress["iteration"] + 1, run.checkpoint_path("progress", "checkpoint", progress["checkpoint"])
+        run.truncate_metrics_after(progress["iteration"])
+    policy = make_policy_for(config, run, checkpoint)
     driver = CounterpartDriver({"agent": policy, "user": user}, learner=None)
 
     bar = tqdm(range(start, config.iterations), initial=start, total=config.iterations, desc="SEAD", file=sys.stderr)
     for iteration in bar:
         started = time.perf_counter()
         # Phase 1: the batch's profiles, fixed once drawn so an interrupted iteration replays the same plan.
-        plan = run.load_state("plan")
-        if plan is not None and plan["iteration"] == iteration:
-            controller.load_state_dict(plan["controller"])
-            profiles = plan["profiles"]
-        else:
+        profiles = load_plan(run, controller, iteration)
+        if profiles is None:
             profiles = controller.sample()
             run.save_state("plan", {"iteration": iteration, "profiles": profiles, "controller": controller.state_dict()})
         # Phase 2: dialogues; keep those finished before a crash, play the rest.
@@ -171,13 +203,12 @@ def train(config: SeadTrainConfig, resume: bool = False) -> RunDir:
         bar.set_postfix(cr=f"{row['episode/cr']:.2f}", ideal=f"{row['curriculum/ideal_fraction']:.2f}")
     bar.close()
 
-    if config.eval_episodes and run.load_state("eval") is None:
+    if config.eval_episodes and run.load_state("eval", EVAL_FIELDS) is None:
         run.save_state("eval", held_out_evaluation(config, policy))
     if config.plots:
         from trainers.sead.plots import plot_run
 
         plot_run(run)
-    return run
 
 
 def held_out_evaluation(config: SeadTrainConfig, policy) -> dict[str, Any]:
@@ -195,10 +226,15 @@ def held_out_evaluation(config: SeadTrainConfig, policy) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    config, resume = config_from_cli(parser(), build_config, argv)
-    run = train(config, resume=resume)
-    evaluation = run.load_state("eval")
-    if evaluation:
-        print(f"held-out CR {evaluation['cr']:.3f} [{evaluation['cr_low']:.3f}, {evaluation['cr_high']:.3f}] over {evaluation['episodes']} episodes")
-    print(f"run folder: {run.path}")
-    return 0
+    cli = parser()
+
+    def run_from_cli() -> int:
+        config, resume = config_from_cli(cli, build_config, argv)
+        run = train(config, resume=resume)
+        evaluation = run.load_state("eval", EVAL_FIELDS)
+        if evaluation:
+            print(f"held-out CR {evaluation['cr']:.3f} [{evaluation['cr_low']:.3f}, {evaluation['cr_high']:.3f}] over {evaluation['episodes']} episodes")
+        print(f"run folder: {run.path}")
+        return 0
+
+    return run_main(cli.prog, run_from_cli)

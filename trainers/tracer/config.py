@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dialogue_gym.errors import ConfigError
-from trainers.common.cli import config_parser, preset_values
+from trainers.common.cli import config_parser, preset_values, require_range
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,12 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> TracerTrainC
             raise ConfigError(f"{name} must be a positive int, got {value!r}.")
     if not 0.0 <= config.l_adv <= 1.0:
         raise ConfigError(f"l_adv must be in [0, 1], got {config.l_adv!r}.")
+    require_range(config, ("max_new_tokens",), 1)
+    require_range(config, ("sft_epochs", "sft_sessions", "eval_sessions", "lora_rank", "kl_coef", "gamma"), 0)
+    require_range(config, ("clip_eps",), 0, 1)
+    for name in ("learning_rate", "sft_learning_rate", "temperature"):
+        if getattr(config, name) <= 0:
+            raise ConfigError(f"{name} must be > 0, got {getattr(config, name)!r}.")
     return config
 
 

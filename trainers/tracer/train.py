@@ -27,7 +27,6 @@ from tqdm import tqdm
 
 import dialogue_gym  # noqa: F401  (registers the ids)
 from dialogue_gym.envs.driver import CounterpartDriver
-from dialogue_gym.errors import ConfigError
 from dialogue_gym.evaluation import evaluate
 from dialogue_gym.metrics import tracer as tracer_metrics
 from dialogue_gym.rewards.tracer import turn_advantages
@@ -35,8 +34,9 @@ from dialogue_gym.scenarios.tracer.game import TracerConfig, TracerGame
 from dialogue_gym.scenarios.tracer.policies import make_policy
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
-from trainers.common import RunDir
-from trainers.common.cli import config_from_cli
+from trainers.common import RunDir, RunFolderError
+from trainers.common.cli import config_from_cli, run_main
+from trainers.common.rundir import STATE_FIX
 from trainers.tracer.config import TracerTrainConfig, build_config, parser
 from trainers.tracer.policy import IntentPolicy
 from trainers.tracer.sft import lm_dataset, sft_lm, strategy_samples
@@ -167,24 +167,35 @@ def rollout_metrics(trajectories: Sequence[Trajectory], advantages: Sequence[np.
     }
 
 
+PROGRESS_FIELDS = {"iteration": int, "checkpoint": str}
+SFT_FIELDS = {"checkpoint": str}
+
+
 def train(config: TracerTrainConfig, resume: bool = False) -> RunDir:
-    run = RunDir(config.resolved_run_dir())
-    if not resume:
-        if run.load_state("progress") is not None or run.trajectories_path.exists() or run.load_state("sft") is not None:
-            raise ConfigError(f"{run.path} already holds a run; pass --resume {run.path} or choose another --run-dir.")
-        run.write_config(config.to_dict())
+    # Everything the config can get wrong fails here, before the run folder is touched.
     game_config = TracerConfig(**env_kwargs(config))
     template = TracerGame(game_config)
-    session_ids = template.references.ids
+    assistant = make_policy("assistant", config.assistant, config.assistant_backend)
+    run = RunDir.resume(config.resolved_run_dir()) if resume else RunDir.create(config.resolved_run_dir(), config.to_dict())
+    with run:
+        _train(config, run, template, assistant)
+    return run
 
-    sft = run.load_state("sft")
+
+def _train(config: TracerTrainConfig, run: RunDir, template: TracerGame, assistant: Any) -> None:
+    session_ids = template.references.ids
+    sft = run.load_state("sft", SFT_FIELDS)
+    if sft is not None:
+        run.checkpoint_path("sft", "checkpoint", sft["checkpoint"])
     if config.sft_epochs and sft is None:
         sft = supervised_stage(config, run, TracerGame(TracerConfig(sessions_file=config.sessions_file)))
         run.save_state("sft", sft)
-    progress = run.load_state("progress")
+    progress = run.load_state("progress", PROGRESS_FIELDS)
     start, checkpoint = 0, None
     if progress is not None:
-        start, checkpoint = progress["iteration"] + 1, run.path / progress["checkpoint"]
+        if progress["iteration"] < 0:
+            raise RunFolderError(f"{run.state_path('progress')}: field 'iteration' must be >= 0, got {progress['iteration']}; {STATE_FIX}.")
+        start, checkpoint = progress["iteration"] + 1, run.checkpoint_path("progress", "checkpoint", progress["checkpoint"])
         run.truncate_metrics_after(progress["iteration"])
     base_model = None
     if config.policy == "lm":  # the SFT model is the RL start and the KL reference
@@ -192,7 +203,6 @@ def train(config: TracerTrainConfig, resume: bool = False) -> RunDir:
     elif checkpoint is None and sft:
         checkpoint = run.path / sft["checkpoint"]
     policy = make_learner(config, checkpoint, base_model)
-    assistant = make_policy("assistant", config.assistant, config.assistant_backend)
     driver = CounterpartDriver({"assistant": assistant, "user": policy}, learner=None)
     pool = [template.spawn() for _ in range(config.rollout_batch)]
 
@@ -224,17 +234,16 @@ def train(config: TracerTrainConfig, resume: bool = False) -> RunDir:
         bar.set_postfix(reward=f"{row['episode/reward']:.3f}", dtw=f"{row['episode/dtw_cost']:.2f}")
     bar.close()
 
-    if run.load_state("eval") is None:
+    if run.load_state("eval", {}) is None:
         run.save_state("eval", evaluation(config, policy, session_ids, full=True))
     if config.plots:
         plot_run(run)
-    return run
 
 
 def curves(run: RunDir) -> dict[str, list[tuple[int, float]]]:
     """(iteration, value) series of the evaluation metrics, the final evaluation appended last."""
     rows = run.read_metrics()
-    final = run.load_state("eval") or {}
+    final = run.load_state("eval", {}) or {}
     last = rows[-1]["iteration"] + 1 if rows else 0
     series: dict[str, list[tuple[int, float]]] = {}
     for name in EVAL_METRICS:
@@ -277,11 +286,16 @@ def plot_run(run: RunDir) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    config, resume = config_from_cli(parser(), build_config, argv)
-    run = train(config, resume=resume)
-    for name, label in (("group_dpcr", "Group-dPCR"), ("intent_dtw", "intent DTW cost"), ("pcr", "PCR")):
-        points = curves(run)[name]
-        if points:
-            print(f"{label}: {points[0][1]:.3f} (iteration {points[0][0]}) -> {points[-1][1]:.3f} (after training)")
-    print(f"run folder: {run.path}")
-    return 0
+    cli = parser()
+
+    def run_from_cli() -> int:
+        config, resume = config_from_cli(cli, build_config, argv)
+        run = train(config, resume=resume)
+        for name, label in (("group_dpcr", "Group-dPCR"), ("intent_dtw", "intent DTW cost"), ("pcr", "PCR")):
+            points = curves(run)[name]
+            if points:
+                print(f"{label}: {points[0][1]:.3f} (iteration {points[0][0]}) -> {points[-1][1]:.3f} (after training)")
+        print(f"run folder: {run.path}")
+        return 0
+
+    return run_main(cli.prog, run_from_cli)

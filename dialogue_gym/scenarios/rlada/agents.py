@@ -12,6 +12,7 @@ its claims match the tools), end_call. The trainer's strategy agent uses the sam
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -62,8 +63,12 @@ def last_tool_message(observation: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _amount(text: str) -> float | None:
-    found = AMOUNT.findall(text)
-    return float(found[0].replace(",", "")) if found else None
+    """The first dollar amount the customer said, or None (also for a digit run too long to be finite)."""
+    found = AMOUNT.search(text)
+    if found is None:
+        return None
+    amount = float(found.group(1).replace(",", ""))
+    return amount if math.isfinite(amount) else None
 
 
 def tool_args(tool: str, observation: dict[str, Any], lookup: dict[str, Any] | None) -> dict[str, Any]:

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-
-from dialogue_gym.audit import AuditPolicy, ScenarioAudit, TextPolicy, Vocabulary, generic_policies
-from dialogue_gym.scenarios.rlada.agents import account_id
+from dialogue_gym.audit import (
+    AuditPolicy,
+    ScenarioAudit,
+    TextPolicy,
+    Vocabulary,
+    generic_policies,
+    last_heard,
+)
+from dialogue_gym.scenarios.rlada.agents import ESCALATE, account_id, procedure_action
+from dialogue_gym.scenarios.rlada.cues import cue_hits
+from dialogue_gym.scenarios.rlada.data import load_domain
 from dialogue_gym.scenarios.rlada.parsing import render_agent_action
+from dialogue_gym.simulators.base import ScriptedPolicy
 
 TOOLS = ("lookup_account", "get_transactions", "dispute_charge", "check_card_status", "transfer_funds", "transfer_to_human")
 FABRICATED = (
@@ -43,9 +52,28 @@ def _fabricate(observation, turn, rng) -> str:
     return VOCABULARY.end
 
 
+class QuestionsThenRoute(ScriptedPolicy):
+    """Says "?" three times, then routes on the cues of the customer's last line alone: content-free
+    questions that an earlier customer answered by stating its problem plainly."""
+
+    def __init__(self) -> None:
+        self.domain = load_domain()
+
+    def act(self, observation, info, memory) -> str:
+        memory["turn"] = memory.get("turn", 0) + 1
+        if memory["turn"] <= 3:
+            return speak("?")
+        if "route" not in memory:
+            scores = cue_hits(last_heard(observation), self.domain)
+            best = max(scores.values())
+            memory["route"] = max(scores, key=scores.get) if best > 0 else ESCALATE
+        return procedure_action(memory["route"], observation, memory)
+
+
 def audits() -> list[ScenarioAudit]:
     extra = (
         AuditPolicy("tool_spraying", "degenerate", "calls every tool in turn with the caller's account id", lambda: TextPolicy(_spray, lambda a: a)),
+        AuditPolicy("questions_then_route", "degenerate", 'says "?" three times, then routes on the last line\'s cues', QuestionsThenRoute),
         AuditPolicy("fabricated_claims", "degenerate", "looks up the account, then claims a refund, reversal, unblock and balance", lambda: TextPolicy(_fabricate, lambda a: a)),
     )
     return [

@@ -10,11 +10,12 @@ whose arguments already passed schema validation.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from dialogue_gym.scenarios.rlada.data import Domain, Intent
+from dialogue_gym.scenarios.rlada.data import MIN_AMOUNT, Domain, Intent, finite_number
 from dialogue_gym.seeding import mix_seed
 
 DEBIT_KINDS = frozenset({"card_payment", "cash_withdrawal", "transfer_out", "fee", "direct_debit"})
@@ -80,6 +81,17 @@ class Bank:
             return None
         return {"code": "account_not_found", "message": f"No account {account_id!r}; the caller's account id is in your instructions."}
 
+    @staticmethod
+    def _amount(args: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
+        """``args["amount"]`` in dollars and cents, and an error when that is under one cent or not
+        finite (a domain whose schema lets such amounts through must still not move $0.00 or NaN)."""
+        given = args["amount"]
+        amount = round(float(given), 2) if finite_number(given) else math.nan
+        if not amount >= MIN_AMOUNT:
+            shown = "an integer beyond the float range" if isinstance(given, int) and not finite_number(given) else repr(given)[:40]
+            return amount, {"code": "invalid_amount", "message": f"Amounts are dollars and cents, at least ${MIN_AMOUNT}; got {shown}."}
+        return amount, None
+
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}-{self._ids.randrange(10**6):06d}"
 
@@ -114,7 +126,9 @@ class Bank:
         error = self._account_error(args["account_id"])
         if error:
             return False, error
-        amount = round(float(args["amount"]), 2)
+        amount, invalid = self._amount(args)
+        if invalid:
+            return False, invalid
         matches = [t for t in self.transactions if t.direction == "debit" and t.status == "posted" and abs(t.amount - amount) < 0.005]
         wanted = args.get("merchant", "").lower()
         if wanted and len(matches) > 1:
@@ -146,7 +160,10 @@ class Bank:
 
     def _tool_transfer_funds(self, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
         accounts = {account.account_id: account for account in self.accounts}
-        source, target, amount = accounts.get(args["from_account_id"]), accounts.get(args["to_account_id"]), round(float(args["amount"]), 2)
+        amount, invalid = self._amount(args)
+        if invalid:
+            return False, invalid
+        source, target = accounts.get(args["from_account_id"]), accounts.get(args["to_account_id"])
         if source is None or target is None:
             return False, {"code": "account_not_found", "message": f"Both accounts must belong to the caller: {sorted(accounts)}."}
         if source is target:

@@ -4,6 +4,9 @@ at, how well a customer turn conceals its intent, whether it is grounded in the 
 One lexicon serves three readers, so they agree by construction: the keyword-router baseline
 routes on these cues, the customer's concealment reward counts the cues of its *true* tool, and
 the CPU strategy agent of the trainer uses them as its features.
+
+The patterns read at most ``MAX_ACTION_CHARS`` characters of a text, and the loader refuses
+unbounded gaps (``.*``) in them (:mod:`.data`), so a cue check is linear in a bounded text.
 """
 
 from __future__ import annotations
@@ -12,12 +15,13 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from dialogue_gym.scenarios.common import bound_text
 from dialogue_gym.scenarios.rlada.data import Domain, Intent
 
 
 def cue_hits(text: str, domain: Domain) -> dict[str, int]:
     """Number of distinct cues of each tool found in ``text``."""
-    return dict(_cue_hits(text, domain))
+    return dict(_cue_hits(bound_text(text)[0], domain))
 
 
 @lru_cache(maxsize=32768)
@@ -25,9 +29,13 @@ def _cue_hits(text: str, domain: Domain) -> tuple[tuple[str, int], ...]:
     return tuple((tool, sum(1 for p in patterns if p.search(text))) for tool, patterns in domain.cues.items())
 
 
-@lru_cache(maxsize=32768)
 def active_cues(text: str, domain: Domain) -> tuple[int, ...]:
     """Indices into :attr:`Domain.cue_names` of the cues present in ``text``."""
+    return _active_cues(bound_text(text)[0], domain)
+
+
+@lru_cache(maxsize=32768)
+def _active_cues(text: str, domain: Domain) -> tuple[int, ...]:
     active, index = [], 0
     for patterns in domain.cues.values():
         for pattern in patterns:
@@ -37,9 +45,13 @@ def active_cues(text: str, domain: Domain) -> tuple[int, ...]:
     return tuple(active)
 
 
-@lru_cache(maxsize=32768)
 def context_cues(text: str, domain: Domain) -> tuple[str, ...]:
     """Names of the context cues (story details that point at no tool by themselves) present in ``text``."""
+    return _context_cues(bound_text(text)[0], domain)
+
+
+@lru_cache(maxsize=32768)
+def _context_cues(text: str, domain: Domain) -> tuple[str, ...]:
     return tuple(name for name, pattern in domain.context if pattern.search(text))
 
 

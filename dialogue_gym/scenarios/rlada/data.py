@@ -4,13 +4,21 @@ lexicon, judge rules, prompts, bank generator data, and the arena / held-out sce
 Every file lives under ``data/``; a user swaps in their own domain with ``data_dir=...`` (any file
 missing there falls back to the packaged one). Errors name the file, the line (JSONL files) or the
 entry, and the field, e.g. ``intents.jsonl: line 12: field 'tool' is 'refund'; use one of [...]``.
+
+Numbers must be finite everywhere (``NaN``, ``Infinity`` and overflowing literals are refused with the
+file, line and field); money amounts are at least one cent. Regular expressions (cues, claims, schema
+patterns) may not use an unbounded gap (``.*``, ``.+``, ``[^...]*``): use a bounded one such as
+``.{0,120}``, so that matching them stays linear in the length of a text.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import math
 import re
 import string
+import sys
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from functools import lru_cache
@@ -18,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from dialogue_gym.errors import ScenarioError
-from dialogue_gym.scenarios.common import read_json, require
+from dialogue_gym.scenarios.common import read_json as _read_json_syntax
+from dialogue_gym.scenarios.common import require
 
 DATA_DIR = Path(__file__).parent / "data"
 FILES = (
@@ -49,6 +58,17 @@ SCHEMA_KEYWORDS = frozenset(
     {"type", "properties", "required", "additionalProperties", "enum", "pattern", "minimum", "maximum",
      "exclusiveMinimum", "minLength", "maxLength", "description"}
 )
+SCHEMA_TYPES = ("object", "string", "integer", "number", "boolean", "array")
+MIN_AMOUNT = 0.01
+"""Smallest money amount (one cent) in scenario data and tool arguments."""
+MAX_PLANTED_COPIES = 10
+"""Most copies of a planted transaction (``intents.jsonl``: ``plant.transaction.copies``)."""
+MAX_BACKGROUND_TRANSACTIONS = 1000
+"""Most background transactions per generated bank (``bank.json``): each episode generates them all."""
+_UNBOUNDED_GAP = re.compile(r"(?<!\\)(?:\.|\[\^(?:\\.|[^\]\\])*\])(?:[*+]|\{\d*,\})")
+"""``.*``, ``.+``, ``[^...]*`` or ``.{n,}`` in a regular expression: quadratic search time on long text."""
+_NUMBER_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"|(-?(?:NaN|Infinity)|-?[0-9]+(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+))')
+"""A JSON string (skipped) or a literal that can be non-finite: ``NaN``, ``Infinity``, a float."""
 
 
 # -- records -----------------------------------------------------------------------------------
@@ -144,8 +164,52 @@ def _path(data_dir: Path, name: str) -> Path:
     return candidate if candidate.exists() else DATA_DIR / name
 
 
+def _non_finite(value: Any, field: str = "") -> tuple[str, float] | None:
+    """``(field path, value)`` of the first non-finite number inside ``value``, else None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return field, value
+    if isinstance(value, dict):
+        children = [(f"{field}.{key}" if field else key, child) for key, child in value.items()]
+    elif isinstance(value, list):
+        children = [(f"{field}[{index}]", child) for index, child in enumerate(value)]
+    else:
+        return None
+    for path, child in children:
+        found = _non_finite(child, path)
+        if found is not None:
+            return found
+    return None
+
+
+def _non_finite_line(text: str) -> int | None:
+    """The line of the first non-finite number literal in JSON ``text``."""
+    for token in _NUMBER_LITERAL.finditer(text):
+        if token.group(1) and not math.isfinite(float(token.group(1))):
+            return text.count("\n", 0, token.start()) + 1
+    return None
+
+
+def _check_finite(value: Any, path: Path, line: int | None) -> None:
+    found = _non_finite(value)
+    if found is not None:
+        field, number = found
+        where = f"{path}: line {line}" if line is not None else str(path)
+        raise ScenarioError(f"{where}: field {field!r} is {number}; scenario data must hold finite numbers. Write a finite number there.")
+
+
+def read_json(path: Path) -> Any:
+    """A JSON data file, with finite numbers only; errors name the file, the line and the field."""
+    try:
+        data = _read_json_syntax(path)
+    except (ValueError, RecursionError) as exc:
+        raise ScenarioError(f"{path}: unreadable JSON ({type(exc).__name__}: {str(exc)[:200]}). Fix the file.") from exc
+    if _non_finite(data) is not None:
+        _check_finite(data, path, _non_finite_line(path.read_text(encoding="utf-8")))
+    return data
+
+
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` for every non-blank line; errors name the line."""
+    """``(line number, object)`` for every non-blank line, with finite numbers only; errors name the line."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -158,6 +222,9 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ScenarioError(f"{path}: line {number}: invalid JSON ({exc.msg}). Fix the syntax of that line.") from exc
+        except (ValueError, RecursionError) as exc:
+            raise ScenarioError(f"{path}: line {number}: unreadable JSON ({type(exc).__name__}: {str(exc)[:200]}). Fix that line.") from exc
+        _check_finite(record, path, number)
         if not isinstance(record, dict):
             raise ScenarioError(f"{path}: line {number}: expected a JSON object, got {type(record).__name__}.")
         records.append((number, record))
@@ -218,7 +285,33 @@ def _compile(patterns: Any, where: str) -> tuple[re.Pattern[str], ...]:
             compiled.append(re.compile(pattern, re.IGNORECASE))
         except (re.error, TypeError) as exc:
             raise ScenarioError(f"{where}[{position}]: {pattern!r} is not a valid regular expression ({exc}).") from exc
+        gap = _UNBOUNDED_GAP.search(pattern)
+        if gap:
+            raise ScenarioError(
+                f"{where}[{position}]: {pattern!r} has the unbounded gap {gap.group(0)!r}, which makes matching quadratic "
+                f"in the length of a text; use a bounded gap such as '.{{0,120}}'."
+            )
     return tuple(compiled)
+
+
+def finite_number(value: Any) -> bool:
+    """Whether ``value`` is an int or float (not a bool) that is finite as a float (NaN, infinities and
+    ints beyond the float range are not)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and -sys.float_info.max <= value <= sys.float_info.max
+
+
+def _number(value: Any, where: str, field: str) -> float:
+    """``value`` as a finite number (not a bool); errors name ``where`` and ``field``."""
+    if not finite_number(value):
+        raise ScenarioError(f"{where}: field {field!r} must be a finite number, got {value!r}.")
+    return float(value)
+
+
+def _count(value: Any, where: str, field: str) -> int:
+    """``value`` as a non-negative int (not a bool); errors name ``where`` and ``field``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ScenarioError(f"{where}: field {field!r} must be a non-negative integer, got {value!r}.")
+    return value
 
 
 # -- tools ---------------------------------------------------------------------------------------
@@ -228,11 +321,30 @@ def _check_schema(schema: Any, where: str) -> None:
     unknown = set(schema) - SCHEMA_KEYWORDS
     if unknown:
         raise ScenarioError(f"{where}: unsupported schema keyword(s) {sorted(unknown)}; supported: {sorted(SCHEMA_KEYWORDS)}.")
-    for name, sub in schema.get("properties", {}).items():
+    if "type" in schema and schema["type"] not in SCHEMA_TYPES:
+        raise ScenarioError(f"{where}: field 'type' is {schema['type']!r}; use one of {list(SCHEMA_TYPES)}.")
+    properties = schema.get("properties", {})
+    if not isinstance(properties, dict):
+        raise ScenarioError(f"{where}: field 'properties' must be an object of name -> schema, got {properties!r}.")
+    for name, sub in properties.items():
         _check_schema(sub, f"{where}.properties.{name}")
-    missing = set(schema.get("required", [])) - set(schema.get("properties", {}))
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(name, str) for name in required):
+        raise ScenarioError(f"{where}: field 'required' must be a list of property names, got {required!r}.")
+    missing = set(required) - set(properties)
     if missing:
         raise ScenarioError(f"{where}: 'required' names {sorted(missing)}, which are not under 'properties'.")
+    if "enum" in schema and (not isinstance(schema["enum"], list) or not schema["enum"]):
+        raise ScenarioError(f"{where}: field 'enum' must be a non-empty list, got {schema['enum']!r}.")
+    if "additionalProperties" in schema and not isinstance(schema["additionalProperties"], bool):
+        raise ScenarioError(f"{where}: field 'additionalProperties' must be true or false, got {schema['additionalProperties']!r}.")
+    bounds = {key: _number(schema[key], where, key) for key in ("minimum", "exclusiveMinimum", "maximum") if key in schema}
+    lengths = {key: _count(schema[key], where, key) for key in ("minLength", "maxLength") if key in schema}
+    for low in ("minimum", "exclusiveMinimum"):
+        if low in bounds and "maximum" in bounds and bounds[low] > bounds["maximum"]:
+            raise ScenarioError(f"{where}: {low} {bounds[low]} is above maximum {bounds['maximum']}; no value could pass. Swap or fix them.")
+    if lengths.get("minLength", 0) > lengths.get("maxLength", math.inf):
+        raise ScenarioError(f"{where}: minLength {lengths['minLength']} is above maxLength {lengths['maxLength']}; no string could pass.")
     if "pattern" in schema:
         _compile([schema["pattern"]], f"{where}.pattern")
 
@@ -271,6 +383,9 @@ def _check_plant(plant: Any, where: str) -> None:
     for (plant_kind, key), options in checks.items():
         if kind == plant_kind and key in spec and spec[key] not in options:
             raise ScenarioError(f"{where}: plant {kind}.{key} is {spec[key]!r}; use one of {list(options)}.")
+    copies = spec.get("copies", 1)
+    if isinstance(copies, bool) or not isinstance(copies, int) or not 1 <= copies <= MAX_PLANTED_COPIES:
+        raise ScenarioError(f"{where}: plant {kind}.copies must be an integer from 1 to {MAX_PLANTED_COPIES}, got {copies!r}.")
     if kind == "transaction" and "kind" not in spec:
         raise ScenarioError(f"{where}: plant transaction needs a 'kind' (one of {list(TRANSACTION_KINDS)}).")
     if kind == "card" and "status" not in spec:
@@ -316,11 +431,11 @@ def _load_customer(path: Path) -> dict[str, Any]:
     for field in ("direct_followup_prefix", "acknowledgements", "hangups"):
         require(data, field, list, str(path))
     patience = require(data, "patience", int, str(path))
-    if patience < 1:
+    if isinstance(patience, bool) or patience < 1:
         raise ScenarioError(f"{path}: field 'patience' must be >= 1, got {patience}.")
     reveal = require(data, "reveal_after", dict, str(path))
     for level in ("vague", "camouflage"):
-        if not isinstance(reveal.get(level), int) or reveal[level] < 1:
+        if isinstance(reveal.get(level), bool) or not isinstance(reveal.get(level), int) or reveal[level] < 1:
             raise ScenarioError(f"{path}: reveal_after.{level} must be an int >= 1, got {reveal.get(level)!r}.")
     return data
 
@@ -329,8 +444,8 @@ def _load_judge(path: Path, tools: tuple[str, ...]) -> tuple[dict[str, Any], tup
     data = read_json(path)
     components = require(data, "components", dict, str(path))
     expected = {"routing", "lookup_first", "procedure", "clean_ending", "consistency"}
-    if set(components) != expected or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in components.values()):
-        raise ScenarioError(f"{path}: field 'components' must give a number for each of {sorted(expected)}, got {components!r}.")
+    if set(components) != expected or not all(finite_number(v) and v >= 0 for v in components.values()):
+        raise ScenarioError(f"{path}: field 'components' must give a finite number >= 0 for each of {sorted(expected)}, got {components!r}.")
     claims = []
     for position, entry in enumerate(require(data, "claims", list, str(path))):
         where = f"{path}: claims[{position}]"
@@ -356,8 +471,8 @@ def _load_scenarios(path: Path, intents: dict[str, Intent]) -> tuple[Scenario, .
         facts = entry.get("facts", {})
         if not isinstance(facts, dict) or set(facts) - FACT_KEYS:
             raise ScenarioError(f"{where}: field 'facts' must be an object with keys from {sorted(FACT_KEYS)}, got {facts!r}.")
-        if "amount" in facts and (isinstance(facts["amount"], bool) or not isinstance(facts["amount"], (int, float)) or facts["amount"] <= 0):
-            raise ScenarioError(f"{where}: facts.amount must be a positive number, got {facts['amount']!r}.")
+        if "amount" in facts and _number(facts["amount"], where, "facts.amount") < MIN_AMOUNT:
+            raise ScenarioError(f"{where}: field 'facts.amount' must be at least {MIN_AMOUNT} (one cent), got {facts['amount']!r}.")
         scenarios.append(
             Scenario(
                 id=scenario_id,
@@ -377,6 +492,35 @@ def _load_context(lexicon: dict[str, Any], path: Path) -> tuple[tuple[str, re.Pa
     if not isinstance(context, dict):
         raise ScenarioError(f"{path}: field 'context' must be an object of name -> regular expression, got {context!r}.")
     return tuple((name, _compile([pattern], f"{path}: context.{name}")[0]) for name, pattern in context.items())
+
+
+def _check_bank_numbers(bank: dict[str, Any], path: Path) -> None:
+    """The generator's numbers: ``today`` a date, ``amount_range`` of at least a cent, counts and limits."""
+    where = str(path)
+    try:
+        dt.date.fromisoformat(bank["today"])
+    except ValueError as exc:
+        raise ScenarioError(f"{where}: field 'today' must be a date YYYY-MM-DD, got {bank['today']!r}.") from exc
+    amount_range = bank.get("amount_range", [4.5, 480.0])
+    if not isinstance(amount_range, list) or len(amount_range) != 2:
+        raise ScenarioError(f"{where}: field 'amount_range' must be [low, high], got {amount_range!r}.")
+    low, high = (_number(value, where, f"amount_range[{i}]") for i, value in enumerate(amount_range))
+    if not MIN_AMOUNT <= low <= high:
+        raise ScenarioError(f"{where}: field 'amount_range' must have {MIN_AMOUNT} <= low <= high, got {amount_range!r}.")
+    counts = bank.get("background_transactions", [12, 20])
+    if not isinstance(counts, list) or len(counts) != 2:
+        raise ScenarioError(f"{where}: field 'background_transactions' must be [fewest, most], got {counts!r}.")
+    fewest, most = (_count(value, where, f"background_transactions[{i}]") for i, value in enumerate(counts))
+    if not fewest <= most <= MAX_BACKGROUND_TRANSACTIONS:
+        raise ScenarioError(
+            f"{where}: field 'background_transactions' must have fewest <= most <= {MAX_BACKGROUND_TRANSACTIONS}, got {counts!r}."
+        )
+    limits = bank.get("limits", {"daily_transfer": 5000})
+    if not isinstance(limits, dict) or "daily_transfer" not in limits:
+        raise ScenarioError(f"{where}: field 'limits' must be an object with 'daily_transfer', got {limits!r}.")
+    for name, value in limits.items():
+        if _number(value, where, f"limits.{name}") < MIN_AMOUNT:
+            raise ScenarioError(f"{where}: field 'limits.{name}' must be at least {MIN_AMOUNT}, got {value!r}.")
 
 
 @lru_cache(maxsize=8)
@@ -410,6 +554,7 @@ def load_domain(data_dir: str | Path | None = None) -> Domain:
         require(bank, field, list, str(bank_path))
     for field in ("bank_name", "greeting", "today"):
         require(bank, field, str, str(bank_path))
+    _check_bank_numbers(bank, bank_path)
     by_name = {intent.name: intent for intent in intents}
     return Domain(
         tools=tools,

@@ -29,6 +29,7 @@ from dialogue_gym.rewards.rlada import (
     customer_terminal_terms,
     strict_pass,
 )
+from dialogue_gym.scenarios.common import MAX_ACTION_CHARS, config_number
 from dialogue_gym.scenarios.rlada.bank import generate_bank
 from dialogue_gym.scenarios.rlada.cues import (
     concealment,
@@ -36,7 +37,7 @@ from dialogue_gym.scenarios.rlada.cues import (
     grounded,
     names_intent,
 )
-from dialogue_gym.scenarios.rlada.data import LEVELS, Domain, Scenario, load_domain
+from dialogue_gym.scenarios.rlada.data import LEVELS, MIN_AMOUNT, Domain, Scenario, finite_number, load_domain
 from dialogue_gym.scenarios.rlada.judge import LOOKUP, LLMJudge, RuleJudge, Verdict
 from dialogue_gym.scenarios.rlada.parsing import (
     parse_agent_action,
@@ -55,12 +56,6 @@ SCENARIO_SETS = ("taxonomy", "arena", "heldout")
 JUDGES = ("rule", "llm")
 PROFILE_KEYS = ("scenario", "intent", "concealment", "bank_seed", "facts")
 SILENCE = "(silence)"
-
-
-def _number(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{name} must be a number, got {value!r}.")
-    return float(value)
 
 
 @dataclass(frozen=True)
@@ -107,8 +102,9 @@ class RladaConfig:
     """Subtracted per customer turn that sounds like the bank."""
     customer_max_sentences: int = 2
     customer_max_chars: int = 400
+    """Longer customer turns are cut to this (what the agent hears) and fail the format check; at most ``MAX_ACTION_CHARS``."""
     max_utterance_chars: int = 2000
-    """Longer agent content is truncated and flagged."""
+    """Longer agent content is truncated and flagged; at most ``MAX_ACTION_CHARS``."""
     scenario_set: str = "taxonomy"
     """Where episodes come from without reset options: ``taxonomy`` (any of the 78 intents), ``arena`` (the 10 arena scenarios) or ``heldout`` (the 12 held-out ones)."""
     concealment: str | None = None
@@ -122,9 +118,12 @@ class RladaConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive int, got {value!r}.")
+        for name in ("customer_max_chars", "max_utterance_chars"):
+            if getattr(self, name) > MAX_ACTION_CHARS:
+                raise ConfigError(f"{name} must be at most {MAX_ACTION_CHARS} (MAX_ACTION_CHARS, what a parser reads), got {getattr(self, name)!r}.")
         for spec in fields(self):
             if spec.type == "float":
-                _number(getattr(self, spec.name), spec.name)
+                config_number(spec.name, getattr(self, spec.name))
         if self.judge not in JUDGES:
             raise ConfigError(f"judge={self.judge!r} is not supported; use one of {JUDGES} (with judge_backend=... for 'llm').")
         if self.judge == "llm" and self.judge_backend is None:
@@ -247,6 +246,9 @@ class RladaGame(Game):
         facts = profile.get("facts") or {}
         if not isinstance(facts, dict):
             raise ConfigError(f"profile facts must be a dict, got {facts!r}.")
+        amount = facts.get("amount", MIN_AMOUNT)
+        if not (finite_number(amount) and amount >= MIN_AMOUNT):
+            raise ConfigError(f"profile facts['amount'] must be a finite number of dollars >= {MIN_AMOUNT}, got {amount!r:.80}.")
         bank, facts = generate_bank(bank_seed, intent, self.domain, facts)
         self.bank, self.intent = bank, intent
         return {

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from dialogue_gym.backends.base import GenerationRequest, SamplingParams
+from dialogue_gym.scenarios.common import bound_text, safe_json_loads
 from dialogue_gym.scenarios.rlada.data import Domain
 from dialogue_gym.types import Trajectory
 
@@ -189,8 +190,11 @@ class RuleJudge:
 
 
 # -- LLM judge ---------------------------------------------------------------------------------
-_SCORE = re.compile(r"score\W{0,3}\s*(-?\d+(?:\.\d+)?)(?:\s*(?:/|out of)\s*(\d+(?:\.\d+)?))?", re.IGNORECASE)
-_FRACTION = re.compile(r"(-?\d+(?:\.\d+)?)\s*(?:/|out of)\s*(\d+(?:\.\d+)?)")
+# A fraction starts where no digit or point precedes it: without that lookbehind, a long digit run
+# with no "/" after it is retried from every one of its digits (quadratic time). A score followed by
+# an exponent ("score": 1e999, which the JSON reader refused) is not read as its mantissa.
+_SCORE = re.compile(r"score\W{0,3}\s*(-?\d+(?:\.\d+)?)(?![\d.]|[eE][+-]?\d)(?:\s*(?:/|out of)\s*(\d+(?:\.\d+)?))?", re.IGNORECASE)
+_FRACTION = re.compile(r"(?<![\d.])(-?\d+(?:\.\d+)?)\s*(?:/|out of)\s*(\d+(?:\.\d+)?)")
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*$")
 
 
@@ -200,14 +204,15 @@ def parse_judge_score(text: str, max_score: float = 3.0) -> tuple[float | None, 
     Reads, in order: a JSON object with ``score`` (also inside a code fence or surrounded by text; the
     score may be a number, a numeric string or ``"2/3"``), ``score: 2.5`` / ``Score = 2 out of 3``, a
     bare fraction ``2.5/3``, or a bare number. A fraction over another scale is rescaled; values
-    outside the range are clamped and reported."""
+    outside the range are clamped and reported. Only the first ``MAX_ACTION_CHARS`` characters are
+    read; never raises."""
+    if not isinstance(text, str):
+        return None, f"the judge's answer must be text, got {type(text).__name__}"
+    text = bound_text(text)[0]
     candidates: list[tuple[float, float | None]] = []
     first, last = text.find("{"), text.rfind("}")
     if 0 <= first < last:
-        try:
-            data = json.loads(text[first : last + 1])
-        except json.JSONDecodeError:
-            data = None
+        data = safe_json_loads(text[first : last + 1])[0]
         if isinstance(data, dict) and "score" in data:
             value = data["score"]
             if isinstance(value, (int, float)) and not isinstance(value, bool):

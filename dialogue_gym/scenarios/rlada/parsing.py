@@ -8,6 +8,10 @@ type (``say`` -> ``speak``, ``tool`` -> ``tool_call``, ``end`` -> ``end_call``) 
 else is flagged.
 
 Customer: plain spoken text (one or two sentences); ``[hang up]`` ends the call.
+
+Both parsers first cut their input to ``MAX_ACTION_CHARS`` characters (:mod:`dialogue_gym.scenarios.common`)
+and read JSON with :func:`~dialogue_gym.scenarios.common.safe_json_loads` (bounded nesting and
+integers, no NaN/Infinity), so one step costs time linear in a bounded text whatever the model emits.
 """
 
 from __future__ import annotations
@@ -18,13 +22,15 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Sequence
 
+from dialogue_gym.scenarios.common import bound_text, safe_json_loads, truncation_problem
+
 ACTION_TYPES = ("speak", "tool_call", "end_call")
 _ACTION_ALIASES = {
     "speak": "speak", "say": "speak", "reply": "speak", "respond": "speak", "message": "speak",
     "tool_call": "tool_call", "tool": "tool_call", "call_tool": "tool_call", "toolcall": "tool_call", "function_call": "tool_call",
     "end_call": "end_call", "end": "end_call", "hang_up": "end_call", "endcall": "end_call",
 }
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+_FENCE = "```"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _MARKUP = re.compile(r"</?\w+>|^\s*[{\[]")
 _SPEAKER = re.compile(r"^\s*(customer|caller|me|user)\s*:\s*", re.IGNORECASE)
@@ -46,28 +52,44 @@ class AgentAction:
         return {"action_type": self.action_type, "content": self.content, "tool": self.tool, "args": self.args, "thinking": self.thinking, "format": self.format}
 
 
+def _unfence(text: str) -> str | None:
+    """The body of a Markdown code fence (three backticks, optionally ``json``) spanning all of ``text``,
+    else None. String operations, not a regex: a lazy ``(.*?)\\s*```$`` is quadratic on long runs of spaces."""
+    if len(text) < 2 * len(_FENCE) or not (text.startswith(_FENCE) and text.endswith(_FENCE)):
+        return None
+    body = text[len(_FENCE) : -len(_FENCE)]
+    return body[len("json") :] if body.startswith("json") else body
+
+
 def _load_object(text: str) -> tuple[Any, str, str | None]:
-    """``(object or None, format, problem)`` from raw text."""
+    """``(object or None, format, problem)`` from raw text (at most ``MAX_ACTION_CHARS`` characters)."""
     stripped = text.strip()
-    fenced = _FENCE.match(stripped)
     fmt = "json"
-    if fenced:
-        stripped, fmt = fenced.group(1).strip(), "json_fenced"
-    try:
-        return json.loads(stripped), fmt, None
-    except json.JSONDecodeError as exc:
-        first, last = stripped.find("{"), stripped.rfind("}")
-        if 0 <= first < last:
-            try:
-                return json.loads(stripped[first : last + 1]), "json_embedded", None
-            except json.JSONDecodeError:
-                pass
-        return None, "text", f"malformed JSON ({exc.msg} at character {exc.pos})"
+    fenced = _unfence(stripped)
+    if fenced is not None:
+        stripped, fmt = fenced.strip(), "json_fenced"
+    loaded, problem = safe_json_loads(stripped)
+    if problem is None:
+        return loaded, fmt, None
+    first, last = stripped.find("{"), stripped.rfind("}")
+    if 0 <= first < last and (first, last) != (0, len(stripped) - 1):
+        embedded, embedded_problem = safe_json_loads(stripped[first : last + 1])
+        if embedded_problem is None:
+            return embedded, "json_embedded", None
+    return None, "text", problem
+
+
+def parse_agent_action(text: str, max_chars: int = 2000) -> AgentAction:
+    """Read one support-agent turn; ``problem`` is set when it cannot be used as is. Pure; memoised
+    on the bounded text."""
+    bounded, truncated = bound_text(text)
+    if truncated:
+        return AgentAction(None, "", None, {}, "", "text", truncation_problem(len(text)) + "; answer with one short JSON object")
+    return _parse_agent_action(bounded, max_chars)
 
 
 @lru_cache(maxsize=16384)
-def parse_agent_action(text: str, max_chars: int = 2000) -> AgentAction:
-    """Read one support-agent turn; ``problem`` is set when it cannot be used as is. Pure and memoised."""
+def _parse_agent_action(text: str, max_chars: int) -> AgentAction:
     loaded, fmt, problem = _load_object(text)
     if problem is not None:
         return AgentAction(None, "", None, {}, "", fmt, problem + "; answer with one JSON object {thinking, action_type, content, tool_args}")
@@ -144,20 +166,26 @@ def parse_customer_output(
     max_sentences: int = 2,
     max_chars: int = 400,
 ) -> CustomerMove:
-    """Read one customer turn: the utterance, a hang-up marker, and the format / role checks."""
-    utterance = _SPEAKER.sub("", text.strip()).strip().strip('"').strip()
+    """Read one customer turn: the utterance, a hang-up marker, and the format / role checks.
+
+    Only the first ``MAX_ACTION_CHARS`` characters are read, and an utterance over ``max_chars`` is
+    cut there (and noted, so the turn fails the format check): the agent hears, and the cue, role and
+    grounding checks read, at most ``max_chars`` characters."""
+    bounded, truncated = bound_text(text)
+    utterance = _SPEAKER.sub("", bounded.strip()).strip().strip('"').strip()
     hangup = False
     for marker in hangup_markers:
         if marker.search(utterance):
             hangup = True
             utterance = marker.sub(" ", utterance)
     utterance = " ".join(utterance.split())
-    notes = []
+    notes = [truncation_problem(len(text))] if truncated else []
     sentences = count_sentences(utterance)
     if sentences > max_sentences:
         notes.append(f"{sentences} sentences (the customer speaks 1-{max_sentences})")
     if len(utterance) > max_chars:
-        notes.append(f"{len(utterance)} characters (at most {max_chars})")
+        notes.append(f"{len(utterance)} characters (at most {max_chars}); cut to {max_chars}")
+        utterance = utterance[:max_chars].rstrip()
     if _MARKUP.search(utterance):
         notes.append("markup or JSON in a spoken turn")
     reversal = tuple(p.pattern for p in role_reversal if p.search(utterance))

@@ -1,8 +1,8 @@
 """Tool calls: argument validation against the JSON schemas in ``data/tools.json``, and execution
 against the episode's simulated bank.
 
-A bad call (unknown tool, arguments that do not match the schema) returns a structured error to
-the agent and executes nothing; it never raises. A valid call that the bank refuses (unknown
+A bad call (unknown tool, arguments that do not match the schema, a number that is not finite)
+returns a structured error to the agent and executes nothing; it never raises. A valid call that the bank refuses (unknown
 account, no matching charge, insufficient funds) returns a structured *domain* error.
 """
 
@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from dialogue_gym.scenarios.rlada.bank import Bank
-from dialogue_gym.scenarios.rlada.data import Tool
+from dialogue_gym.scenarios.rlada.data import Tool, finite_number
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
@@ -49,6 +49,9 @@ def schema_errors(value: Any, schema: dict[str, Any], path: str = "tool_args") -
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             errors.append(f"{path} must have at most {schema['maxLength']} characters, got {len(value)}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not finite_number(value):
+            shown = "an integer too large for a float" if isinstance(value, int) else repr(value)
+            return [f"{path} must be a finite number, got {shown}"]
         if "minimum" in schema and value < schema["minimum"]:
             errors.append(f"{path} must be >= {schema['minimum']}, got {value}")
         if "maximum" in schema and value > schema["maximum"]:

@@ -2,7 +2,9 @@
 
 Roles: ``agent`` (the service caller) and ``user`` (the restaurant owner with hidden state).
 The agent speaks first; turns alternate. The user role emits a record (reply, c/e/tr, status),
-whether played by the scripted simulator, an LLM, or a learner.
+whether played by the scripted simulator, an LLM, or a learner. Both are parsed by
+:mod:`dialogue_gym.scenarios.sead.parsing`: any ``str`` is read (the first ``MAX_ACTION_CHARS`` =
+20,000 characters of it) or flagged, never raised on.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from gymnasium import spaces
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, StepResult, check_invalid_action_mode
+from dialogue_gym.scenarios.common import check_max_utterance_chars, config_number
 from dialogue_gym.scenarios.sead.data import (
     DEFAULT_BEHAVIORS_FILE,
     DEFAULT_SCENARIO_FILE,
@@ -56,7 +59,7 @@ class SeadConfig:
     user_reward: str = "adversarial"
     """Reward of the user role: ``adversarial`` (success_reward when the agent fails; SEAD's 'Train URM' ablation) or ``none``."""
     max_utterance_chars: int = 2000
-    """Longer utterances are truncated and flagged."""
+    """Longer utterances are truncated and flagged (at most ``MAX_ACTION_CHARS``, what a parser reads)."""
     scenario_file: str | None = None
     """Campaign JSON (facts + SOP); default: the packaged restaurant ad-credit campaign."""
     behaviors_file: str | None = None
@@ -68,10 +71,9 @@ class SeadConfig:
             raise ConfigError(f"max_agent_turns must be a positive int, got {self.max_agent_turns!r}.")
         if self.user_reward not in USER_REWARD_MODES:
             raise ConfigError(f"user_reward={self.user_reward!r} is not supported; use one of {USER_REWARD_MODES}.")
+        check_max_utterance_chars(self.max_utterance_chars)
         for name in ("success_reward", "invalid_action_penalty"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ConfigError(f"{name} must be a number, got {value!r}.")
+            config_number(name, getattr(self, name))
 
 
 class SeadGame(Game):

@@ -4,25 +4,40 @@ Agent: SEAD's tagged format (``<response>``, ``<cooperation_score>``, ``<emotion
 ``<trust_score>``, optional ``<stage>``, ``<status>``), JSON with the same fields, or plain text.
 User: ``<think>``, ``<reply>``, ``<cooperation>``, ``<emotion>``, ``<trust>``, ``<status>``.
 Parsers never raise on model output: they return what they could read plus a ``problem`` string.
+
+Limits (:mod:`dialogue_gym.scenarios.common`): only the first ``MAX_ACTION_CHARS`` (20,000)
+characters of an output are read, and a longer output is flagged; JSON deeper than
+``MAX_JSON_DEPTH`` (32), with integers over ``MAX_JSON_INT_DIGITS`` (100) digits or with
+non-finite numbers is malformed; tag names over 64 characters are text. Tags are found by
+:func:`~dialogue_gym.scenarios.common.scan_tags` and every pattern here is linear-time, so a step
+costs time linear in at most ``MAX_ACTION_CHARS`` characters whatever the model emits.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from typing import TypeVar
 
-from dialogue_gym.scenarios.common import clean_utterance, to_int
+from dialogue_gym.scenarios.common import (
+    TagSpan,
+    bound_text,
+    clean_utterance,
+    memoise_short_texts,
+    safe_json_loads,
+    scan_tags,
+    short_repr,
+    tag_fields,
+    to_int,
+    truncation_problem,
+)
 from dialogue_gym.scenarios.sead.state import UserState
 
-_TAG = re.compile(r"<(\w+)>(.*?)</\1>", re.DOTALL)
 _ANY_TAG = re.compile(r"</?\w+>")
-_CANONICAL_USER = re.compile(
-    r"<think>(.*?)</think><reply>(.*?)</reply><cooperation>(\d)</cooperation>"
-    r"<emotion>(\d)</emotion><trust>(\d)</trust><status>(-?\d)</status>",
-    re.DOTALL,
-)
+_USER_TAGS = ("think", "reply", "cooperation", "emotion", "trust", "status")
+_DIGIT = re.compile(r"\d")
+_STATUS_DIGIT = re.compile(r"-?\d")
 
 AGENT_SCORE_FIELDS = ("cooperation_score", "emotion_score", "trust_score")
 USER_STATE_FIELDS = ("cooperation", "emotion", "trust")
@@ -67,7 +82,7 @@ def _read_estimate(fields: dict[str, object], names: tuple[str, ...]) -> tuple[U
     values = [to_int(fields[name]) for name in names]
     if any(v is None for v in values):
         bad = {name: fields[name] for name, v in zip(names, values) if v is None}
-        return None, f"state estimate is not integer: {bad}"
+        return None, f"state estimate is not integer: {short_repr(bad, 200)}"
     state = UserState(*values)
     out = state.out_of_range()
     if out:
@@ -75,29 +90,43 @@ def _read_estimate(fields: dict[str, object], names: tuple[str, ...]) -> tuple[U
     return state, None
 
 
-@lru_cache(maxsize=16384)
-def parse_agent_output(text: str, max_chars: int = 2000) -> AgentMove:
-    """Read one agent turn; ``problem`` is set when the output is malformed or out of range.
+Move = TypeVar("Move", AgentMove, UserMove)
 
-    Pure and memoised: scripted policies repeat their lines, and an env step should cost microseconds."""
+
+def _with_truncation(move: Move, length: int) -> Move:
+    """``move`` of an output of ``length`` characters that was read from its head only, flagged as such."""
+    problem = "; ".join(filter(None, [truncation_problem(length), move.problem]))
+    return dataclasses.replace(move, problem=problem)
+
+
+def parse_agent_output(text: str, max_chars: int = 2000) -> AgentMove:
+    """Read one agent turn; ``problem`` is set when the output is malformed, out of range or over
+    ``MAX_ACTION_CHARS`` (then only its head is read). Total: any ``str`` gives a move."""
+    bounded, truncated = bound_text(text)
+    move = _parse_agent_output(bounded, max_chars)
+    return _with_truncation(move, len(text)) if truncated else move
+
+
+@memoise_short_texts(maxsize=16384)
+def _parse_agent_output(text: str, max_chars: int) -> AgentMove:
+    """Pure and memoised: scripted policies repeat their lines, and an env step should cost microseconds."""
     stripped = text.strip()
     fields: dict[str, object] = {}
     problems: list[str] = []
     fmt = "plain"
     if stripped.startswith("{"):
-        try:
-            loaded = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            loaded = None
-            problems.append(f"malformed JSON ({exc.msg})")
+        loaded, json_problem = safe_json_loads(stripped)
+        if json_problem:
+            problems.append(json_problem)
         if isinstance(loaded, dict):
             fmt = "json"
             fields = loaded
             if not isinstance(fields.get("response"), str):
-                problems.append("JSON output has no string 'response' field")
-        utterance = str(fields.get("response", "")) if fields else ""
+                problems.append(f"JSON output has no string 'response' field (got {short_repr(fields.get('response'))})")
+        response = fields.get("response")
+        utterance = response if isinstance(response, str) else ""
     else:
-        fields = {name: value.strip() for name, value in _TAG.findall(stripped)}
+        fields = tag_fields(scan_tags(stripped))
         if "response" in fields:
             fmt = "tags"
             utterance = fields["response"]
@@ -113,10 +142,19 @@ def parse_agent_output(text: str, max_chars: int = 2000) -> AgentMove:
     estimate, problem = _read_estimate(fields, AGENT_SCORE_FIELDS)
     if problem:
         problems.append(problem)
-    stage = to_int(fields.get("stage")) if "stage" in fields else None
-    status = to_int(fields.get("status")) if "status" in fields else None
+    stage = _optional_int(fields, "stage", problems)
+    status = _optional_int(fields, "status", problems)
     utterance = clean_utterance(utterance, problems, max_chars)
     return AgentMove(utterance, estimate, stage, status, fmt, "; ".join(problems) or None)
+
+
+def _optional_int(fields: dict[str, object], name: str, problems: list[str]) -> int | None:
+    if name not in fields:
+        return None
+    value = to_int(fields[name])
+    if value is None:
+        problems.append(f"{name} {short_repr(fields[name])} is not an integer; ignored")
+    return value
 
 
 def render_agent_output(utterance: str, estimate: tuple[int, int, int] | None = None) -> str:
@@ -127,16 +165,37 @@ def render_agent_output(utterance: str, estimate: tuple[int, int, int] | None = 
     return text
 
 
-@lru_cache(maxsize=16384)
 def parse_user_output(text: str, previous: UserState) -> UserMove:
-    """Read one user turn. Out-of-range states are clamped, missing ones repaired from ``previous``. Pure and memoised."""
-    canonical = _CANONICAL_USER.fullmatch(text)
+    """Read one user turn. Out-of-range states are clamped, missing ones repaired from ``previous``;
+    an output over ``MAX_ACTION_CHARS`` is read from its head and flagged. Total: any ``str`` gives a move."""
+    bounded, truncated = bound_text(text)
+    move = _parse_user_output(bounded, previous)
+    return _with_truncation(move, len(text)) if truncated else move
+
+
+def _canonical_user(text: str, spans: list[TagSpan]) -> UserMove | None:
+    """The move when ``text`` is exactly SEAD's user record with in-range values, else None."""
+    if tuple(span.name for span in spans) != _USER_TAGS or spans[0].start != 0 or spans[-1].end != len(text):
+        return None
+    if any(left.end != right.start for left, right in zip(spans, spans[1:])):
+        return None
+    think, reply, c, e, tr, status = (span.content for span in spans)
+    if not all(_DIGIT.fullmatch(value) for value in (c, e, tr)) or not _STATUS_DIGIT.fullmatch(status):
+        return None
+    state = UserState(int(c), int(e), int(tr))
+    if state.out_of_range() or int(status) not in USER_STATUS or not reply or reply.strip() != reply:
+        return None
+    return UserMove(" ".join(reply.split()), state, int(status), think.strip())
+
+
+@memoise_short_texts(maxsize=16384)
+def _parse_user_output(text: str, previous: UserState) -> UserMove:
+    """Pure and memoised."""
+    spans = scan_tags(text)
+    canonical = _canonical_user(text, spans)
     if canonical is not None:
-        think, reply, c, e, tr, status = canonical.groups()
-        state = UserState(int(c), int(e), int(tr))
-        if not state.out_of_range() and int(status) in USER_STATUS and reply.strip() == reply and reply:
-            return UserMove(" ".join(reply.split()), state, int(status), think.strip())
-    fields = {name: value.strip() for name, value in _TAG.findall(text)}
+        return canonical
+    fields = tag_fields(spans)
     problems: list[str] = []
     if "reply" in fields:
         reply = fields["reply"]
@@ -156,7 +215,7 @@ def parse_user_output(text: str, previous: UserState) -> UserMove:
         problems.append(f"{'; '.join(out)}; clamped")
     status = to_int(fields.get("status")) if "status" in fields else 0
     if status not in USER_STATUS:
-        problems.append(f"status {fields.get('status')!r} is not -1, 0 or 1; treated as 0")
+        problems.append(f"status {short_repr(fields.get('status'))} is not -1, 0 or 1; treated as 0")
         status = 0
     reply = " ".join(reply.split())
     if not reply:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from dialogue_gym.errors import ScenarioError
+from dialogue_gym.scenarios.common import short_repr
 
 COOPERATION_LEVELS = 5
 EMOTION_LEVELS = 4
@@ -27,7 +28,7 @@ class UserState(NamedTuple):
 
     def out_of_range(self) -> list[str]:
         return [
-            f"{name} {value} outside 0..{n - 1}"
+            f"{name} {short_repr(value)} outside 0..{n - 1}"
             for name, value, n in zip(STATE_NAMES, self, STATE_DIMS)
             if not 0 <= value < n
         ]

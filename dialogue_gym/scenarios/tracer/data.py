@@ -205,6 +205,11 @@ def parse_session(record: Any, where: str, min_user_turns: int = MIN_USER_TURNS,
             raise ScenarioError(
                 f"{where}: user turn {position} has intent_level {level}, which ends a session, but more turns follow."
             )
+    if user_levels[0] in (DROPOUT_LEVEL, CONVERSION_LEVEL):
+        raise ScenarioError(
+            f"{where}: user turn 0 has intent_level {user_levels[0]}, but a user cannot convert or leave on its "
+            "first move (the game's opening rule); start the session at a level 1-4."
+        )
     outcome = _get(record, where, "outcome", str)
     if outcome not in OUTCOMES:
         raise ScenarioError(f"{where}: field 'outcome' must be one of {list(OUTCOMES)}, got {outcome!r}.")

@@ -6,6 +6,18 @@ assistant utterance, which is already said when the episode begins, so the user 
 alternate. A user turn carries an intent level 0-5; the episode ends after a user turn on conversion
 (level 5), dropout (level 0) or the ``max_user_turns``-th user turn (15; a dropout, outcome ``timeout``).
 
+Opening rule: the user's first move answers the reference opening, which no policy chose, so it
+cannot end the episode (a user cannot convert or leave before the assistant has said anything):
+level 5 there is read as 4 and level 0 as 1, the move scores 0 on R_fmt (``format_ok`` false) and its
+turn record keeps the level asked for as ``parsed["requested_intent_level"]``; ``max_user_turns`` is
+at least 2. So a well-formed first move never ends the episode, and a view whose ``reset`` plays the
+user's first move never hands back an ended episode (only ``invalid_action="end"`` ends one, on a
+malformed move, as it does on any move). Reference sessions obey the same rule: only their last user
+turn may be at level 0 or 5, and they have 3 or more.
+
+Model output is parsed by :mod:`dialogue_gym.scenarios.tracer.parsing`: any ``str`` is read (the
+first ``MAX_ACTION_CHARS`` = 20,000 characters of it) or flagged, never raised on.
+
 At the end the user role is scored against its paired reference (TRACER's reward, SPEC section 2:
 ``l1 R_fmt + l2 R_final + l3 R_traj``) and the assistant by conversion (DM-Bench); a response-quality
 judge may score the assistant's turns. ``info`` carries the intent trajectory and its DTW alignment
@@ -23,6 +35,7 @@ from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, StepResult, check_invalid_action_mode
 from dialogue_gym.metrics.dtw import Alignment, align
 from dialogue_gym.rewards.tracer import TracerReward, tracer_reward
+from dialogue_gym.scenarios.common import check_max_utterance_chars, config_number
 from dialogue_gym.scenarios.tracer.data import (
     CONVERSION_LEVEL,
     DEFAULT_SESSIONS_FILE,
@@ -33,6 +46,9 @@ from dialogue_gym.scenarios.tracer.data import (
     ReferenceSet,
     load_sessions,
 )
+
+OPENING_REPLY_LEVELS = {CONVERSION_LEVEL: CONVERSION_LEVEL - 1, DROPOUT_LEVEL: DROPOUT_LEVEL + 1}
+"""The opening rule: how a level that would end the episode is read on the user's first move."""
 from dialogue_gym.scenarios.tracer.judges import JUDGES, make_judge
 from dialogue_gym.scenarios.tracer.parsing import (
     parse_assistant_output,
@@ -50,20 +66,12 @@ NO_REPLY = "(no reply)"
 USER_REWARD_MODES = ("tracer", "none")
 
 
-def _number(name: str, value: Any, low: float | None = None, high: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{name} must be a number, got {value!r}.")
-    if (low is not None and value < low) or (high is not None and value > high):
-        raise ConfigError(f"{name} must be in [{low}, {high}], got {value!r}.")
-    return float(value)
-
-
 @dataclass(frozen=True)
 class TracerConfig:
     """Rules' constants (SPEC section 2); every one is a keyword of the envs."""
 
     max_user_turns: int = MAX_USER_TURNS
-    """Sessions end (outcome ``timeout``, a dropout) after this many user turns."""
+    """Sessions end (outcome ``timeout``, a dropout) after this many user turns (at least 2: the opening rule)."""
     sessions_file: str | None = None
     """Reference sessions (JSONL, see ``data/README.md``); default: the packaged SYNTHETIC sample."""
     sessions: tuple[str, ...] | list[str] | None = None
@@ -89,7 +97,7 @@ class TracerConfig:
     fallback_intent_level: int = 2
     """Level used when a user output's level cannot be read and there is no previous level to keep."""
     max_utterance_chars: int = 2000
-    """Longer assistant utterances are truncated and flagged."""
+    """Longer assistant utterances are truncated and flagged (at most ``MAX_ACTION_CHARS``, what a parser reads)."""
     judge: str = "none"
     """Response-quality judge of the assistant's turns at the end: ``none``, ``heuristic``, ``llm``."""
     judge_backend: dict | None = None
@@ -97,8 +105,11 @@ class TracerConfig:
 
     def __post_init__(self) -> None:
         check_invalid_action_mode(self.invalid_action)
-        if isinstance(self.max_user_turns, bool) or not isinstance(self.max_user_turns, int) or self.max_user_turns < 1:
-            raise ConfigError(f"max_user_turns must be a positive int, got {self.max_user_turns!r}.")
+        if isinstance(self.max_user_turns, bool) or not isinstance(self.max_user_turns, int) or self.max_user_turns < 2:
+            raise ConfigError(
+                f"max_user_turns must be an int >= 2 (the user's first move cannot end an episode), got {self.max_user_turns!r}."
+            )
+        check_max_utterance_chars(self.max_utterance_chars)
         if self.user_reward not in USER_REWARD_MODES:
             raise ConfigError(f"user_reward={self.user_reward!r} is not supported; use one of {USER_REWARD_MODES}.")
         if self.judge not in JUDGES:
@@ -107,14 +118,14 @@ class TracerConfig:
         if not isinstance(weights, (list, tuple)) or len(weights) != 3:
             raise ConfigError(f"reward_weights must be three numbers (l1, l2, l3), got {weights!r}.")
         for position, weight in enumerate(weights):
-            _number(f"reward_weights[{position}]", weight)
-        _number("alpha", self.alpha, 0.0)
-        _number("beta", self.beta, 0.0)
-        if _number("eta_flat", self.eta_flat, 0.0, 1.0) == 0.0:
+            config_number(f"reward_weights[{position}]", weight)
+        config_number("alpha", self.alpha, 0.0)
+        config_number("beta", self.beta, 0.0)
+        if config_number("eta_flat", self.eta_flat, 0.0, 1.0) == 0.0:
             raise ConfigError("eta_flat must be in (0, 1], got 0; 1 turns the flatness discount off.")
-        _number("rho", self.rho, 0.0, 1.0)
-        _number("conversion_reward", self.conversion_reward)
-        _number("invalid_action_penalty", self.invalid_action_penalty)
+        config_number("rho", self.rho, 0.0, 1.0)
+        config_number("conversion_reward", self.conversion_reward)
+        config_number("invalid_action_penalty", self.invalid_action_penalty)
         if self.fallback_intent_level not in range(1, LEVELS - 1):
             raise ConfigError(f"fallback_intent_level must be an int 1-{LEVELS - 2}, got {self.fallback_intent_level!r}.")
         if self.sessions is not None and (
@@ -235,10 +246,14 @@ class TracerGame(Game):
                 self._role = "user"
         else:
             move = parse_user_output(text, current if current is not None else self.config.fallback_intent_level)
-            level = move.intent_level
+            level, format_ok = move.intent_level, move.format_ok
+            parsed: dict[str, Any] = {}
+            if current is None and level in OPENING_REPLY_LEVELS:
+                parsed["requested_intent_level"] = level
+                level, format_ok = OPENING_REPLY_LEVELS[level], False
             self.intents.append(level)
-            self.format_ok.append(move.format_ok)
-            parsed = {"intent_level": level, "think": move.think, "format_ok": move.format_ok}
+            self.format_ok.append(format_ok)
+            parsed.update(intent_level=level, think=move.think, format_ok=format_ok)
             self.turns.append(Turn("user", text, move.reply, parsed, (level,), move.problem, token_ids, logprobs))
             self._messages["user"].append({"role": "assistant", "content": text})
             self._messages["assistant"].append({"role": "user", "content": move.reply or NO_REPLY})

@@ -7,17 +7,19 @@
 * :class:`LLMJudge`: the LLM-as-a-judge protocol with the four-dimension rubric
   (:data:`~dialogue_gym.scenarios.tracer.prompts.JUDGE_RUBRIC`), one batched backend call for many dialogues.
 
-RQ is the mean of the four. A dialogue in which the assistant never spoke scores NaN.
+RQ is the mean of the four. A dialogue in which the assistant never spoke is unscored: every score
+is ``None`` (``null`` in a trajectory, which is strict JSON; metrics skip it). The LLM judge's answer
+is read from its first ``MAX_ACTION_CHARS`` characters with the bounded JSON reader of
+:mod:`dialogue_gym.scenarios.common`; any unreadable answer is unscored, with an ``error``.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from typing import Any, Sequence
 
 from dialogue_gym.errors import ConfigError
+from dialogue_gym.scenarios.common import bound_text, safe_json_loads
 from dialogue_gym.scenarios.tracer.acts import analyze
 from dialogue_gym.scenarios.tracer.data import load_phrases
 from dialogue_gym.scenarios.tracer.prompts import judge_prompt
@@ -43,8 +45,8 @@ def _scores(values: dict[str, float]) -> dict[str, float]:
     return scores
 
 
-def _nan_scores() -> dict[str, float]:
-    return {**{name: math.nan for name in DIMENSIONS}, "rq": math.nan}
+def _unscored() -> dict[str, float | None]:
+    return {**{name: None for name in DIMENSIONS}, "rq": None}
 
 
 class HeuristicJudge:
@@ -54,7 +56,7 @@ class HeuristicJudge:
         pairs = list(transcript)
         spoken = [(i, text) for i, (role, text) in enumerate(pairs) if role == "assistant"]
         if not spoken:
-            return _nan_scores()
+            return _unscored()
         facts = [str(f) for f in merchant.get("facts", [])]
         known_numbers = set(_NUMBER.findall(" ".join(facts + [str(merchant.get("greeting", ""))])))
         fact_words = [set(_WORD.findall(f.lower())) for f in facts]
@@ -104,17 +106,20 @@ class LLMJudge:
 
     @staticmethod
     def parse(text: str) -> dict[str, float]:
-        """The four scores from the judge's JSON answer; NaN scores (and ``error``) when unreadable."""
-        match = re.search(r"\{.*?\}", text, re.DOTALL)
-        try:
-            loaded = json.loads(match.group(0)) if match else None
-        except json.JSONDecodeError:
-            loaded = None
+        """The four scores from the judge's JSON answer (the first ``{...}`` of it, which may not nest
+        objects); unscored (``None`` scores and an ``error``) when unreadable. Total: any ``str`` gives scores."""
+        if not isinstance(text, str):
+            return {**_unscored(), "error": f"judge output is a {type(text).__name__}, not text"}
+        bounded, _ = bound_text(text)
+        opening = bounded.find("{")
+        closing = bounded.find("}", opening) if opening >= 0 else -1
+        loaded, problem = safe_json_loads(bounded[opening : closing + 1]) if closing >= 0 else (None, "no JSON object")
         values = {}
         for name in DIMENSIONS:
             value = loaded.get(name) if isinstance(loaded, dict) else None
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1 <= value <= 5:
-                return {**_nan_scores(), "error": f"judge output is not the rubric's JSON: {text!r:.120}"}
+                detail = f" ({problem})" if problem else ""
+                return {**_unscored(), "error": f"judge output is not the rubric's JSON{detail}: {text[:120]!r}"}
             values[name] = float(value)
         return _scores(values)
 
@@ -124,7 +129,7 @@ class LLMJudge:
         requests = [GenerationRequest(tuple(judge_prompt(list(t), m)), self.sampling) for t, m in items]
         outputs = self.backend.generate(requests)
         return [
-            self.parse(output.text) if getattr(output, "error", None) is None else {**_nan_scores(), "error": output.error}
+            self.parse(output.text) if getattr(output, "error", None) is None else {**_unscored(), "error": output.error}
             for output in outputs
         ]
 

@@ -6,23 +6,38 @@ flagged, and scores 0 on the format reward. Field consistency is part of the for
 reply may be empty, and a level-5 reply must carry contact information (TRACER's annotation rule).
 Assistant: plain text (an optional ``<response>`` tag or ``{"response": ...}`` is unwrapped).
 Parsers never raise on model output: they return what they could read plus a ``problem`` string.
+
+Limits (:mod:`dialogue_gym.scenarios.common`): only the first ``MAX_ACTION_CHARS`` (20,000)
+characters of an output are read, and a longer output is flagged; JSON deeper than
+``MAX_JSON_DEPTH`` (32), with integers over ``MAX_JSON_INT_DIGITS`` (100) digits or with
+non-finite numbers is unreadable; tag names over 64 characters are text. Tags are found by
+:func:`~dialogue_gym.scenarios.common.scan_tags` and every pattern here is linear-time, so a step
+costs time linear in at most ``MAX_ACTION_CHARS`` characters whatever the model emits.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
-from dialogue_gym.scenarios.common import clean_utterance, to_int
+from dialogue_gym.scenarios.common import (
+    TagSpan,
+    bound_text,
+    clean_utterance,
+    memoise_short_texts,
+    safe_json_loads,
+    scan_tags,
+    short_repr,
+    tag_fields,
+    to_int,
+    truncation_problem,
+)
 from dialogue_gym.scenarios.tracer.data import CONVERSION_LEVEL, DROPOUT_LEVEL, LEVELS
 
 USER_FORMAT = "<think>...</think><intent_level>z</intent_level><reply>...</reply>"
-_CANONICAL = re.compile(
-    r"\s*<think>(.*?)</think>\s*<intent_level>\s*(\d)\s*</intent_level>\s*<reply>(.*?)</reply>\s*", re.DOTALL
-)
-_TAG = re.compile(r"<(\w+)>(.*?)</\1>", re.DOTALL)
+_USER_TAGS = ("think", "intent_level", "reply")
+_LEVEL_DIGIT = re.compile(r"\s*(\d)\s*")
 _ANY_TAG = re.compile(r"</?\w+>")
 _CONTACT = re.compile(r"\d{5,}|\d{3}x+\d{3,}|wechat|\bwx\b|@", re.IGNORECASE)
 
@@ -44,29 +59,55 @@ def _consistency(reply: str, level: int) -> str | None:
     return None
 
 
-@lru_cache(maxsize=16384)
+def _truncation_flagged(problem: str | None, length: int) -> str:
+    return "; ".join(filter(None, [truncation_problem(length), problem]))
+
+
 def parse_user_output(text: str, fallback_level: int) -> UserMove:
-    """Read one simulator turn. An unreadable or out-of-range level becomes ``fallback_level``. Pure and memoised."""
-    canonical = _CANONICAL.fullmatch(text)
+    """Read one simulator turn. An unreadable or out-of-range level becomes ``fallback_level``; an
+    output over ``MAX_ACTION_CHARS`` is read from its head and flagged. Total: any ``str`` gives a move."""
+    bounded, truncated = bound_text(text)
+    move = _parse_user_output(bounded, fallback_level)
+    if truncated:
+        return dataclasses.replace(move, format_ok=False, problem=_truncation_flagged(move.problem, len(text)))
+    return move
+
+
+def _canonical_user(text: str, spans: list[TagSpan]) -> UserMove | None:
+    """The move when ``text`` is exactly the canonical format (whitespace around tags allowed), else None."""
+    if tuple(span.name for span in spans) != _USER_TAGS:
+        return None
+    gaps = [text[: spans[0].start], *(text[a.end : b.start] for a, b in zip(spans, spans[1:])), text[spans[-1].end :]]
+    if any(gap.strip() for gap in gaps):
+        return None
+    think, level_text, reply = (span.content for span in spans)
+    level_digit = _LEVEL_DIGIT.fullmatch(level_text)
+    if level_digit is None or int(level_digit.group(1)) >= LEVELS:
+        return None
+    level = int(level_digit.group(1))
+    reply = " ".join(reply.split())
+    problem = _consistency(reply, level)
+    return UserMove(reply, level, think.strip(), problem is None, problem)
+
+
+@memoise_short_texts(maxsize=16384)
+def _parse_user_output(text: str, fallback_level: int) -> UserMove:
+    """Pure and memoised."""
+    spans = scan_tags(text)
+    canonical = _canonical_user(text, spans)
     if canonical is not None:
-        think, level_text, reply = canonical.groups()
-        level = int(level_text)
-        reply = " ".join(reply.split())
-        if level < LEVELS:
-            problem = _consistency(reply, level)
-            return UserMove(reply, level, think.strip(), problem is None, problem)
+        return canonical
     problems = [f"output does not match {USER_FORMAT}"]
     stripped = text.strip()
     fields: dict[str, object] = {}
     if stripped.startswith("{"):
-        try:
-            loaded = json.loads(stripped)
-        except json.JSONDecodeError:
-            loaded = None
+        loaded, json_problem = safe_json_loads(stripped)
+        if json_problem:
+            problems.append(json_problem)
         if isinstance(loaded, dict):
             fields = loaded
     if not fields:
-        fields = {name: value.strip() for name, value in _TAG.findall(text)}
+        fields = tag_fields(spans)
     if "reply" in fields and isinstance(fields["reply"], str):
         reply = fields["reply"]
     else:
@@ -75,13 +116,15 @@ def parse_user_output(text: str, fallback_level: int) -> UserMove:
     reply = " ".join(reply.split())
     level = to_int(fields.get("intent_level"))
     if level is None or not 0 <= level < LEVELS:
-        problems.append(f"intent_level {fields.get('intent_level')!r} is not an int 0-{LEVELS - 1}; kept {fallback_level}")
+        problems.append(
+            f"intent_level {short_repr(fields.get('intent_level'))} is not an int 0-{LEVELS - 1}; kept {fallback_level}"
+        )
         level = fallback_level
     consistency = _consistency(reply, level)
     if consistency:
         problems.append(consistency)
     think = fields.get("think", "")
-    return UserMove(reply, level, think if isinstance(think, str) else str(think), False, "; ".join(problems))
+    return UserMove(reply, level, think if isinstance(think, str) else short_repr(think, 200), False, "; ".join(problems))
 
 
 def render_user_output(reply: str, level: int, think: str = "") -> str:
@@ -95,20 +138,29 @@ class AssistantMove:
     problem: str | None = None
 
 
-@lru_cache(maxsize=16384)
 def parse_assistant_output(text: str, max_chars: int = 2000) -> AssistantMove:
-    """Read one assistant turn: plain text, or the content of ``<response>`` / JSON ``response``."""
+    """Read one assistant turn: plain text, or the content of ``<response>`` / JSON ``response``.
+    An output over ``MAX_ACTION_CHARS`` is read from its head and flagged. Total: any ``str`` gives a move."""
+    bounded, truncated = bound_text(text)
+    move = _parse_assistant_output(bounded, max_chars)
+    if truncated:
+        return dataclasses.replace(move, problem=_truncation_flagged(move.problem, len(text)))
+    return move
+
+
+@memoise_short_texts(maxsize=16384)
+def _parse_assistant_output(text: str, max_chars: int) -> AssistantMove:
     stripped = text.strip()
     utterance = stripped
     problems: list[str] = []
-    tagged = re.search(r"<response>(.*?)</response>", stripped, re.DOTALL)
-    if tagged:
-        utterance = tagged.group(1)
+    # The first <response> and the first </response> after it (what a lazy regex finds, without
+    # its quadratic rescans when openers are many and unclosed).
+    opening = stripped.find("<response>")
+    closing = stripped.find("</response>", opening + len("<response>")) if opening >= 0 else -1
+    if closing >= 0:
+        utterance = stripped[opening + len("<response>") : closing]
     elif stripped.startswith("{"):
-        try:
-            loaded = json.loads(stripped)
-        except json.JSONDecodeError:
-            loaded = None
+        loaded, _ = safe_json_loads(stripped)
         if isinstance(loaded, dict) and isinstance(loaded.get("response"), str):
             utterance = loaded["response"]
     utterance = clean_utterance(utterance, problems, max_chars)

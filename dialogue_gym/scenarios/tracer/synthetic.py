@@ -111,7 +111,9 @@ def generate(groups: int = 40, per_group: int = 10, seed: int = 0) -> list[dict[
                 game = TracerGame(references=ReferenceSet("(generator)", (stub,)), user_reward="none")
                 game.reset(seed=mix_seed(seed, g, s, attempt, 1), options={"session_id": stub.session_id})
                 driver.advance([game], [driver.start(game)])
-                if len(game.intents) >= MIN_USER_TURNS:
+                # A first move the opening rule had to correct is no reference: draw the session again.
+                corrected = "requested_intent_level" in game.turns[0].parsed
+                if len(game.intents) >= MIN_USER_TURNS and not corrected:
                     records.append(_record(stub, game))
                     break
     return records

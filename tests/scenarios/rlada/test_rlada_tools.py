@@ -52,7 +52,7 @@ def test_schema_errors_name_the_field_the_value_and_the_rule():
     assert schema_errors({"account_id": "ACC-123456", "amount": 4.5, "reason": "duplicate"}, schema) == []
     errors = schema_errors({"account_id": "123", "amount": -2, "reason": "because", "extra": 1}, schema)
     assert "tool_args.account_id must match ^ACC-[0-9]{6}$, got '123'" in errors
-    assert "tool_args.amount must be > 0, got -2" in errors
+    assert "tool_args.amount must be >= 0.01, got -2" in errors
     assert any(e.startswith("tool_args.reason must be one of ['duplicate'") for e in errors)
     assert any("unknown field(s) ['extra']" in e for e in errors)
     assert schema_errors([1], schema) == ["tool_args must be of type object, got list [1]"]

@@ -88,7 +88,12 @@ def test_lifecycle_errors():
         ({"invalid_action": "ignore"}, "invalid_action='ignore' is not supported"),
         ({"max_agent_turns": 0}, "max_agent_turns must be a positive int, got 0"),
         ({"user_reward": "x"}, "user_reward='x' is not supported"),
-        ({"success_reward": "1"}, "success_reward must be a number, got '1'"),
+        ({"success_reward": "1"}, "success_reward must be a finite number, got '1'"),
+        ({"success_reward": float("nan")}, "success_reward must be a finite number, got nan"),
+        ({"invalid_action_penalty": float("inf")}, "invalid_action_penalty must be a finite number, got inf"),
+        ({"max_utterance_chars": 0}, r"max_utterance_chars must be an int 1-20000 \(MAX_ACTION_CHARS, what a parser reads\), got 0"),
+        ({"max_utterance_chars": 50_000}, r"max_utterance_chars must be an int 1-20000 .*, got 50000"),
+        ({"max_utterance_chars": True}, r"max_utterance_chars must be an int 1-20000 .*, got True"),
     ],
 )
 def test_config_errors(kwargs, message):

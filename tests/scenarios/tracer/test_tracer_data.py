@@ -13,6 +13,7 @@ from dialogue_gym.scenarios.tracer.data import (
     load_sessions,
     load_weights,
     load_world,
+    parse_session,
 )
 from dialogue_gym.scenarios.tracer.dynamics import FeatureMap
 
@@ -69,6 +70,12 @@ def broken(change):
     record = copy.deepcopy(GOOD)
     change(record)
     return record
+
+
+def test_a_reference_obeys_the_opening_rule_even_with_one_user_turn():
+    record = broken(lambda r: r.update(turns=[r["turns"][0], {**r["turns"][-1]}]))
+    with pytest.raises(ScenarioError, match="user turn 0 has intent_level 5, but a user cannot convert or leave on its first move"):
+        parse_session(record, "refs.jsonl: line 1", min_user_turns=1)
 
 
 @pytest.mark.parametrize(

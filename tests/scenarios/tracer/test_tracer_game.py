@@ -57,6 +57,8 @@ def test_conversion_ends_the_session_and_scores_both_roles():
 
 def test_dropout_and_the_turn_limit():
     game = started()
+    game.step(user(2))
+    game.step("Hm.")
     result = game.step(user(0, ""))
     assert result.terminated and game.outcome is Outcome.HANGUP and result.rewards["assistant"] == 0.0
     game = started(max_user_turns=2)
@@ -141,11 +143,16 @@ def test_abort_records_a_backend_failure():
 @pytest.mark.parametrize(
     "config, message",
     [
-        ({"max_user_turns": 0}, "max_user_turns must be a positive int, got 0"),
+        ({"max_user_turns": 0}, r"max_user_turns must be an int >= 2 \(the user's first move cannot end an episode\), got 0"),
+        ({"max_user_turns": 1}, r"max_user_turns must be an int >= 2 .*, got 1"),
+        ({"max_utterance_chars": 0}, r"max_utterance_chars must be an int 1-20000 \(MAX_ACTION_CHARS, what a parser reads\), got 0"),
+        ({"max_utterance_chars": 10**6}, r"max_utterance_chars must be an int 1-20000 .*, got 1000000"),
         ({"user_reward": "dtw"}, r"user_reward='dtw' is not supported; use one of \('tracer', 'none'\)"),
         ({"reward_weights": [1, 2]}, r"reward_weights must be three numbers \(l1, l2, l3\), got \[1, 2\]"),
         ({"rho": 2}, r"rho must be in \[0.0, 1.0\], got 2"),
         ({"eta_flat": -1}, r"eta_flat must be in \[0.0, 1.0\], got -1"),
+        ({"conversion_reward": float("inf")}, r"conversion_reward must be a finite number, got inf"),
+        ({"alpha": float("nan")}, r"alpha must be a finite number, got nan"),
         ({"eta_flat": 0}, r"eta_flat must be in \(0, 1\], got 0; 1 turns the flatness discount off"),
         ({"judge": "gpt"}, r"judge='gpt' is not supported; use one of \['none', 'heuristic', 'llm'\]"),
         ({"judge": "llm"}, "judge='llm' needs judge_backend=..."),
@@ -163,6 +170,8 @@ def test_lifecycle_errors():
     with pytest.raises(EpisodeStateError, match="before reset"):
         TracerGame().step("hi")
     game = started()
+    game.step(user(2))
+    game.step("Hm.")
     game.step(user(0, ""))
     with pytest.raises(EpisodeStateError, match="after the episode ended"):
         game.step(user(3))

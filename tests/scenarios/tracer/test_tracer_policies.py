@@ -1,4 +1,3 @@
-import math
 import random
 
 import numpy as np
@@ -9,7 +8,7 @@ from dialogue_gym.envs.driver import CounterpartDriver
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.scenarios.tracer.dynamics import FeatureMap, IntentDynamics, draw_level, softmax
 from dialogue_gym.scenarios.tracer.game import TracerGame
-from dialogue_gym.scenarios.tracer.judges import HeuristicJudge, LLMJudge, make_judge
+from dialogue_gym.scenarios.tracer.judges import DIMENSIONS, HeuristicJudge, LLMJudge, make_judge
 from dialogue_gym.scenarios.tracer.parsing import parse_user_output
 from dialogue_gym.scenarios.tracer.policies import SCRIPTED, make_policy, policy_names
 
@@ -115,7 +114,7 @@ def test_heuristic_judge_by_hand():
     scores = judge.score(bad, MERCHANT)
     assert scores["accuracy"] == 1.0 and scores["helpfulness"] == 1.0 and scores["informativeness"] == 1.0
     assert scores["empathy"] == 1.0 and scores["rq"] == 1.0
-    assert math.isnan(judge.score([("user", "Bye")], MERCHANT)["rq"])
+    assert judge.score([("user", "Bye")], MERCHANT) == {name: None for name in (*DIMENSIONS, "rq")}
 
 
 def test_llm_judge_parses_the_rubric_json_in_one_batch():
@@ -123,7 +122,7 @@ def test_llm_judge_parses_the_rubric_json_in_one_batch():
     judge = make_judge("llm", backend)
     first, second = judge.score_batch([([("user", "hi"), ("assistant", "hello")], MERCHANT)] * 2)
     assert first == {"accuracy": 4.0, "helpfulness": 5.0, "informativeness": 3.0, "empathy": 4.0, "rq": 4.0}
-    assert math.isnan(second["rq"]) and "not the rubric's JSON" in second["error"]
+    assert second["rq"] is None and "not the rubric's JSON" in second["error"]
     assert isinstance(make_judge("heuristic"), HeuristicJudge) and make_judge("none") is None
     assert isinstance(judge, LLMJudge)
     with pytest.raises(ConfigError, match="judge='llm' needs judge_backend"):

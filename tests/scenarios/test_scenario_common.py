@@ -1,0 +1,144 @@
+"""The shared bounded readers of model output: total, bounded and linear-time on the nastiest input."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dialogue_gym.scenarios.common import (
+    MAX_ACTION_CHARS,
+    MAX_CACHED_TEXT_CHARS,
+    MAX_JSON_DEPTH,
+    MAX_JSON_INT_DIGITS,
+    bound_text,
+    json_depth_exceeds,
+    memoise_short_texts,
+    safe_json_loads,
+    scan_tags,
+    short_repr,
+    tag_fields,
+)
+
+LAZY_TAG = re.compile(r"<(\w+)>(.*?)</\1>", re.DOTALL)
+"""The quadratic pattern :func:`scan_tags` replaces; on short text it is the reference."""
+
+
+def test_bound_text_cuts_at_the_documented_limit_and_says_so():
+    assert bound_text("hello") == ("hello", False)
+    assert bound_text("x" * MAX_ACTION_CHARS) == ("x" * MAX_ACTION_CHARS, False)
+    head, truncated = bound_text("y" * (10 * MAX_ACTION_CHARS))
+    assert truncated and head == "y" * MAX_ACTION_CHARS
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("9" * 5000, f"integer of 5000 digits exceeds MAX_JSON_INT_DIGITS={MAX_JSON_INT_DIGITS}"),
+        ('{"amount": -' + "9" * 101 + "}", "integer of 101 digits"),
+        ("[" * 1000, f"nested deeper than MAX_JSON_DEPTH={MAX_JSON_DEPTH}"),
+        ('{"a":' * 1000, "nested deeper than MAX_JSON_DEPTH"),
+        ("NaN", "non-finite number NaN"),
+        ('{"x": [Infinity]}', "non-finite number Infinity"),
+        ('{"x": -Infinity}', "non-finite number -Infinity"),
+        ("1e999", "number '1e999' is not finite"),
+        ('{"response": "a\x00b"}', "malformed JSON \\(Invalid control character"),
+        ('{"response": ', "malformed JSON \\(Expecting value: line 1 column 14\\)"),
+        ('"' + "a" * (MAX_ACTION_CHARS + 1), f"exceeds MAX_ACTION_CHARS={MAX_ACTION_CHARS}"),
+        ("", "malformed JSON"),
+    ],
+    ids=lambda value: repr(value)[:30],
+)
+def test_safe_json_loads_rejects_what_json_loads_crashes_on_or_lets_through(text, problem):
+    value, found = safe_json_loads(text)
+    assert value is None and re.search(problem, found), found
+
+
+def test_safe_json_loads_reads_bounded_finite_json():
+    assert safe_json_loads('{"response": "hi", "n": [1, 2.5, -3], "ok": true}') == (
+        {"response": "hi", "n": [1, 2.5, -3], "ok": True},
+        None,
+    )
+    at_limit = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
+    assert safe_json_loads(at_limit)[1] is None
+    assert safe_json_loads("-" + "9" * MAX_JSON_INT_DIGITS) == (-int("9" * MAX_JSON_INT_DIGITS), None)
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting():
+    text = '{"response": "' + "[{" * 1000 + '\\" ]]"}'
+    assert not json_depth_exceeds(text)
+    assert safe_json_loads(text) == ({"response": "[{" * 1000 + '" ]]'}, None)
+    assert json_depth_exceeds('["\\\\"' + ", [" * 40)
+
+
+def test_safe_json_loads_never_raises_on_non_text():
+    assert safe_json_loads(5) == (None, "JSON input must be a str, got int")  # type: ignore[arg-type]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=10),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.text(max_size=200), json_values.map(repr), st.from_regex(r"[\[\]{}\",:0-9eE.\-NaInfity ]{0,80}", fullmatch=True)))
+def test_safe_json_loads_is_total_and_returns_only_finite_numbers(text):
+    value, problem = safe_json_loads(text)
+    assert (value is None) or problem is None
+
+    def finite(item) -> bool:
+        if isinstance(item, float):
+            return math.isfinite(item)
+        if isinstance(item, list):
+            return all(finite(x) for x in item)
+        if isinstance(item, dict):
+            return all(finite(x) for x in item.values())
+        return True
+
+    assert finite(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["<a>", "</a>", "<b>", "</b>", "<ab>", "</ab>", "x", "<", ">", "/", " ", "\n"]), max_size=20).map("".join))
+def test_scan_tags_finds_what_the_lazy_regex_finds(text):
+    assert [(span.name, span.content) for span in scan_tags(text)] == LAZY_TAG.findall(text)
+    for span in scan_tags(text):
+        assert text[span.start : span.end] == f"<{span.name}>{span.content}</{span.name}>"
+
+
+def test_scan_tags_keeps_tags_inside_tags_verbatim_and_ignores_overlong_names():
+    spans = scan_tags("<response><response>hi</response></response><x>1</x>")
+    assert [(s.name, s.content) for s in spans] == [("response", "<response>hi"), ("x", "1")]
+    long_name = "n" * 65
+    assert scan_tags(f"<{long_name}>v</{long_name}>") == []
+    assert tag_fields(scan_tags("<a> 1 </a><a>2</a>")) == {"a": "2"}
+
+
+@pytest.mark.parametrize("unit", ["<a>", "<response>", "</a><a>", "<a></b>", "<" + "w" * 64 + ">"])
+def test_scan_tags_on_a_megabyte_of_unclosed_tags_completes(unit):
+    text = unit * (1_000_000 // len(unit))
+    assert isinstance(scan_tags(text), list)
+
+
+def test_memoised_parsers_do_not_keep_long_texts():
+    calls = []
+
+    @memoise_short_texts(maxsize=8)
+    def parse(text: str, flag: int) -> int:
+        calls.append(text)
+        return len(text) + flag
+
+    assert parse("short", 1) == parse("short", 1) == 6 and calls == ["short"]
+    long_text = "z" * (MAX_CACHED_TEXT_CHARS + 1)
+    parse(long_text, 0)
+    assert parse.cache_info().currsize == 1 and len(calls) == 2
+
+
+def test_short_repr_bounds_quoted_model_output():
+    assert short_repr("x" * 1000) == repr("x" * 1000)[:57] + "..."
+    assert short_repr(5) == "5"
