@@ -122,9 +122,10 @@ class Trajectory:
         try:
             return json.dumps(data, allow_nan=False)
         except ValueError as exc:
-            where = _non_finite_path(data, "trajectory")
-            if where is None:
+            found = first_non_finite(data)
+            if found is None:
                 raise
+            where = "trajectory" + "".join(f"[{key!r}]" for key in found[0]) + f" = {found[1]!r}"
             raise ScenarioError(
                 f"{where} of the {self.scenario} trajectory (seed {self.seed}) is not a finite number, "
                 "which strict JSON cannot hold; the scenario that recorded it has a bug (every number a "
@@ -146,19 +147,19 @@ class Trajectory:
         )
 
 
-def _non_finite_path(value: Any, path: str) -> str | None:
-    """``"<path> = <value>"`` (``trajectory['rewards']['agent'] = nan``) for the first non-finite float in
-    ``value``, or ``None``."""
+def first_non_finite(value: Any) -> tuple[tuple[Any, ...], float] | None:
+    """``(keys, number)``: the keys leading to the first non-finite float inside nested dicts, lists
+    and tuples (``(("rewards", "agent"), nan)``), or ``None`` when every number is finite."""
     if isinstance(value, float):
-        return None if math.isfinite(value) else f"{path} = {value!r}"
+        return None if math.isfinite(value) else ((), value)
     if isinstance(value, dict):
-        items = ((f"{path}[{key!r}]", item) for key, item in value.items())
+        items = value.items()
     elif isinstance(value, (list, tuple)):
-        items = ((f"{path}[{index}]", item) for index, item in enumerate(value))
+        items = enumerate(value)
     else:
         return None
-    for item_path, item in items:
-        found = _non_finite_path(item, item_path)
+    for key, item in items:
+        found = first_non_finite(item)
         if found is not None:
-            return found
+            return (key, *found[0]), found[1]
     return None

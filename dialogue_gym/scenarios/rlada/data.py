@@ -28,6 +28,7 @@ from typing import Any
 from dialogue_gym.errors import ScenarioError
 from dialogue_gym.scenarios.common import read_json as _read_json_syntax
 from dialogue_gym.scenarios.common import require
+from dialogue_gym.types import first_non_finite
 
 DATA_DIR = Path(__file__).parent / "data"
 FILES = (
@@ -164,21 +165,14 @@ def _path(data_dir: Path, name: str) -> Path:
     return candidate if candidate.exists() else DATA_DIR / name
 
 
-def _non_finite(value: Any, field: str = "") -> tuple[str, float] | None:
-    """``(field path, value)`` of the first non-finite number inside ``value``, else None."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return field, value
-    if isinstance(value, dict):
-        children = [(f"{field}.{key}" if field else key, child) for key, child in value.items()]
-    elif isinstance(value, list):
-        children = [(f"{field}[{index}]", child) for index, child in enumerate(value)]
-    else:
+def _non_finite(value: Any) -> tuple[str, float] | None:
+    """``(field path, value)`` of the first non-finite number inside ``value`` (``facts.amount``), else None."""
+    found = first_non_finite(value)
+    if found is None:
         return None
-    for path, child in children:
-        found = _non_finite(child, path)
-        if found is not None:
-            return found
-    return None
+    keys, number = found
+    field = "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in keys).lstrip(".")
+    return field, number
 
 
 def _non_finite_line(text: str) -> int | None:

@@ -7,12 +7,8 @@ reply may be empty, and a level-5 reply must carry contact information (TRACER's
 Assistant: plain text (an optional ``<response>`` tag or ``{"response": ...}`` is unwrapped).
 Parsers never raise on model output: they return what they could read plus a ``problem`` string.
 
-Limits (:mod:`dialogue_gym.scenarios.common`): only the first ``MAX_ACTION_CHARS`` (20,000)
-characters of an output are read, and a longer output is flagged; JSON deeper than
-``MAX_JSON_DEPTH`` (32), with integers over ``MAX_JSON_INT_DIGITS`` (100) digits or with
-non-finite numbers is unreadable; tag names over 64 characters are text. Tags are found by
-:func:`~dialogue_gym.scenarios.common.scan_tags` and every pattern here is linear-time, so a step
-costs time linear in at most ``MAX_ACTION_CHARS`` characters whatever the model emits.
+Limits: the same as SEAD's parsers (:mod:`dialogue_gym.scenarios.sead.parsing`, from
+:mod:`dialogue_gym.scenarios.common`): any ``str`` is read in linear time, at most ``MAX_ACTION_CHARS``.
 """
 
 from __future__ import annotations
