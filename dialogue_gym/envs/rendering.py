@@ -18,6 +18,14 @@ def render_transcript(game: Game) -> str:
     return "\n".join(lines)
 
 
+def terminal_safe(line: str) -> str:
+    """``line`` with control characters and lone surrogates written as escapes (``\\x1b``, ``\\ud800``):
+    model text printed in ``human`` mode must neither drive the terminal nor fail to encode."""
+    if line.isprintable():
+        return line
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in line)
+
+
 class TranscriptRendering:
     """Mixin for views holding ``self.game``: ``render()`` and live printing in ``human`` mode."""
 
@@ -42,7 +50,7 @@ class TranscriptRendering:
         lines = render_transcript(self.game).splitlines()
         if len(lines) < self._printed_lines:
             self._printed_lines = 0
-        print("\n".join(lines[self._printed_lines :]))
+        print("\n".join(map(terminal_safe, lines[self._printed_lines :])))
         self._printed_lines = len(lines)
 
     def trajectory(self) -> Trajectory:

@@ -218,7 +218,10 @@ def tag_fields(spans: list[TagSpan]) -> dict[str, str]:
 
 def short_repr(value: object, limit: int = 60) -> str:
     """``repr(value)`` cut to ``limit`` characters, for problem messages that quote model output."""
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # it holds an int beyond Python's 4,300-digit str limit
+        return f"<{type(value).__name__} holding an int of over 4,300 digits>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -12,10 +12,9 @@ unbounded gaps (``.*``) in them (:mod:`.data`), so a cue check is linear in a bo
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Any
 
-from dialogue_gym.scenarios.common import bound_text
+from dialogue_gym.scenarios.common import bound_text, memoise_short_texts
 from dialogue_gym.scenarios.rlada.data import Domain, Intent
 
 
@@ -24,7 +23,7 @@ def cue_hits(text: str, domain: Domain) -> dict[str, int]:
     return dict(_cue_hits(bound_text(text)[0], domain))
 
 
-@lru_cache(maxsize=32768)
+@memoise_short_texts(maxsize=32768)
 def _cue_hits(text: str, domain: Domain) -> tuple[tuple[str, int], ...]:
     return tuple((tool, sum(1 for p in patterns if p.search(text))) for tool, patterns in domain.cues.items())
 
@@ -34,7 +33,7 @@ def active_cues(text: str, domain: Domain) -> tuple[int, ...]:
     return _active_cues(bound_text(text)[0], domain)
 
 
-@lru_cache(maxsize=32768)
+@memoise_short_texts(maxsize=32768)
 def _active_cues(text: str, domain: Domain) -> tuple[int, ...]:
     active, index = [], 0
     for patterns in domain.cues.values():
@@ -50,7 +49,7 @@ def context_cues(text: str, domain: Domain) -> tuple[str, ...]:
     return _context_cues(bound_text(text)[0], domain)
 
 
-@lru_cache(maxsize=32768)
+@memoise_short_texts(maxsize=32768)
 def _context_cues(text: str, domain: Domain) -> tuple[str, ...]:
     return tuple(name for name, pattern in domain.context if pattern.search(text))
 

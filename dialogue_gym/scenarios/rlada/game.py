@@ -29,7 +29,7 @@ from dialogue_gym.rewards.rlada import (
     customer_terminal_terms,
     strict_pass,
 )
-from dialogue_gym.scenarios.common import MAX_ACTION_CHARS, config_number
+from dialogue_gym.scenarios.common import MAX_ACTION_CHARS, config_number, short_repr
 from dialogue_gym.scenarios.rlada.bank import generate_bank
 from dialogue_gym.scenarios.rlada.cues import (
     concealment,
@@ -37,7 +37,15 @@ from dialogue_gym.scenarios.rlada.cues import (
     grounded,
     names_intent,
 )
-from dialogue_gym.scenarios.rlada.data import LEVELS, MIN_AMOUNT, Domain, Scenario, finite_number, load_domain
+from dialogue_gym.scenarios.rlada.data import (
+    FACT_KEYS,
+    LEVELS,
+    MIN_AMOUNT,
+    Domain,
+    Scenario,
+    finite_number,
+    load_domain,
+)
 from dialogue_gym.scenarios.rlada.judge import LOOKUP, LLMJudge, RuleJudge, Verdict
 from dialogue_gym.scenarios.rlada.parsing import (
     parse_agent_action,
@@ -56,6 +64,10 @@ SCENARIO_SETS = ("taxonomy", "arena", "heldout")
 JUDGES = ("rule", "llm")
 PROFILE_KEYS = ("scenario", "intent", "concealment", "bank_seed", "facts")
 SILENCE = "(silence)"
+
+
+MAX_FACT_CHARS = 200
+"""Longest text fact (merchant, person, ...) a reset profile may plant in the bank."""
 
 
 @dataclass(frozen=True)
@@ -246,9 +258,20 @@ class RladaGame(Game):
         facts = profile.get("facts") or {}
         if not isinstance(facts, dict):
             raise ConfigError(f"profile facts must be a dict, got {facts!r}.")
+        unknown = sorted(map(str, set(facts) - FACT_KEYS))
+        if unknown:
+            raise ConfigError(f"profile facts {short_repr(unknown)} are not facts; use keys from {sorted(FACT_KEYS)}.")
         amount = facts.get("amount", MIN_AMOUNT)
         if not (finite_number(amount) and amount >= MIN_AMOUNT):
-            raise ConfigError(f"profile facts['amount'] must be a finite number of dollars >= {MIN_AMOUNT}, got {amount!r:.80}.")
+            raise ConfigError(f"profile facts['amount'] must be a finite number of dollars >= {MIN_AMOUNT}, got {short_repr(amount)}.")
+        for key, value in facts.items():
+            if key != "amount" and not (isinstance(value, str) and 0 < len(value) <= MAX_FACT_CHARS):
+                raise ConfigError(f"profile facts[{key!r}] must be a non-empty str of at most {MAX_FACT_CHARS} characters, got {short_repr(value)}.")
+        if not (profile.get("kind") is None or isinstance(profile["kind"], str)):
+            raise ConfigError(f"profile kind must be a str or None, got {short_repr(profile['kind'])}.")
+        for key in ("customer_winnable", "safety"):
+            if profile.get(key) is not None and not isinstance(profile[key], bool):
+                raise ConfigError(f"profile {key} must be true, false or None, got {short_repr(profile[key])}.")
         bank, facts = generate_bank(bank_seed, intent, self.domain, facts)
         self.bank, self.intent = bank, intent
         return {

@@ -19,10 +19,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Sequence
 
-from dialogue_gym.scenarios.common import bound_text, safe_json_loads, truncation_problem
+from dialogue_gym.scenarios.common import (
+    bound_text,
+    memoise_short_texts,
+    safe_json_loads,
+    truncation_problem,
+)
 
 ACTION_TYPES = ("speak", "tool_call", "end_call")
 _ACTION_ALIASES = {
@@ -88,7 +92,7 @@ def parse_agent_action(text: str, max_chars: int = 2000) -> AgentAction:
     return _parse_agent_action(bounded, max_chars)
 
 
-@lru_cache(maxsize=16384)
+@memoise_short_texts(maxsize=16384)
 def _parse_agent_action(text: str, max_chars: int) -> AgentAction:
     loaded, fmt, problem = _load_object(text)
     if problem is not None:

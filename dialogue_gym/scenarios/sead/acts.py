@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from dialogue_gym.scenarios.common import memoise_short_texts
+
 _PATTERNS: dict[str, str] = {
     "greeting": r"\b(hello|hi|hey|good (morning|afternoon|evening))\b",
     "self_intro": r"\b(my name is|this is \w+ (from|at|with)|calling from|i'm calling from|i am calling from)\b",
@@ -35,7 +37,7 @@ ACTS: frozenset[str] = frozenset(_PATTERNS) | {"off_script"}
 _COMPILED = tuple((name, re.compile(pattern, re.IGNORECASE)) for name, pattern in _PATTERNS.items())
 
 
-@lru_cache(maxsize=8192)
+@memoise_short_texts(maxsize=8192)
 def analyze(utterance: str) -> frozenset[str]:
     """Return the set of dialogue acts in ``utterance`` (``{"off_script"}`` when none)."""
     found = frozenset(name for name, pattern in _COMPILED if pattern.search(utterance))
@@ -45,7 +47,7 @@ def analyze(utterance: str) -> frozenset[str]:
 _WORD = re.compile(r"[a-z0-9']+")
 
 
-@lru_cache(maxsize=8192)
+@memoise_short_texts(maxsize=8192)
 def words(utterance: str) -> frozenset[str]:
     return frozenset(_WORD.findall(utterance.lower()))
 

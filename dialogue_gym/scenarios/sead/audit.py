@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from dialogue_gym.audit import AuditPolicy, ScenarioAudit, TextPolicy, Vocabulary, generic_policies
+from dialogue_gym.audit import (
+    AuditPolicy,
+    ScenarioAudit,
+    TextPolicy,
+    Vocabulary,
+    generic_policies,
+)
 
 VOCABULARY = Vocabulary(
     opener="Hello, this is Alex from FoodMap. Am I speaking with the owner?",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import numbers
 import random
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -66,24 +67,30 @@ class Profile:
         if isinstance(value, Profile):
             profile = value
         elif isinstance(value, dict) and "state" in value:
-            try:
-                state = UserState(*(int(v) for v in value["state"]))
-            except (TypeError, ValueError) as exc:
+            raw_state = value["state"]
+            if (
+                not isinstance(raw_state, (list, tuple))
+                or len(raw_state) != 3
+                or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in raw_state)
+            ):
                 raise ScenarioError(
-                    f"profile['state'] must be three ints (cooperation, emotion, trust), got {value['state']!r}."
-                ) from exc
+                    f"profile['state'] must be three ints (cooperation, emotion, trust), got {short_repr(raw_state)}."
+                )
+            behaviors = value.get("behaviors", ())
+            if not isinstance(behaviors, (list, tuple)) or not all(isinstance(b, str) for b in behaviors):
+                raise ScenarioError(f"profile['behaviors'] must be a list of behavior ids (str), got {short_repr(behaviors)}.")
             persona = value.get("persona")
             if persona is not None and not isinstance(persona, str):
-                raise ScenarioError(f"profile['persona'] must be a str or absent, got {persona!r}.")
-            profile = cls(state, tuple(value.get("behaviors", ())), persona)
+                raise ScenarioError(f"profile['persona'] must be a str or absent, got {short_repr(persona)}.")
+            profile = cls(UserState(*(int(v) for v in raw_state)), tuple(behaviors), persona)
         else:
             raise ScenarioError(
                 f"A profile must be a Profile or a dict like {{'state': [c, e, tr], 'behaviors': [ids]}}, "
-                f"got {value!r}."
+                f"got {short_repr(value)}."
             )
         problems = profile.state.out_of_range()
         if problems:
-            raise ScenarioError(f"profile state {tuple(profile.state)} is invalid: {'; '.join(problems)}.")
+            raise ScenarioError(f"profile state {short_repr(tuple(profile.state))} is invalid: {'; '.join(problems)}.")
         if not 1 <= len(profile.behaviors) <= MAX_BEHAVIORS:
             raise ScenarioError(
                 f"profile needs 1-{MAX_BEHAVIORS} behaviors, got {len(profile.behaviors)}: {profile.behaviors!r}."

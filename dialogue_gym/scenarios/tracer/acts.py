@@ -6,7 +6,8 @@ Keyword patterns, deliberately transparent (as SEAD's analyzer): an agent can re
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+
+from dialogue_gym.scenarios.common import memoise_short_texts
 
 _PATTERNS: dict[str, str] = {
     "greeting": r"\b(hello|hi|welcome|good (morning|afternoon|evening))\b",
@@ -23,7 +24,7 @@ ACTS: tuple[str, ...] = (*_PATTERNS, "probe", "none")
 _COMPILED = tuple((name, re.compile(pattern, re.IGNORECASE)) for name, pattern in _PATTERNS.items())
 
 
-@lru_cache(maxsize=16384)
+@memoise_short_texts(maxsize=16384)
 def analyze(utterance: str) -> frozenset[str]:
     """The set of acts in ``utterance`` (``{"none"}`` when there is none)."""
     found = {name for name, pattern in _COMPILED if pattern.search(utterance)}

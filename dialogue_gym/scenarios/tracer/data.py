@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dialogue_gym.errors import ScenarioError
-from dialogue_gym.scenarios.common import read_json, require
+from dialogue_gym.scenarios.common import read_json, require, short_repr
 
 DATA_DIR = Path(__file__).parent / "data"
 DEFAULT_SESSIONS_FILE = DATA_DIR / "synthetic_sessions.jsonl"
@@ -119,9 +119,9 @@ class ReferenceSet:
     def __getitem__(self, session_id: str) -> ReferenceSession:
         try:
             return self._by_id[session_id]
-        except KeyError:
+        except (KeyError, TypeError):  # TypeError: an unhashable id, e.g. a list from reset options
             raise ScenarioError(
-                f"Unknown session id {session_id!r} in {self.path}; use one of its {len(self.sessions)} ids, "
+                f"Unknown session id {short_repr(session_id)} in {self.path}; use one of its {len(self.sessions)} ids, "
                 f"e.g. {list(self.ids[:3])}."
             ) from None
 
