@@ -84,8 +84,8 @@ class Vocabulary:
     """One polite, on-topic sentence (said every turn by the fixed-sentence policy)."""
     end: str
     """The learner's action that ends the call at once."""
-    wrap: Callable[[str], str] = staticmethod(lambda text: text)
-    """Turns spoken text into the learner's action format (identity for plain-text roles)."""
+    wrap: Callable[[str], str] = str
+    """Turns spoken text into the learner's action format (``str``, the identity, for plain-text roles)."""
 
 
 def generic_policies(vocabulary: Vocabulary) -> list[AuditPolicy]:

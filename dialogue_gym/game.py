@@ -13,7 +13,12 @@ import numpy as np
 from gymnasium import logger
 from gymnasium.spaces import Space
 
-from dialogue_gym.errors import ConfigError, EpisodeStateError, InvalidAction, ScenarioError
+from dialogue_gym.errors import (
+    ConfigError,
+    EpisodeStateError,
+    InvalidAction,
+    ScenarioError,
+)
 from dialogue_gym.types import Trajectory
 
 INVALID_ACTION_MODES = ("penalize", "end", "raise")
@@ -26,14 +31,6 @@ def check_seed(seed: Any) -> int | None:
     if seed is not None and (not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0):
         raise ConfigError(f"seed must be a non-negative int or None, got {type(seed).__name__}: {seed!r:.80}.")
     return int(seed) if seed is not None else None
-
-
-def describe_failure(method: str, exc: BaseException) -> str:
-    """``"the last <method>() raised <Type>: <message>"``, the message cut to a readable length."""
-    message = str(exc)
-    if len(message) > _CAUSE_CHARS:
-        message = message[:_CAUSE_CHARS] + "..."
-    return f"the last {method}() raised {type(exc).__name__}: {message}"
 
 
 @dataclass
@@ -102,7 +99,7 @@ class Game(ABC):
         try:
             self._start_episode(seed, options)
         except BaseException as exc:
-            self._interruption = describe_failure("reset", exc)
+            self.interrupt("reset", exc)
             raise
         self._interruption = None
         self._started = True
@@ -171,9 +168,18 @@ class Game(ABC):
         try:
             return move(*args)
         except BaseException as exc:
-            self._started = False
-            self._interruption = describe_failure(method, exc)
+            self.interrupt(method, exc)
             raise
+
+    def interrupt(self, method: str, exc: BaseException) -> None:
+        """End the running episode because ``method`` raised ``exc`` (here or in a view driving this
+        game, e.g. a counterpart policy that crashed): until the next successful ``reset``, moves raise
+        :class:`EpisodeStateError` naming what broke it."""
+        message = str(exc)
+        if len(message) > _CAUSE_CHARS:
+            message = message[:_CAUSE_CHARS] + "..."
+        self._started = False
+        self._interruption = f"the last {method}() raised {type(exc).__name__}: {message}"
 
     # -- what scenarios implement --------------------------------------------------
     @abstractmethod

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import json
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,6 +146,12 @@ class Trajectory:
             learner=data.get("learner"),
             meta=dict(data.get("meta", {})),
         )
+
+
+def finite_number(value: Any) -> bool:
+    """Whether ``value`` is an int or float (not a bool) that is finite as a float: NaN, infinities and
+    ints beyond the float range (where ``math.isfinite`` itself raises ``OverflowError``) are not."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and -sys.float_info.max <= value <= sys.float_info.max
 
 
 def first_non_finite(value: Any) -> tuple[tuple[Any, ...], float] | None:

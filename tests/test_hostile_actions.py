@@ -2,8 +2,8 @@
 views, and with LLM-played counterparts and judges that emit it: no exception, finite rewards,
 observations inside their spaces, and every trajectory strict JSON.
 
-Together the seeded loops below send 10,400 hostile actions (asserted per case, so a shrunken loop
-fails); the hypothesis test adds arbitrary text and JSON values on top.
+Together the seeded loops below send over 10,000 hostile actions (a test sums the loop sizes, so
+shrinking them fails); the hypothesis test adds arbitrary text and JSON values on top.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import random
 
 import gymnasium as gym
 import pytest
+from hostile import hostile_action, hostile_text
 from hypothesis import HealthCheck, given, settings
 
 import dialogue_gym  # noqa: F401
 from envs_registry import REGISTRY
-from hostile import hostile_action, hostile_text
 
 ROLE_CASES = [(entry.id, role) for entry in REGISTRY for role in entry.roles]
 SINGLE_ACTIONS = 400
@@ -36,8 +36,8 @@ def _check_finite(reward, where: str) -> None:
     assert math.isfinite(float(reward)), f"non-finite reward {reward!r} {where}"
 
 
-def play_single(env, rng: random.Random, actions: int, seed: int) -> int:
-    """Step ``env`` with ``actions`` hostile actions, resetting as episodes end; returns the count sent."""
+def play_single(env, rng: random.Random, actions: int, seed: int) -> None:
+    """Step ``env`` with ``actions`` hostile actions, resetting as episodes end."""
     observation, info = env.reset(seed=seed)
     sent = 0
     while sent < actions:
@@ -49,13 +49,12 @@ def play_single(env, rng: random.Random, actions: int, seed: int) -> int:
         if terminated or truncated:
             _strict_json(env.unwrapped.trajectory())
             observation, info = env.reset(seed=seed + sent)
-    return sent
 
 
 @pytest.mark.parametrize("env_id, learner", ROLE_CASES)
 def test_single_agent_view_survives_hostile_actions(env_id, learner):
     env = gym.make(env_id, learner=learner)
-    assert play_single(env, random.Random(f"{env_id}/{learner}"), SINGLE_ACTIONS, seed=0) == SINGLE_ACTIONS
+    play_single(env, random.Random(f"{env_id}/{learner}"), SINGLE_ACTIONS, seed=0)
 
 
 @pytest.mark.parametrize("env_id, learner", ROLE_CASES)
@@ -63,17 +62,14 @@ def test_vector_view_survives_hostile_actions(env_id, learner):
     rng = random.Random(f"vector/{env_id}/{learner}")
     envs = gym.make_vec(env_id, num_envs=VECTOR_ENVS, learner=learner)
     envs.reset(seed=0)
-    sent = 0
     for _ in range(VECTOR_STEPS):
         actions = [hostile_action(rng) for _ in range(VECTOR_ENVS)]
         observations, rewards, terminations, truncations, infos = envs.step(actions)
-        sent += len(actions)
         for reward in rewards:
             _check_finite(reward, "in the vector view")
         assert envs.observation_space.contains(observations)
         for trajectory in envs.unwrapped.pop_trajectories():
             _strict_json(trajectory)
-    assert sent == VECTOR_STEPS * VECTOR_ENVS
 
 
 @pytest.mark.parametrize("entry", REGISTRY, ids=lambda entry: entry.id)
@@ -96,7 +92,6 @@ def test_aec_view_survives_hostile_actions_from_every_role(entry):
             _strict_json(env.unwrapped.trajectory())
             episodes += 1
             env.reset(seed=episodes)
-    assert sent == AEC_ACTIONS
 
 
 def _llm_counterpart_cases():
@@ -119,7 +114,7 @@ def _llm_counterpart_cases():
 def test_llm_played_counterparts_and_judges_survive_hostile_output(env_id, learner, kwargs):
     env = gym.make(env_id, learner=learner, **kwargs)
     rng = random.Random(f"llm/{env_id}/{learner}/{sorted(kwargs)}")
-    assert play_single(env, rng, LLM_COUNTERPART_ACTIONS, seed=0) == LLM_COUNTERPART_ACTIONS
+    play_single(env, rng, LLM_COUNTERPART_ACTIONS, seed=0)
 
 
 def test_the_seeded_loops_send_at_least_ten_thousand_hostile_actions():

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from dialogue_gym.errors import ScenarioError
-from dialogue_gym.types import Outcome, Trajectory, Turn
+from dialogue_gym.types import Outcome, Trajectory, Turn, finite_number
 
 
 def trajectory(**changes):
@@ -38,3 +38,13 @@ def test_to_json_is_strict_json_that_round_trips():
 def test_to_json_names_the_non_finite_value_instead_of_writing_bare_nan(changes, where):
     with pytest.raises(ScenarioError, match=rf"{where} of the Toy-v0 trajectory \(seed 3\) is not a finite number"):
         trajectory(**changes).to_json()
+
+
+@pytest.mark.parametrize("value", [0, -3, 1.5, 10**300])
+def test_finite_numbers(value):
+    assert finite_number(value)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, 10**400, -(10**400), True, "1", None, [1]])
+def test_not_finite_numbers_never_raise(value):
+    assert not finite_number(value)

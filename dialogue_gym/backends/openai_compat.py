@@ -48,6 +48,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 from ..errors import BackendError, ConfigError
+from ..types import finite_number
 from .base import GenerationOutput, GenerationRequest
 from .sampling import SamplingDefaults, check_int, check_number
 
@@ -600,7 +601,7 @@ def _read_logprobs(logprobs: Any) -> tuple[list[int] | None, list[float] | None]
         if not isinstance(item, dict):
             raise _Malformed(f"{where} must be an object, got {_show(item)}")
         value, token = item.get("logprob"), item.get("token", "")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if not finite_number(value):
             raise _Malformed(f"{where}.logprob must be a finite number, got {_show(value)}")
         if not isinstance(token, str):
             raise _Malformed(f"{where}.token must be a string, got {_show(token)}")

@@ -43,7 +43,7 @@ from dialogue_gym.scenarios.sead.state import (
     UserState,
     state_index,
 )
-from dialogue_gym.types import Outcome, Trajectory
+from dialogue_gym.types import Outcome, Trajectory, finite_number
 
 MODES = ("full", "uniform", "unstructured")
 CATEGORIES = ("too_easy", "ideal", "too_hard", "unseen")
@@ -333,7 +333,7 @@ def _per_state_array(values: Any, name: str) -> np.ndarray:
             f"load_state_dict: field {name!r} must hold {len(ALL_STATES)} numbers (one per initial state), got {len(values)}."
         )
     for position, value in enumerate(values):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        if not finite_number(value) or value < 0:
             raise ConfigError(
                 f"load_state_dict: field {name!r}[{position}] must be a finite number >= 0, got {value!r:.80} ({type(value).__name__})."
             )

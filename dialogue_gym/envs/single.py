@@ -9,8 +9,8 @@ import numpy as np
 
 from dialogue_gym.envs.driver import CounterpartDriver
 from dialogue_gym.envs.rendering import RENDER_MODES, TranscriptRendering
-from dialogue_gym.errors import ConfigError, EpisodeStateError
-from dialogue_gym.game import Game, check_seed, describe_failure
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.game import Game, check_seed
 from dialogue_gym.simulators.base import RolePolicy
 from dialogue_gym.types import Trajectory
 
@@ -42,8 +42,6 @@ class DialogueEnv(TranscriptRendering, gym.Env):
         self.observation_space = game.observation_space(learner)
         self.action_space = game.action_space(learner)
         self._memories: dict[str, Any] = {}
-        self._interruption: str | None = None
-        """Why no episode is running although ``reset`` was called (a ``reset`` or ``step`` raised)."""
 
     def make_role_policy(self, role: str, spec: Any, backend: Any = None, sampling: dict[str, Any] | None = None) -> RolePolicy:
         """Build a policy for ``role`` from its name (scenario envs override this)."""
@@ -56,23 +54,18 @@ class DialogueEnv(TranscriptRendering, gym.Env):
             episode_seed = seed if seed is not None else int(self.np_random.integers(2**62))
             (self._memories,), _ = self.driver.begin([self.game], [episode_seed], options)
         except BaseException as exc:
-            self._interruption = describe_failure("reset", exc)
+            self.game.interrupt("reset", exc)
             raise
-        self._interruption = None
         return self.game.observe(self.learner), self.game.info(self.learner)
 
     def step(self, action: Any):
-        if self._interruption is not None:
-            raise EpisodeStateError(
-                f"step() called but {self._interruption}, so no episode is running; call reset() to start a new one."
-            )
         result = self.game.step(action)
         reward = np.zeros(1)
         reward[0] = result.rewards.get(self.learner, 0.0)
         try:
             self.driver.advance([self.game], [self._memories], reward)
         except BaseException as exc:
-            self._interruption = describe_failure("step", exc)
+            self.game.interrupt("step", exc)
             raise
         self._after_step()
         terminated = self.game.done

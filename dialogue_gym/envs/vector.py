@@ -10,8 +10,8 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
 from dialogue_gym.envs.driver import CounterpartDriver
-from dialogue_gym.errors import ConfigError, EpisodeStateError, InvalidAction
-from dialogue_gym.game import Game, check_seed, describe_failure
+from dialogue_gym.errors import ConfigError, InvalidAction
+from dialogue_gym.game import Game, check_seed
 from dialogue_gym.simulators.base import RolePolicy
 from dialogue_gym.types import Trajectory
 
@@ -64,9 +64,6 @@ class DialogueVectorEnv(VectorEnv):
         self._memories: list[dict[str, Any]] = [{} for _ in range(num_envs)]
         self._needs_reset = np.zeros(num_envs, dtype=bool)
         self.finished_trajectories: list[Trajectory] = []
-        self._started = False
-        self._interruption: str | None = None
-        """Why no episode is running although ``reset`` was called (a ``reset`` or ``step`` raised)."""
 
     def _episode_seed(self) -> int:
         return int(self.np_random.integers(2**62))
@@ -93,14 +90,17 @@ class DialogueVectorEnv(VectorEnv):
             return [seed + i for i in range(self.num_envs)]
         return [self._episode_seed() for _ in range(self.num_envs)]
 
+    def _interrupt(self, method: str, exc: BaseException) -> None:
+        """A ``reset`` or ``step`` raised, so sub-envs may be half-stepped: end every sub-env's episode."""
+        for game in self.games:
+            game.interrupt(method, exc)
+
     def reset(self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None):
-        self._started = False
         try:
             self._begin(range(self.num_envs), self._reset_seeds(seed), options)
         except BaseException as exc:
-            self._interruption = describe_failure("reset", exc)
+            self._interrupt("reset", exc)
             raise
-        self._started, self._interruption = True, None
         self._needs_reset[:] = False
         return self._observations(), self._infos()
 
@@ -122,17 +122,13 @@ class DialogueVectorEnv(VectorEnv):
         return [str(action) for action in actions]
 
     def step(self, actions: Sequence[str]):
-        if not self._started:
-            if self._interruption is None:
-                raise EpisodeStateError("step() called before reset(); call reset(seed=...) first.")
-            raise EpisodeStateError(
-                f"step() called but {self._interruption}, so no episode is running; call reset() to start new ones."
-            )
+        # every sub-env's game is started together and interrupted together, so the first speaks for all
+        self.games[0].check_started("step")
         batch = self._check_actions(actions)
         try:
             return self._step(batch)
         except BaseException as exc:
-            self._started, self._interruption = False, describe_failure("step", exc)
+            self._interrupt("step", exc)
             raise
 
     def _step(self, actions: list[str]):

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from dialogue_gym.errors import ConfigError, ScenarioError
+from dialogue_gym.types import finite_number
 
 
 def read_json(path: Path) -> Any:
@@ -97,9 +98,11 @@ def bound_text(text: str) -> tuple[str, bool]:
     return text[:MAX_ACTION_CHARS], True
 
 
-def truncation_problem(length: int) -> str:
-    """The ``problem`` text for an action of ``length`` characters cut by :func:`bound_text`."""
-    return f"output of {length} characters exceeds MAX_ACTION_CHARS={MAX_ACTION_CHARS}; only the first {MAX_ACTION_CHARS} were read"
+def truncation_problem(length: int, other: str | None = None) -> str:
+    """The ``problem`` text for an action of ``length`` characters cut by :func:`bound_text`, followed
+    by ``other`` (what parsing its head found wrong), if any."""
+    cut = f"output of {length} characters exceeds MAX_ACTION_CHARS={MAX_ACTION_CHARS}; only the first {MAX_ACTION_CHARS} were read"
+    return f"{cut}; {other}" if other else cut
 
 
 def json_depth_exceeds(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
@@ -255,10 +258,10 @@ def memoise_short_texts(maxsize: int) -> Callable[[Parser], Parser]:
 
 def config_number(name: str, value: Any, low: float | None = None, high: float | None = None) -> float:
     """A scenario config's number: finite, not a bool, within ``[low, high]`` where given."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"{name} must be a finite number, got {value!r}.")
+    if not finite_number(value):
+        raise ConfigError(f"{name} must be a finite number, got {short_repr(value)}.")
     if (low is not None and value < low) or (high is not None and value > high):
-        raise ConfigError(f"{name} must be in [{low}, {high}], got {value!r}.")
+        raise ConfigError(f"{name} must be in [{low}, {high}], got {short_repr(value)}.")
     return float(value)
 
 

@@ -4,12 +4,18 @@ import json
 import shutil
 import subprocess
 import sys
-import threading
 import textwrap
+import threading
 
 import pytest
 
-from dialogue_gym.backends import CannedBackend, GenerationOutput, GenerationRequest, SamplingParams, make_backend
+from dialogue_gym.backends import (
+    CannedBackend,
+    GenerationOutput,
+    GenerationRequest,
+    SamplingParams,
+    make_backend,
+)
 from dialogue_gym.backends.cache import CachedBackend
 from dialogue_gym.errors import BackendError, ConfigError
 from dialogue_gym.evaluation import evaluate

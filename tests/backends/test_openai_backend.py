@@ -7,7 +7,12 @@ import time
 
 import pytest
 
-from dialogue_gym.backends import GenerationRequest, OpenAIBackend, SamplingParams, make_backend
+from dialogue_gym.backends import (
+    GenerationRequest,
+    OpenAIBackend,
+    SamplingParams,
+    make_backend,
+)
 from dialogue_gym.errors import BackendError, ConfigError
 
 

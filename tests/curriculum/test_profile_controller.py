@@ -9,7 +9,12 @@ from dialogue_gym.curriculum import ProfileController, load_rules, with_curricul
 from dialogue_gym.envs import sead_outbound_v0
 from dialogue_gym.errors import ConfigError, ScenarioError
 from dialogue_gym.scenarios.sead.data import load_behaviors
-from dialogue_gym.scenarios.sead.state import ALL_STATES, Profile, UserState, state_index
+from dialogue_gym.scenarios.sead.state import (
+    ALL_STATES,
+    Profile,
+    UserState,
+    state_index,
+)
 from dialogue_gym.types import Outcome, Trajectory
 
 
@@ -163,6 +168,7 @@ def _corrupted(**changes):
         (_corrupted(counts=[1.0] * 119 + ["1"]), r"field 'counts'\[119\] must be a finite number >= 0, got '1' \(str\)"),
         (_corrupted(counts=[float("nan")] * 120), r"field 'counts'\[0\] must be a finite number >= 0, got nan"),
         (_corrupted(counts=[-1.0] * 120), r"field 'counts'\[0\] must be a finite number >= 0, got -1.0"),
+        (_corrupted(counts=[10**400] * 120), r"field 'counts'\[0\] must be a finite number >= 0, got 1000"),
         (_corrupted(successes=[1.0] * 120), r"field 'successes' exceeds 'counts' at state 0 \(1 successes of 0 dialogues\)"),
         (_corrupted(iterations="1"), "field 'iterations' must be an int >= 0, got '1'"),
         (_corrupted(iterations=-1), "field 'iterations' must be an int >= 0, got -1"),

@@ -10,7 +10,12 @@ import dialogue_gym  # noqa: F401
 from dialogue_gym.envs import sead_outbound_v0
 from dialogue_gym.envs.single import DialogueEnv
 from dialogue_gym.envs.vector import DialogueVectorEnv
-from dialogue_gym.errors import ConfigError, EpisodeStateError, InvalidAction, ScenarioError
+from dialogue_gym.errors import (
+    ConfigError,
+    EpisodeStateError,
+    InvalidAction,
+    ScenarioError,
+)
 from dialogue_gym.scenarios.sead.parsing import render_user_output
 
 HELLO = "Hello, is this the owner?"

@@ -5,7 +5,12 @@ import pytest
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.metrics import sead
-from dialogue_gym.metrics.core import cr_interval, invalid_action_rate, mean_std, tokens_per_dialogue
+from dialogue_gym.metrics.core import (
+    cr_interval,
+    invalid_action_rate,
+    mean_std,
+    tokens_per_dialogue,
+)
 from dialogue_gym.types import Outcome, Trajectory, Turn
 
 

@@ -9,12 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dialogue_gym.errors import ConfigError
 from dialogue_gym.scenarios.common import (
     MAX_ACTION_CHARS,
     MAX_CACHED_TEXT_CHARS,
     MAX_JSON_DEPTH,
     MAX_JSON_INT_DIGITS,
     bound_text,
+    check_max_utterance_chars,
+    config_number,
     json_depth_exceeds,
     memoise_short_texts,
     safe_json_loads,
@@ -142,3 +145,24 @@ def test_memoised_parsers_do_not_keep_long_texts():
 def test_short_repr_bounds_quoted_model_output():
     assert short_repr("x" * 1000) == repr("x" * 1000)[:57] + "..."
     assert short_repr(5) == "5"
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (float("nan"), "rho must be a finite number, got nan"),
+        (10**400, r"rho must be a finite number, got 1000\d+\.\.\."),
+        (True, "rho must be a finite number, got True"),
+        (1.5, r"rho must be in \[0.0, 1.0\], got 1.5"),
+    ],
+)
+def test_config_number_refuses_non_finite_out_of_range_and_huge_values(value, message):
+    with pytest.raises(ConfigError, match=message):
+        config_number("rho", value, 0.0, 1.0)
+
+
+def test_check_max_utterance_chars():
+    assert check_max_utterance_chars(MAX_ACTION_CHARS) == MAX_ACTION_CHARS
+    for value in (0, MAX_ACTION_CHARS + 1, True, 5.0):
+        with pytest.raises(ConfigError, match=f"max_utterance_chars must be an int 1-{MAX_ACTION_CHARS}"):
+            check_max_utterance_chars(value)

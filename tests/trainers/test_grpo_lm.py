@@ -4,7 +4,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from trainers.grpo.lm import CausalLMPolicy, GRPOConfig, TurnSample, build_batch, grpo_loss, token_logprobs  # noqa: E402
+from trainers.grpo.lm import (  # noqa: E402
+    CausalLMPolicy,
+    GRPOConfig,
+    TurnSample,
+    build_batch,
+    grpo_loss,
+    token_logprobs,
+)
 
 
 def test_build_batch_marks_exactly_the_completion_tokens():

@@ -6,7 +6,14 @@ import pytest
 
 from dialogue_gym.scenarios.rlada.data import load_domain
 from dialogue_gym.types import Trajectory
-from trainers.rlada.arena import StoppingRule, gym_starts, heldout_plan, match_plan, match_summary, weaker_side
+from trainers.rlada.arena import (
+    StoppingRule,
+    gym_starts,
+    heldout_plan,
+    match_plan,
+    match_summary,
+    weaker_side,
+)
 
 DOMAIN = load_domain()
 

@@ -14,6 +14,7 @@ from trainers.tracer.config import build_config, parser
 from trainers.tracer.policy import IntentPolicy
 from trainers.tracer.sft import lm_dataset, replay, strategy_samples
 
+
 class Crash(Exception):
     """Stands for a kill in the middle of an iteration."""
 

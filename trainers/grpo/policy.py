@@ -7,7 +7,10 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from dialogue_gym.errors import ConfigError
-from dialogue_gym.rewards.advantages import batch_mean_advantages, group_standardized_advantages
+from dialogue_gym.rewards.advantages import (
+    batch_mean_advantages,
+    group_standardized_advantages,
+)
 
 ADVANTAGES = ("batch_mean", "group_standardized")
 

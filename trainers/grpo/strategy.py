@@ -17,7 +17,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from dialogue_gym.errors import ConfigError
-from dialogue_gym.scenarios.sead.agents import CUES, PHRASES, READY, fresh_phrase, next_guide_step, track_estimate
+from dialogue_gym.scenarios.sead.agents import (
+    CUES,
+    PHRASES,
+    READY,
+    fresh_phrase,
+    next_guide_step,
+    track_estimate,
+)
 from dialogue_gym.scenarios.sead.parsing import render_agent_output
 
 MOVES: tuple[str, ...] = (

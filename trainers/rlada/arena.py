@@ -22,7 +22,6 @@ from dialogue_gym.scenarios.rlada.data import Domain
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
 
-
 TOLERANCE = 1e-9
 """Win rates and their changes are sums of fractions: a change computed as 0.85 - 0.8 is
 0.04999999999999993 or 0.05000000000000004, and both are the 0.05 the user wrote. Comparisons with the

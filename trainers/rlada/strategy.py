@@ -23,7 +23,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from dialogue_gym.errors import ConfigError
-from dialogue_gym.scenarios.rlada.agents import KeywordRouterAgent, clarify, customer_text, procedure_action
+from dialogue_gym.scenarios.rlada.agents import (
+    KeywordRouterAgent,
+    clarify,
+    customer_text,
+    procedure_action,
+)
 from dialogue_gym.scenarios.rlada.cues import active_cues, context_cues, cue_hits
 from dialogue_gym.scenarios.rlada.customers import customer_turn, start_memory
 from dialogue_gym.scenarios.rlada.data import Domain

@@ -40,10 +40,19 @@ from trainers.common import RunDir, RunFolderError
 from trainers.common.cli import config_from_cli, run_main
 from trainers.common.rundir import STATE_FIX, has_kind
 from trainers.grpo.policy import advantages_for
-from trainers.rlada.arena import StoppingRule, gym_starts, heldout_plan, match_plan, match_summary, weaker_side
+from trainers.rlada.arena import (
+    StoppingRule,
+    gym_starts,
+    heldout_plan,
+    match_plan,
+    match_summary,
+    weaker_side,
+)
 from trainers.rlada.config import RladaTrainConfig, build_config, parser
 from trainers.rlada.strategy import StrategyAgent, StrategyCustomer
-from trainers.sead.train import _Finished  # the start source that hands each trajectory over as it ends
+from trainers.sead.train import (
+    _Finished,  # the start source that hands each trajectory over as it ends
+)
 
 KEEP_CHECKPOINTS = 2
 

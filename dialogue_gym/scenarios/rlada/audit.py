@@ -72,9 +72,9 @@ class QuestionsThenRoute(ScriptedPolicy):
 
 def audits() -> list[ScenarioAudit]:
     extra = (
-        AuditPolicy("tool_spraying", "degenerate", "calls every tool in turn with the caller's account id", lambda: TextPolicy(_spray, lambda a: a)),
+        AuditPolicy("tool_spraying", "degenerate", "calls every tool in turn with the caller's account id", lambda: TextPolicy(_spray, str)),
         AuditPolicy("questions_then_route", "degenerate", 'says "?" three times, then routes on the last line\'s cues', QuestionsThenRoute),
-        AuditPolicy("fabricated_claims", "degenerate", "looks up the account, then claims a refund, reversal, unblock and balance", lambda: TextPolicy(_fabricate, lambda a: a)),
+        AuditPolicy("fabricated_claims", "degenerate", "looks up the account, then claims a refund, reversal, unblock and balance", lambda: TextPolicy(_fabricate, str)),
     )
     return [
         ScenarioAudit(

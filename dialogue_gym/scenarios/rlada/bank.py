@@ -15,8 +15,9 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from dialogue_gym.scenarios.rlada.data import MIN_AMOUNT, Domain, Intent, finite_number
+from dialogue_gym.scenarios.rlada.data import MIN_AMOUNT, Domain, Intent
 from dialogue_gym.seeding import mix_seed
+from dialogue_gym.types import finite_number
 
 DEBIT_KINDS = frozenset({"card_payment", "cash_withdrawal", "transfer_out", "fee", "direct_debit"})
 MAX_LISTED = 12

@@ -18,7 +18,6 @@ import json
 import math
 import re
 import string
-import sys
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from functools import lru_cache
@@ -28,7 +27,7 @@ from typing import Any
 from dialogue_gym.errors import ScenarioError
 from dialogue_gym.scenarios.common import read_json as _read_json_syntax
 from dialogue_gym.scenarios.common import require
-from dialogue_gym.types import first_non_finite
+from dialogue_gym.types import finite_number, first_non_finite
 
 DATA_DIR = Path(__file__).parent / "data"
 FILES = (
@@ -286,12 +285,6 @@ def _compile(patterns: Any, where: str) -> tuple[re.Pattern[str], ...]:
                 f"in the length of a text; use a bounded gap such as '.{{0,120}}'."
             )
     return tuple(compiled)
-
-
-def finite_number(value: Any) -> bool:
-    """Whether ``value`` is an int or float (not a bool) that is finite as a float (NaN, infinities and
-    ints beyond the float range are not)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and -sys.float_info.max <= value <= sys.float_info.max
 
 
 def _number(value: Any, where: str, field: str) -> float:

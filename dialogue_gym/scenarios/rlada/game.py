@@ -43,7 +43,6 @@ from dialogue_gym.scenarios.rlada.data import (
     MIN_AMOUNT,
     Domain,
     Scenario,
-    finite_number,
     load_domain,
 )
 from dialogue_gym.scenarios.rlada.judge import LOOKUP, LLMJudge, RuleJudge, Verdict
@@ -58,7 +57,7 @@ from dialogue_gym.scenarios.rlada.prompts import (
 from dialogue_gym.scenarios.rlada.tools import call_tool
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.spaces import ChatMessages, Utterance
-from dialogue_gym.types import Outcome, Trajectory, Turn
+from dialogue_gym.types import Outcome, Trajectory, Turn, finite_number
 
 SCENARIO_SETS = ("taxonomy", "arena", "heldout")
 JUDGES = ("rule", "llm")

@@ -88,7 +88,7 @@ def parse_agent_action(text: str, max_chars: int = 2000) -> AgentAction:
     on the bounded text."""
     bounded, truncated = bound_text(text)
     if truncated:
-        return AgentAction(None, "", None, {}, "", "text", truncation_problem(len(text)) + "; answer with one short JSON object")
+        return AgentAction(None, "", None, {}, "", "text", truncation_problem(len(text), "answer with one short JSON object"))
     return _parse_agent_action(bounded, max_chars)
 
 

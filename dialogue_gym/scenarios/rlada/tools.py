@@ -14,7 +14,8 @@ from functools import lru_cache
 from typing import Any
 
 from dialogue_gym.scenarios.rlada.bank import Bank
-from dialogue_gym.scenarios.rlada.data import Tool, finite_number
+from dialogue_gym.scenarios.rlada.data import Tool
+from dialogue_gym.types import finite_number
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),

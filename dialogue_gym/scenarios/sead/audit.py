@@ -29,7 +29,7 @@ VOCABULARY = Vocabulary(
 def audits() -> list[ScenarioAudit]:
     fixed_script = AuditPolicy(
         "fixed_script", "blind", "a fluent SOP script, one line a turn, that never reads the owner",
-        lambda: TextPolicy(_script, lambda text: text),
+        lambda: TextPolicy(_script, str),
     )
     return [
         ScenarioAudit(

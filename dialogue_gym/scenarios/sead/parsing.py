@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import TypeVar
 
 from dialogue_gym.scenarios.common import (
     TagSpan,
@@ -90,21 +89,12 @@ def _read_estimate(fields: dict[str, object], names: tuple[str, ...]) -> tuple[U
     return state, None
 
 
-Move = TypeVar("Move", AgentMove, UserMove)
-
-
-def _with_truncation(move: Move, length: int) -> Move:
-    """``move`` of an output of ``length`` characters that was read from its head only, flagged as such."""
-    problem = "; ".join(filter(None, [truncation_problem(length), move.problem]))
-    return dataclasses.replace(move, problem=problem)
-
-
 def parse_agent_output(text: str, max_chars: int = 2000) -> AgentMove:
     """Read one agent turn; ``problem`` is set when the output is malformed, out of range or over
     ``MAX_ACTION_CHARS`` (then only its head is read). Total: any ``str`` gives a move."""
     bounded, truncated = bound_text(text)
     move = _parse_agent_output(bounded, max_chars)
-    return _with_truncation(move, len(text)) if truncated else move
+    return dataclasses.replace(move, problem=truncation_problem(len(text), move.problem)) if truncated else move
 
 
 @memoise_short_texts(maxsize=16384)
@@ -170,7 +160,7 @@ def parse_user_output(text: str, previous: UserState) -> UserMove:
     an output over ``MAX_ACTION_CHARS`` is read from its head and flagged. Total: any ``str`` gives a move."""
     bounded, truncated = bound_text(text)
     move = _parse_user_output(bounded, previous)
-    return _with_truncation(move, len(text)) if truncated else move
+    return dataclasses.replace(move, problem=truncation_problem(len(text), move.problem)) if truncated else move
 
 
 def _canonical_user(text: str, spans: list[TagSpan]) -> UserMove | None:

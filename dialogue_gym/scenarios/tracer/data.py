@@ -12,7 +12,6 @@ The packaged sample (``data/synthetic_sessions.jsonl``) is SYNTHETIC: generated 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 from dialogue_gym.errors import ScenarioError
 from dialogue_gym.scenarios.common import read_json, require, short_repr
+from dialogue_gym.types import finite_number
 
 DATA_DIR = Path(__file__).parent / "data"
 DEFAULT_SESSIONS_FILE = DATA_DIR / "synthetic_sessions.jsonl"
@@ -336,7 +336,7 @@ def load_weights(path: str | Path, feature_names: tuple[str, ...]) -> dict[str, 
         if (
             not isinstance(row, list)
             or len(row) != LEVELS
-            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in row)
+            or not all(finite_number(v) for v in row)
         ):
             raise ScenarioError(f"{path}: weights[{name!r}] must be {LEVELS} finite numbers (one logit per level), got {row!r}.")
         rows[name] = tuple(float(v) for v in row)

@@ -55,17 +55,13 @@ def _consistency(reply: str, level: int) -> str | None:
     return None
 
 
-def _truncation_flagged(problem: str | None, length: int) -> str:
-    return "; ".join(filter(None, [truncation_problem(length), problem]))
-
-
 def parse_user_output(text: str, fallback_level: int) -> UserMove:
     """Read one simulator turn. An unreadable or out-of-range level becomes ``fallback_level``; an
     output over ``MAX_ACTION_CHARS`` is read from its head and flagged. Total: any ``str`` gives a move."""
     bounded, truncated = bound_text(text)
     move = _parse_user_output(bounded, fallback_level)
     if truncated:
-        return dataclasses.replace(move, format_ok=False, problem=_truncation_flagged(move.problem, len(text)))
+        return dataclasses.replace(move, format_ok=False, problem=truncation_problem(len(text), move.problem))
     return move
 
 
@@ -140,7 +136,7 @@ def parse_assistant_output(text: str, max_chars: int = 2000) -> AssistantMove:
     bounded, truncated = bound_text(text)
     move = _parse_assistant_output(bounded, max_chars)
     if truncated:
-        return dataclasses.replace(move, problem=_truncation_flagged(move.problem, len(text)))
+        return dataclasses.replace(move, problem=truncation_problem(len(text), move.problem))
     return move
 
 

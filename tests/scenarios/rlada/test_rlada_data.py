@@ -7,7 +7,13 @@ from collections import Counter
 import pytest
 
 from dialogue_gym.errors import ScenarioError
-from dialogue_gym.scenarios.rlada.data import DATA_DIR, FACT_KEYS, LEVELS, load_domain, placeholders
+from dialogue_gym.scenarios.rlada.data import (
+    DATA_DIR,
+    FACT_KEYS,
+    LEVELS,
+    load_domain,
+    placeholders,
+)
 
 # Banking77's 77 label names, as published (two are normalised by the taxonomy:
 # "Refund_not_showing_up" -> refund_not_showing_up, "reverted_card_payment?" -> reverted_card_payment).

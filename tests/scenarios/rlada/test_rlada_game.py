@@ -8,8 +8,8 @@ import pytest
 import dialogue_gym  # noqa: F401
 from dialogue_gym.backends import CannedBackend
 from dialogue_gym.errors import ConfigError, InvalidAction, ScenarioError
-from dialogue_gym.scenarios.rlada.customers import ScriptedCustomer
 from dialogue_gym.scenarios.rlada.cues import names_intent
+from dialogue_gym.scenarios.rlada.customers import ScriptedCustomer
 from dialogue_gym.scenarios.rlada.data import LEVELS, load_domain
 from dialogue_gym.scenarios.rlada.game import RladaConfig, RladaGame
 from dialogue_gym.scenarios.rlada.parsing import parse_customer_output

@@ -20,7 +20,10 @@ from dialogue_gym.scenarios.rlada.bank import generate_bank
 from dialogue_gym.scenarios.rlada.data import DATA_DIR, load_domain
 from dialogue_gym.scenarios.rlada.game import RladaConfig, RladaGame
 from dialogue_gym.scenarios.rlada.judge import LLMJudge, parse_judge_score
-from dialogue_gym.scenarios.rlada.parsing import parse_agent_action, parse_customer_output
+from dialogue_gym.scenarios.rlada.parsing import (
+    parse_agent_action,
+    parse_customer_output,
+)
 from dialogue_gym.scenarios.rlada.tools import call_tool
 
 DOMAIN = load_domain()

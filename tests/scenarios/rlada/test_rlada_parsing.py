@@ -6,7 +6,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dialogue_gym.scenarios.rlada.data import load_domain
-from dialogue_gym.scenarios.rlada.parsing import count_sentences, parse_agent_action, parse_customer_output, render_agent_action
+from dialogue_gym.scenarios.rlada.parsing import (
+    count_sentences,
+    parse_agent_action,
+    parse_customer_output,
+    render_agent_action,
+)
 
 DOMAIN = load_domain()
 

@@ -2,7 +2,12 @@ import gymnasium as gym
 import pytest
 
 import dialogue_gym  # noqa: F401
-from dialogue_gym.errors import ConfigError, EpisodeStateError, InvalidAction, ScenarioError
+from dialogue_gym.errors import (
+    ConfigError,
+    EpisodeStateError,
+    InvalidAction,
+    ScenarioError,
+)
 from dialogue_gym.scenarios.sead.game import SeadConfig, SeadGame
 from dialogue_gym.scenarios.sead.parsing import render_agent_output, render_user_output
 from dialogue_gym.types import Outcome, Trajectory

@@ -2,7 +2,12 @@ import math
 
 import pytest
 
-from dialogue_gym.errors import ConfigError, EpisodeStateError, InvalidAction, ScenarioError
+from dialogue_gym.errors import (
+    ConfigError,
+    EpisodeStateError,
+    InvalidAction,
+    ScenarioError,
+)
 from dialogue_gym.rewards import tracer_reward
 from dialogue_gym.scenarios.tracer.data import load_sessions
 from dialogue_gym.scenarios.tracer.game import DMBenchGame, TracerConfig, TracerGame

@@ -1,7 +1,11 @@
 import pytest
 
 from dialogue_gym.scenarios.tracer.acts import analyze
-from dialogue_gym.scenarios.tracer.parsing import parse_assistant_output, parse_user_output, render_user_output
+from dialogue_gym.scenarios.tracer.parsing import (
+    parse_assistant_output,
+    parse_user_output,
+    render_user_output,
+)
 
 
 def test_canonical_output_round_trips():

@@ -6,9 +6,19 @@ import pytest
 from dialogue_gym.backends import CannedBackend
 from dialogue_gym.envs.driver import CounterpartDriver
 from dialogue_gym.errors import ConfigError
-from dialogue_gym.scenarios.tracer.dynamics import FeatureMap, IntentDynamics, draw_level, softmax
+from dialogue_gym.scenarios.tracer.dynamics import (
+    FeatureMap,
+    IntentDynamics,
+    draw_level,
+    softmax,
+)
 from dialogue_gym.scenarios.tracer.game import TracerGame
-from dialogue_gym.scenarios.tracer.judges import DIMENSIONS, HeuristicJudge, LLMJudge, make_judge
+from dialogue_gym.scenarios.tracer.judges import (
+    DIMENSIONS,
+    HeuristicJudge,
+    LLMJudge,
+    make_judge,
+)
 from dialogue_gym.scenarios.tracer.parsing import parse_user_output
 from dialogue_gym.scenarios.tracer.policies import SCRIPTED, make_policy, policy_names
 
