@@ -30,6 +30,10 @@ from dialogue_gym.reporting import format_table
 from envs_registry import REGISTRY, get, resolve
 
 
+PRIVILEGED_MARK = "*"
+PRIVILEGED_NOTE = f"{PRIVILEGED_MARK} reads the privileged channel (hidden state): an upper bound, not a fair baseline."
+
+
 def cmd_list(_: argparse.Namespace) -> int:
     rows = [
         {"name": e.id, "roles": ", ".join(e.roles), "learner": e.default_learner, "module": e.pettingzoo_module, "agents": ",".join(e.agents)}
@@ -68,9 +72,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 on_episode=lambda _: bar.update(1),
             )
         results[agent] = trajectories
-        rows.append({"name": agent, **summary(trajectories, **metric_kwargs)})
+        marked = any(t.meta.get("privileged") for t in trajectories)
+        rows.append({"name": agent + PRIVILEGED_MARK * marked, **summary(trajectories, **metric_kwargs)})
     print(f"\n{args.env_id}: {args.episodes} episodes per agent, seed {args.seed}\n")
     print(format_table(rows, columns, "agent"))
+    if any(row["name"].endswith(PRIVILEGED_MARK) for row in rows):
+        print(PRIVILEGED_NOTE)
     extra = resolve(entry.report)(results) if entry.report else None
     if extra:
         print(f"\n{extra}")

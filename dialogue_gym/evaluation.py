@@ -17,7 +17,7 @@ import gymnasium as gym
 from dialogue_gym.envs.driver import CounterpartDriver
 from dialogue_gym.envs.single import DialogueEnv
 from dialogue_gym.errors import ConfigError
-from dialogue_gym.game import Game
+from dialogue_gym.game import Game, is_privileged
 from dialogue_gym.types import Trajectory
 
 
@@ -64,6 +64,9 @@ class Evaluator:
         }
         self.driver = CounterpartDriver(policies, learner=None)
         self.agent_name = agent if isinstance(agent, str) else type(agent).__name__
+        self.privileged = is_privileged(policies[learner])
+        """Whether the evaluated policy reads the privileged channel (its trajectories say so in
+        ``meta["privileged"]`` and result tables mark its row): an upper bound, not a fair entry."""
         self._pool: list[Game] = []
 
     def run(
@@ -96,6 +99,8 @@ class Evaluator:
                     trajectory = game.trajectory()
                     trajectory.learner = self.learner
                     trajectory.meta = {**trajectory.meta, "agent": self.agent_name, "env_id": self.env_id}
+                    if self.privileged:
+                        trajectory.meta["privileged"] = True
                     batch.append(trajectory)
                 if sink is not None:
                     # Serialised before writing, so a trajectory that is not strict JSON leaves no partial batch.

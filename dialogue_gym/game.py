@@ -33,6 +33,15 @@ def check_seed(seed: Any) -> int | None:
     return int(seed) if seed is not None else None
 
 
+PRIVILEGED_INFO_KEY = "privileged"
+"""The ``info`` key under which a policy that declares ``privileged = True`` gets :meth:`Game.privileged`."""
+
+
+def is_privileged(policy: Any) -> bool:
+    """Whether ``policy`` declares it needs the privileged channel (``privileged = True``)."""
+    return getattr(policy, "privileged", False) is True
+
+
 @dataclass
 class StepResult:
     """What one move did: reward increments per role, whether the episode ended, the mover's info."""
@@ -219,7 +228,25 @@ class Game(ABC):
 
     @abstractmethod
     def episode_profile(self) -> dict[str, Any]:
-        """JSON form of how this episode started (what policies receive in ``start``)."""
+        """JSON form of how this episode started (``reset(options={"profile": ...})`` replays it; the
+        trajectory keeps it). Privileged: a policy's ``start`` receives :meth:`role_profile` instead."""
+
+    def role_profile(self, role: str) -> dict[str, Any]:
+        """What ``role`` knows of how the episode started: the part of :meth:`episode_profile` a person
+        in that role would know (its own persona and goal, say), which its policy's ``start`` receives.
+        Nothing by default; each scenario names what each role knows."""
+        return {}
+
+    def privileged(self) -> dict[str, Any]:
+        """The privileged channel: what no role can know while playing (hidden state, the reference
+        session, target labels, reference-derived numbers) plus the whole :meth:`episode_profile`.
+
+        Only policies that declare ``privileged = True`` (oracles, analysis) receive it: their
+        ``start`` gets the whole profile and every ``info`` they get carries this dict under
+        :data:`PRIVILEGED_INFO_KEY`. For analysis, read ``env.unwrapped.game.privileged()``; metrics
+        read the trajectory after the episode.
+        """
+        return {"profile": self.episode_profile()}
 
     def spawn(self) -> Game:
         """A fresh game with the same configuration (for batches of parallel episodes)."""

@@ -90,6 +90,10 @@ class ToyGame(Game):
     def episode_profile(self) -> dict[str, Any]:
         return {"seed": self.seed}
 
+    def role_profile(self, role: str) -> dict[str, Any]:
+        """Nothing is hidden in the toy game: every role knows the whole profile."""
+        return self.episode_profile()
+
 
 class Counterpart(ScriptedPolicy):
     """Says ``"bye"`` on its opening move in the episodes whose seed ``hangs_up(seed)``, else ``"hello"``;

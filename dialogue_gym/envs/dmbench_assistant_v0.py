@@ -15,7 +15,8 @@ view: ``learner="assistant"`` (default; the user is the scripted intent-dynamics
 ## Observation Space
 ``Dict(messages=ChatMessages, turn=Discrete(max_user_turns + 1))`` for both roles. The assistant's chat
 starts with a system prompt holding the merchant facts and the SOP, then its opening. It never
-observes the user's intent level; ``info["intent_level"]`` / ``info["intent_trajectory"]`` carry it.
+observes the user's intent level; only the user's own ``info`` carries it (``intent_level``, ``intent_trajectory``); for analysis
+``env.unwrapped.game.privileged()`` and the trajectory hold it.
 
 ## Action Space
 ``Utterance``: the role's raw text. Assistant: plain text (``<response>`` tags or ``{"response": ...}``

@@ -17,7 +17,7 @@ import numpy as np
 from gymnasium import logger
 
 from dialogue_gym.errors import BackendError, ScenarioError
-from dialogue_gym.game import Game, StepResult
+from dialogue_gym.game import PRIVILEGED_INFO_KEY, Game, StepResult, is_privileged
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.simulators.base import RolePolicy
 from dialogue_gym.types import Outcome, Trajectory
@@ -47,6 +47,15 @@ def act_with_errors(
     return policy.act_batch(observations, infos, memories), [None] * len(observations)
 
 
+def role_info(game: Game, role: str, policy: RolePolicy) -> dict[str, Any]:
+    """The ``info`` ``policy`` gets for ``role``: the role's own, plus the privileged channel under
+    :data:`~dialogue_gym.game.PRIVILEGED_INFO_KEY` if the policy declares it needs it."""
+    info = game.info(role)
+    if is_privileged(policy):
+        return {**info, PRIVILEGED_INFO_KEY: game.privileged()}
+    return info
+
+
 class CounterpartDriver:
     """Owns the policies of every role except the learner, and their per-episode memories."""
 
@@ -55,9 +64,14 @@ class CounterpartDriver:
         self.learner = learner
 
     def start(self, game: Game) -> dict[str, Any]:
-        profile = game.episode_profile()
+        """Each policy's memory for ``game``'s episode: ``start`` with what its role knows
+        (:meth:`Game.role_profile`), or the whole profile for a privileged policy."""
         return {
-            role: policy.start(profile, role_seed(game.seed, role, game.roles)) for role, policy in self.policies.items()
+            role: policy.start(
+                game.episode_profile() if is_privileged(policy) else game.role_profile(role),
+                role_seed(game.seed, role, game.roles),
+            )
+            for role, policy in self.policies.items()
         }
 
     def begin(
@@ -116,7 +130,7 @@ class CounterpartDriver:
                 texts, errors = act_with_errors(
                     self.policies[role],
                     [games[i].observe(role) for i in indices],
-                    [games[i].info(role) for i in indices],
+                    [role_info(games[i], role, self.policies[role]) for i in indices],
                     [memories[i][role] for i in indices],
                 )
                 for index, text, error in zip(indices, texts, errors):

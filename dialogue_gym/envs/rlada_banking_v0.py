@@ -21,8 +21,11 @@ the system prompt (the six tools with their JSON schemas, the protocol, the call
 customer's words as ``user`` messages, its own outputs as ``assistant`` messages, tool results (and
 format errors) as ``tool`` messages, ready for ``apply_chat_template``. Customer: ``messages`` (its
 system prompt holds its hidden problem, facts and style), ``turn``, ``intent=Discrete(78)``,
-``concealment=Discrete(3)``. The agent never observes the intent; ``info`` carries it (``intent``,
-``target_tool``) for metrics, as SEAD's info carries the hidden user state.
+``concealment=Discrete(3)``. The agent never observes the intent: not in its observation, its
+``info`` or its policy's ``start`` profile (empty for the agent). The customer's ``info`` names its own
+``intent`` and ``concealment``. For analysis, ``env.unwrapped.game.privileged()`` holds the intent,
+``target_tool``, scenario and the whole profile; only policies that declare ``privileged = True``
+(``oracle``) get it, in ``info["privileged"]``.
 
 ## Action Space
 ``Utterance``: the role's raw text. Agent: one JSON object ``{"thinking", "action_type": "speak" |

@@ -13,8 +13,10 @@ The scripted simulator (default) reacts to the agent's free text; an LLM can pla
 ``Dict(messages=ChatMessages, turn=Discrete(T_max + 1))`` for the agent: the chat from its side
 (system prompt with SOP and facts, then the call), ready for ``apply_chat_template``. The user
 additionally gets ``state=MultiDiscrete([5, 4, 6])`` and ``behaviors=MultiBinary(|L|)``, and its
-system prompt carries its persona, state and rules. The agent never observes the hidden state;
-``info["user_state"]`` carries it for metrics.
+system prompt carries its persona, state and rules. The agent never observes the hidden state: not
+in its observation, its ``info`` or its policy's ``start`` profile (empty for the agent). The user's
+``info["user_state"]`` is its own state. For analysis, ``env.unwrapped.game.privileged()`` holds the
+true state and the whole profile; the trajectory keeps both for metrics, read after the episode.
 
 ## Action Space
 ``Utterance``: the role's raw text. Agent: SEAD tags (``<response>`` + ``<cooperation_score>``,

@@ -31,9 +31,11 @@ NaN/Infinity are malformed output. Parsing is linear-time and no string raises.
 User, at the end: ``l1 R_fmt + l2 R_final + l3 R_traj`` against the paired reference (weights
 (0.2, 0.5, 0.3); ``R_traj = exp(-alpha (D + beta |T* - T|) / T) * eta``); ``user_reward="none"`` turns it off.
 Assistant: ``conversion_reward`` (1.0) when the user converts. ``invalid_action_penalty`` (0.0: the
-format term already prices malformed output) per flagged move. ``info`` after every user turn:
-``intent_trajectory``, ``dtw_cost`` (D), ``deviations`` (d_t), ``deviation_suffix`` (c_t with ``rho``); at
-the end ``reward_terms`` (R_fmt, R_final, R_traj, eta, D, total).
+format term already prices malformed output) per flagged move. The user's ``info`` holds its own
+``intent_trajectory`` (and ``intent_level``); both roles get ``reward_terms`` (R_fmt, R_final, R_traj, eta,
+D, total) at the end. Neither role sees which reference session the episode follows, nor any number
+derived from it before the end: ``dtw_cost`` (D), ``deviations`` (d_t), ``deviation_suffix`` (c_t with
+``rho``), ``session_id`` and ``reference_intents`` are in ``env.unwrapped.game.privileged()``.
 
 ## Starting State
 A reference session drawn uniformly from ``sessions_file`` (or ``sessions``), or

@@ -3,6 +3,11 @@
 A policy is batched by contract: ``act_batch(observations, infos, memories) -> texts``. Per-episode
 state lives in the *memory* that ``start`` returns, so one policy object can serve many envs at
 once (the vector view sends all its LLM generations of a step as one batch).
+
+A policy is handed only what its role can know: ``start`` gets the role's profile
+(:meth:`~dialogue_gym.game.Game.role_profile`) and ``info`` the role's own. A policy that needs hidden
+state (an oracle, an analysis probe) declares ``privileged = True``; it then gets the whole profile and
+the privileged channel in ``info["privileged"]``, and result tables mark its rows.
 """
 
 from __future__ import annotations

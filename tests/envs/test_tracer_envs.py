@@ -58,7 +58,8 @@ def test_the_learner_gets_its_reward_at_the_end():
     assert observation["turn"] == 0 and info["intent_trajectory"] == []
     observation, reward, terminated, truncated, info = env.step(render_user_output("How big are the classes?", 3, "curious"))
     assert reward == 0.0 and not terminated and observation["messages"][-1]["role"] == "user"
-    assert info["intent_trajectory"] == [3] and info["dtw_cost"] is not None
+    assert info["intent_trajectory"] == [3] and "dtw_cost" not in info and "session_id" not in info
+    assert env.unwrapped.game.privileged()["dtw_cost"] is not None
     _, reward, terminated, _, info = env.step(render_user_output("138xxxx0000", 5, "ready"))
     assert terminated and reward == pytest.approx(info["reward_terms"]["total"]) and info["outcome"] == "success"
 
@@ -67,7 +68,8 @@ def test_an_llm_can_play_the_user_in_tracer_format():
     replies = [render_user_output("How much is it?", 3, "asks"), render_user_output("", 0, "leaves")]
     env = gym.make("DMBench-Assistant-v0", user="llm", user_backend=CannedBackend(replies, cycle=False))
     observation, info = env.reset(seed=0)
-    assert info["intent_trajectory"] == [3] and observation["messages"][-1] == {"role": "user", "content": "How much is it?"}
+    assert env.unwrapped.game.intents == [3] and "intent_trajectory" not in info  # the user's own state
+    assert observation["messages"][-1] == {"role": "user", "content": "How much is it?"}
     _, reward, terminated, _, info = env.step("It depends on the plan. Leave your number?")
     assert terminated and reward == 0.0 and info["outcome"] == "hangup" and info["response_quality"]["judge"] == "heuristic"
     env = gym.make("TRACER-UserSim-v0", assistant="llm", assistant_backend=CannedBackend(["Sure, we have it. Your number?"]))

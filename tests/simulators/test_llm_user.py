@@ -32,7 +32,7 @@ def test_llm_user_prompt_and_well_formed_replies():
     assert system["role"] == "system" and "asks whether the caller is a robot" in system["content"] and "cooperation 2/4" in system["content"]
     assert backend.requests[0].messages[-1] == {"role": "user", "content": "Hello, is this the owner?"}
     assert observation["messages"][-1] == {"role": "user", "content": "Who is this?"}
-    assert not terminated and info["user_state"] == (2, 2, 2)
+    assert not terminated and "user_state" not in info and env.unwrapped.game.privileged()["user_state"] == (2, 2, 2)
     observation, reward, terminated, _, info = env.step("Please claim it in the app.")
     assert terminated and reward == 1.0 and info["outcome"] == "success"
 

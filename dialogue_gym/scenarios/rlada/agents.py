@@ -16,6 +16,7 @@ import math
 import re
 from typing import Any
 
+from dialogue_gym.game import PRIVILEGED_INFO_KEY
 from dialogue_gym.scenarios.rlada.cues import cue_hits
 from dialogue_gym.scenarios.rlada.data import Domain
 from dialogue_gym.scenarios.rlada.judge import ESCALATE, LOOKUP
@@ -201,10 +202,13 @@ class AlwaysEscalateAgent(ScriptedPolicy):
 
 
 class OracleAgent(ScriptedPolicy):
-    """Routes to the hidden intent's tool (``info["target_tool"]``): an upper bound of the procedure."""
+    """Routes to the hidden intent's tool, read from the privileged channel
+    (``info["privileged"]["target_tool"]``): an upper bound of the procedure, not a fair baseline."""
+
+    privileged = True
 
     def act(self, observation: dict[str, Any], info: dict[str, Any], memory: dict[str, Any]) -> str:
-        return procedure_action(info["target_tool"], observation, memory)
+        return procedure_action(info[PRIVILEGED_INFO_KEY]["target_tool"], observation, memory)
 
 
 class RandomAgent(ScriptedPolicy):

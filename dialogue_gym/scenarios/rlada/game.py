@@ -445,10 +445,7 @@ class RladaGame(Game):
         prefix = f"{role}/"
         return {
             "turn": self.agent_turns,
-            "intent": self.intent.name,
-            "target_tool": self.intent.tool,
-            "scenario": self.profile["scenario"],
-            "concealment": self.profile["concealment"],
+            **({"intent": self.intent.name, "concealment": self.profile["concealment"]} if role == "customer" else {}),
             "invalid_action": self._last_problem[role],
             "tool_error": self._tool_error if role == "agent" else None,
             "role_reversal": self._role_reversal if role == "customer" else False,
@@ -461,6 +458,20 @@ class RladaGame(Game):
 
     def episode_profile(self) -> dict[str, Any]:
         return dict(self.profile)
+
+    def role_profile(self, role: str) -> dict[str, Any]:
+        """The customer knows its problem, its facts and how much it conceals; the agent knows nothing
+        of the caller before the call."""
+        return dict(self.profile) if role == "customer" else {}
+
+    def privileged(self) -> dict[str, Any]:
+        return {
+            **super().privileged(),
+            "intent": self.intent.name,
+            "target_tool": self.intent.tool,
+            "scenario": self.profile["scenario"],
+            "concealment": self.profile["concealment"],
+        }
 
     def trajectory(self) -> Trajectory:
         meta: dict[str, Any] = {}

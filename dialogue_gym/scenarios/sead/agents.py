@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from dialogue_gym.game import PRIVILEGED_INFO_KEY
 from dialogue_gym.scenarios.sead.data import BehaviorLibrary
 from dialogue_gym.scenarios.sead.game import MIN_COOPERATION_TO_ACT
 from dialogue_gym.scenarios.sead.parsing import render_agent_output
@@ -194,7 +195,11 @@ class AdaptiveAgent(ScriptedPolicy):
 
 
 class OracleAgent(ScriptedPolicy):
-    """Reads the true state (``info['user_state']``) and the concern behind the user's words."""
+    """Reads the true state and the owner's behaviors from the privileged channel
+    (``info["privileged"]["user_state"]``, the whole profile in ``start``) and the concern behind the
+    owner's words: an upper bound, not a fair baseline."""
+
+    privileged = True
 
     def __init__(self, library: BehaviorLibrary):
         self.library = library
@@ -205,7 +210,7 @@ class OracleAgent(ScriptedPolicy):
 
     def act(self, observation: dict[str, Any], info: dict[str, Any], memory: Any) -> str:
         turn = int(observation["turn"])
-        c, e, tr = info["user_state"]
+        c, e, tr = info[PRIVILEGED_INFO_KEY]["user_state"]
         if turn == 0:
             return render_agent_output(PHRASES["opening"][0], (c, e, tr))
         parts: list[str] = [fresh_phrase("empathy", memory)] if e <= 1 else []

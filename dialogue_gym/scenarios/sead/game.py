@@ -203,12 +203,23 @@ class SeadGame(Game):
         }
 
     def info(self, role: str) -> dict[str, Any]:
-        return {
+        """The owner's own state (``user_state``) is in the ``user`` role's info only; the agent's
+        policy never sees it (it is in :meth:`privileged`)."""
+        info: dict[str, Any] = {
             "turn": self.agent_turns,
-            "user_state": tuple(self.state),
             "invalid_action": self._last_problem[role],
             "outcome": self.outcome.value if self.outcome is not None else None,
         }
+        if role == "user":
+            info["user_state"] = tuple(self.state)
+        return info
+
+    def role_profile(self, role: str) -> dict[str, Any]:
+        """The owner knows its persona, state and behaviors; the caller knows nothing of the owner."""
+        return self.profile.to_dict() if role == "user" else {}
+
+    def privileged(self) -> dict[str, Any]:
+        return {**super().privileged(), "user_state": tuple(self.state)}
 
     def evaluation_options(self, episode: int, seed: int) -> dict[str, Any]:
         """Stratified: initial state ``episode % 120``, behaviors drawn from ``(seed, episode)``."""

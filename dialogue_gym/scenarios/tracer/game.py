@@ -281,27 +281,42 @@ class TracerGame(Game):
         return {"messages": list(self._messages[role]), "turn": len(self.intents)}
 
     def info(self, role: str) -> dict[str, Any]:
-        """Keys with a number (``intent_level``, ``dtw_cost``) appear from the first user turn on, so a
-        vector env's batched infos keep one dtype per key."""
-        alignment = self.alignment
+        """What ``role`` knows: the user its own intent levels (``intent_trajectory``, and
+        ``intent_level`` from its first turn on, so a vector env's batched infos keep one dtype per
+        key); both roles the scores once the episode is over. The reference session and the per-turn
+        DTW numbers are in :meth:`privileged`."""
         info: dict[str, Any] = {
             "turn": len(self.intents),
-            "session_id": self.session.session_id,
-            "group_id": self.session.group_id,
-            "intent_trajectory": list(self.intents),
-            "deviations": list(alignment.deviations) if alignment is not None else [],
-            "deviation_suffix": list(self.suffix),
             "invalid_action": self._last_problem[role],
             "outcome": self.outcome.value if self.outcome is not None else None,
         }
-        if alignment is not None:
-            info["intent_level"] = self.intents[-1]
-            info["dtw_cost"] = alignment.cost
+        if role == "user":
+            info["intent_trajectory"] = list(self.intents)
+            if self.intents:
+                info["intent_level"] = self.intents[-1]
         if self.scores is not None:
             info["reward_terms"] = self.scores.to_dict()
         if self.judged is not None:
             info["response_quality"] = dict(self.judged)
         return info
+
+    def role_profile(self, role: str) -> dict[str, Any]:
+        """The user knows its persona, the merchant it contacts and its opening; the assistant knows
+        its merchant. Neither knows which reference session the episode follows."""
+        known = ("user", "merchant", "opening") if role == "user" else ("merchant",)
+        return {key: self.profile[key] for key in known}
+
+    def privileged(self) -> dict[str, Any]:
+        alignment = self.alignment
+        return {
+            **super().privileged(),
+            "session_id": self.session.session_id,
+            "group_id": self.session.group_id,
+            "reference_intents": list(self.session.intents),
+            "deviations": list(alignment.deviations) if alignment is not None else [],
+            "deviation_suffix": list(self.suffix),
+            "dtw_cost": alignment.cost if alignment is not None else None,
+        }
 
     def evaluation_options(self, episode: int, seed: int) -> dict[str, Any]:
         """Every reference session in turn: episode ``i`` starts from session ``i % len(sessions)``."""

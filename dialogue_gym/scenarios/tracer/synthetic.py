@@ -47,7 +47,13 @@ MERCHANT_FIELDS = ("id", "name", "industry", "greeting", "facts")
 
 
 class GroundTruthUser(IntentDynamicsUser):
-    """The packaged dynamics plus hidden merchant and group effects on levels 0 and 5."""
+    """The packaged dynamics plus hidden merchant and group effects on levels 0 and 5.
+
+    The generator's ground truth, not a player: it reads the episode's group, which no user knows,
+    so it declares the privileged channel (its ``start`` gets the whole profile).
+    """
+
+    privileged = True
 
     def __init__(self, merchant_effects: dict[str, tuple[float, float]], group_effects: dict[str, float]):
         super().__init__(IntentDynamics.from_file())

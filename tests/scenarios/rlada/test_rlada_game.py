@@ -28,7 +28,10 @@ def test_observations_and_hidden_information():
     system, opening = observation["messages"]
     assert system["role"] == "system" and "lookup_account" in system["content"] and env.unwrapped.game.bank.customer_id in system["content"]
     assert opening["role"] == "user" and "transaction_charged_twice" not in json.dumps(observation)
-    assert info["intent"] == "transaction_charged_twice" and info["target_tool"] == "dispute_charge" and info["scenario"] == "dispute_duplicate"
+    assert not {"intent", "target_tool", "scenario", "concealment"} & set(info)
+    hidden = env.unwrapped.game.privileged()
+    assert hidden["intent"] == "transaction_charged_twice" and hidden["target_tool"] == "dispute_charge" and hidden["scenario"] == "dispute_duplicate"
+    assert env.unwrapped.game.role_profile("agent") == {} and env.unwrapped.game.info("customer")["intent"] == "transaction_charged_twice"
     customer_view = env.unwrapped.game.observe("customer")
     assert customer_view["intent"] == DOMAIN.intent("transaction_charged_twice").index and "Riverside Diner" in customer_view["messages"][0]["content"]
 

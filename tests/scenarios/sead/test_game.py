@@ -30,7 +30,9 @@ def test_agent_speaks_first_and_observations_hide_the_state_from_the_agent():
     user_obs = game.observe("user")
     assert list(user_obs["state"]) == [3, 2, 3] and user_obs["behaviors"].sum() == 1
     assert "hidden costs" in user_obs["messages"][0]["content"]
-    assert game.info("agent")["user_state"] == (3, 2, 3)
+    assert "user_state" not in game.info("agent") and game.info("user")["user_state"] == (3, 2, 3)
+    assert game.privileged()["user_state"] == (3, 2, 3) and game.privileged()["profile"] == game.episode_profile()
+    assert game.role_profile("agent") == {} and game.role_profile("user") == game.episode_profile()
 
 
 def test_success_needs_status_one_and_cooperation_three():

@@ -43,7 +43,7 @@ def test_conversion_ends_the_session_and_scores_both_roles():
     game = started()
     game.step(user(3))
     result = game.step("We have what you need. Leave your number?")
-    assert result.info["intent_trajectory"] == [3] and game.current_role == "user"
+    assert game.intents == [3] and "intent_trajectory" not in result.info and game.current_role == "user"
     game.step(user(4))
     game.step("Great.")
     result = game.step(user(5))
@@ -51,9 +51,9 @@ def test_conversion_ends_the_session_and_scores_both_roles():
     expected = tracer_reward([3, 4, 5], load_sessions()[SESSION].intents, [True, True, True])
     assert result.rewards["user"] == pytest.approx(expected.total)
     assert result.rewards["assistant"] == 1.0
-    info = result.info
-    assert info["dtw_cost"] == expected.dtw_cost and info["reward_terms"]["total"] == pytest.approx(expected.total)
-    assert len(info["deviations"]) == 3 and info["deviation_suffix"][-1] == info["deviations"][-1]
+    info, hidden = result.info, game.privileged()
+    assert hidden["dtw_cost"] == expected.dtw_cost and info["reward_terms"]["total"] == pytest.approx(expected.total)
+    assert len(hidden["deviations"]) == 3 and hidden["deviation_suffix"][-1] == hidden["deviations"][-1]
     trajectory = Trajectory.from_dict(game.trajectory().to_dict())
     assert trajectory.reward_terms["user/final"] == pytest.approx(0.5 * expected.r_final)
     assert trajectory.meta["reference"]["session_id"] == SESSION and trajectory.meta["alignment"]["rho"] == 0.4
@@ -74,16 +74,22 @@ def test_dropout_and_the_turn_limit():
     assert game.observe("user")["turn"] == 2
 
 
-def test_info_tracks_the_alignment_after_every_user_turn():
+def test_the_alignment_is_tracked_after_every_user_turn_in_the_privileged_channel_only():
     game = started(rho=0.5)
     game.step(user(1))
     game.step("Sorry.")
     game.step(user(2))
-    info = game.info("assistant")
-    assert info["intent_level"] == 2 and info["intent_trajectory"] == [1, 2]
-    d = info["deviations"]
-    assert info["deviation_suffix"] == pytest.approx([d[0] + 0.5 * d[1], d[1]])
-    assert "reward_terms" not in info and info["outcome"] is None
+    mine = game.info("user")
+    assert mine["intent_level"] == 2 and mine["intent_trajectory"] == [1, 2]
+    hidden = game.privileged()
+    d = hidden["deviations"]
+    assert hidden["deviation_suffix"] == pytest.approx([d[0] + 0.5 * d[1], d[1]])
+    assert hidden["session_id"] == SESSION and hidden["reference_intents"] == list(load_sessions()[SESSION].intents)
+    for role in ("user", "assistant"):
+        info = game.info(role)
+        assert not {"deviations", "deviation_suffix", "dtw_cost", "session_id", "group_id", "reward_terms"} & set(info)
+        assert info["outcome"] is None
+    assert "intent_level" not in game.info("assistant")
 
 
 def test_malformed_output_is_part_of_the_episode():
