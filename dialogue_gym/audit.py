@@ -20,6 +20,7 @@ Audit policies read only the learner's observation, never ``info``.
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import random
 from dataclasses import dataclass, field
@@ -146,6 +147,24 @@ class ScenarioAudit:
     margin_rationale: str = ""
     """Why that margin (printed with the table)."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class UnauditedRole:
+    """A learner role a scenario offers but does not audit, and why (``dialogue-gym audit`` prints it).
+
+    A scenario lists these in its audit module as ``UNAUDITED``; the test suite accepts a role with no
+    audit only if it is declared here with a reason.
+    """
+
+    env_id: str
+    learner: str
+    reason: str
+
+
+def unaudited_roles(audits: str) -> tuple[UnauditedRole, ...]:
+    """The ``UNAUDITED`` declarations of the audit module named by a registry entry's ``audits``."""
+    return tuple(getattr(importlib.import_module(audits.partition(":")[0]), "UNAUDITED", ()))
 
 
 @dataclass

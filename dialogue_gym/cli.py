@@ -87,7 +87,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from dialogue_gym.audit import MIN_EPISODES, format_audit, run_audit
+    from dialogue_gym.audit import MIN_EPISODES, format_audit, run_audit, unaudited_roles
 
     entry = get(args.env_id)
     if entry.audits is None:
@@ -101,6 +101,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
             _, rows = run_audit(audit, args.episodes, args.seed, progress=lambda name: bar.set_postfix_str(name) or bar.update(1))
         print(f"\n{format_audit(audit, rows, args.episodes)}")
         failed += sum(not row.passed for row in rows)
+    for role in unaudited_roles(entry.audits):
+        print(f"\nnot audited: {role.env_id}, learner {role.learner!r}: {role.reason}")
     print(f"\n{failed} bound(s) broken" if failed else "\nevery bound holds")
     return 1 if failed else 0
 

@@ -61,6 +61,16 @@ the agent when the user learns), ``user`` ("scripted" | "llm"), ``agent_backend`
 ## Version History
 * v0: initial release.
 * v0, hardening (unreleased, no bump): parsing bounded and total (``MAX_ACTION_CHARS``); non-finite reward settings rejected. Scripted baselines score as before.
+* v0, scores follow quality (unreleased, no bump; issue 9): the scripted owner understands
+  sentences, not keywords (``scenarios/sead/acts.py``, ``scenarios/sead/data/UNDERSTANDING.md``).
+  Acts count only from understood sentences; made-up words, strung cue words, keyword lists,
+  silence, echoes and content-free questions confuse it (three such turns and it hangs up); a turn
+  over 4 acts, 4 sentences or 60 words is a monologue; repeated acts saturate; near-repeats compare
+  content words. Success needs the walkthrough: the three operation steps as understood
+  instructions, in order, while cooperation >= 3 (and trust >= 2), rolled only when the claim step
+  lands (it used to be the guide keyword twice). The ``sop`` script now reads the offer and then the
+  walkthrough twice in other words. Scripted baselines re-measured (1200 episodes, seed 0): CR
+  random 0.072 -> 0.002, sop 0.360 -> 0.252, adaptive 0.629 -> 0.602, oracle 0.771 -> 0.677.
 """
 
 from __future__ import annotations

@@ -52,7 +52,8 @@ MIN_FUNCTION_SHARE = 0.12
 """Fewer closed-class words than this share of a long sentence and it is a keyword list."""
 
 _TOKEN = re.compile(r"[a-z]+(?:['-][a-z]+)*|\d+(?:[.,]\d+)*")
-_SENTENCE_END = re.compile(r"[.!?\n;]+")
+_SENTENCE_END = re.compile(r"(?:[!?\n;]|\.(?!\d))+")
+"""Sentence ends; a full stop inside a number ("4.6") is not one."""
 _CLITICS = frozenset({"s", "ll", "re", "ve", "d", "m", "t"})
 _SUFFIXES = ("'s", "ies", "es", "s", "ed", "ing", "ly", "er", "est")
 
@@ -127,17 +128,24 @@ def read_sentence(sentence: str, extra: frozenset[str] = frozenset()) -> Reading
     """Read one sentence: is it one a person would understand?
 
     ``extra`` is the scenario's own vocabulary (product and place names) counted as real words.
+    Memoised for short sentences only, so hostile text cannot pin megabytes in the cache.
     """
     return _read(sentence, extra)
 
 
-@lru_cache(maxsize=65536)
+def is_function_word(word: str) -> bool:
+    """Whether ``word`` is a closed-class word or a contraction of one (``"it's"``, ``"we're"``,
+    ``"that's"``: a sentence written with contractions is still a sentence)."""
+    return word in FUNCTION_WORDS or word.split("'", 1)[0] in FUNCTION_WORDS
+
+
+@memoise_short_texts(maxsize=65536)
 def _read(sentence: str, extra: frozenset[str]) -> Reading:
     words = tokens(sentence)
     unknown = tuple(w for w in words if not is_known_word(w, extra))
     question = sentence.rstrip().endswith("?")
     reason: str | None = None
-    function_count = sum(1 for w in words if w in FUNCTION_WORDS)
+    function_count = sum(1 for w in words if is_function_word(w))
     if len(words) < MIN_WORDS:
         reason = "too_short"
     elif len(unknown) > MAX_UNKNOWN_SHARE * len(words):
@@ -160,6 +168,12 @@ def understood_sentences(text: str, extra: frozenset[str] = frozenset()) -> tupl
 
 def content_words(text: str, extra: frozenset[str] = frozenset()) -> frozenset[str]:
     """The real, non-function words of ``text``: what a turn says, with made-up filler removed."""
+    return _content_words(text, extra)
+
+
+@memoise_short_texts(maxsize=16384)
+def _content_words(text: str, extra: frozenset[str]) -> frozenset[str]:
+    """Memoised: near-repeat checks compare every turn with every earlier one."""
     return frozenset(w for w in tokens(text) if w not in FUNCTION_WORDS and is_known_word(w, extra))
 
 

@@ -67,12 +67,19 @@ PHRASES: dict[str, tuple[str, ...]] = {
 
 SOP_SCRIPT: tuple[str, ...] = (
     PHRASES["opening"][0],
-    PHRASES["value"][0],
-    "Our app has more than 500,000 users; it's pay-per-click with no hidden fees, and you can switch it off anytime.",
-    PHRASES["guide"][0],
+    "I'm sorry to bother you, I'll be quick. " + PHRASES["value"][0],
+    "I appreciate your patience. " + PHRASES["evidence"][0],
+    PHRASES["cost"][0] + " " + PHRASES["rules"][0],
+    "Let's go step by step. " + PHRASES["guide"][0],
     PHRASES["guide"][1],
     PHRASES["guide"][2],
+    PHRASES["empathy"][2] + " " + PHRASES["evidence"][1],
+    *PHRASES["guide_again"],
 )
+"""The SOP read as a fluent script: identity check, the offer with its facts, the walkthrough, and
+the walkthrough once more in other words (an owner who was not ready the first time may be now)."""
+SOP_LOOP_FROM = 4
+"""After the script, the SOP agent repeats it from the walkthrough on."""
 
 # What a user's words suggest they need (the adaptive agent's only view of the user).
 CUES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
@@ -87,7 +94,7 @@ CUES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("simplify", r"don't follow|confusing|line is bad|didn't catch|not good with|which app|can't find"),
         ("empathy", r"waste|burned|keep calling|so many|waste my time|get to the point|double|cash|ugh|look,|annoying|push"),
         ("respect_time", r"busy|make it quick|middle of service"),
-        ("guide", r"what do i need to do|what's next"),
+        ("guide", r"what do i need to do|what's next|app is open|tapped|where is that|screen again"),
     )
 )
 
@@ -97,13 +104,29 @@ def _pick(act: str, turn: int) -> str:
     return options[turn % len(options)]
 
 
+STEP_CONFIRMATIONS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"\bapp is open\b|\bopened (it|the app)\b", re.IGNORECASE),
+    re.compile(r"\btapped\b", re.IGNORECASE),
+)
+"""How the owner says it has done step 1 and step 2 (what a caller hears, not hidden state)."""
+
+
+def note_steps(memory: dict[str, Any], said: str) -> int:
+    """Count the operation steps the owner has confirmed so far (call it on every owner line)."""
+    done = memory.get("steps_done", 0)
+    while done < len(STEP_CONFIRMATIONS) and STEP_CONFIRMATIONS[done].search(said):
+        done += 1
+    memory["steps_done"] = done
+    return done
+
+
 def next_guide_step(memory: dict[str, Any]) -> str:
-    """The next step of the operation, rephrased when a step has to be given again."""
-    step = memory.get("guide_turns", 0)
-    memory["guide_turns"] = step + 1
-    if step < 3:
-        return PHRASES["guide"][step]
-    return (PHRASES["guide_again"] + PHRASES["guide"])[(step - 3) % 6 if step < 9 else 2 + 3 * (step % 2)]
+    """The step after those the owner has confirmed (:func:`note_steps`), rephrased when the same
+    step has to be given again."""
+    done = memory.get("steps_done", 0)
+    tries = memory.setdefault("step_tries", [0, 0, 0])
+    tries[done] += 1
+    return (PHRASES["guide"], PHRASES["guide_again"])[(tries[done] - 1) % 2][done]
 
 
 def fresh_phrase(act: str, memory: dict[str, Any]) -> str:
@@ -129,11 +152,13 @@ class RandomAgent(ScriptedPolicy):
 
 
 class SopAgent(ScriptedPolicy):
-    """Reads the SOP script line by line, whatever the user says, then repeats the guidance."""
+    """Reads the SOP script (:data:`SOP_SCRIPT`) line by line, whatever the user says, then repeats
+    the walkthrough: the blind baseline the audit's bounds are relative to."""
 
     def act(self, observation: dict[str, Any], info: dict[str, Any], memory: Any) -> str:
         turn = int(observation["turn"])
-        line = SOP_SCRIPT[turn] if turn < len(SOP_SCRIPT) else SOP_SCRIPT[3 + (turn - len(SOP_SCRIPT)) % 3]
+        loop = len(SOP_SCRIPT) - SOP_LOOP_FROM
+        line = SOP_SCRIPT[turn] if turn < len(SOP_SCRIPT) else SOP_SCRIPT[SOP_LOOP_FROM + (turn - len(SOP_SCRIPT)) % loop]
         return render_agent_output(line, (2, 2, 2))
 
 
@@ -173,6 +198,7 @@ class AdaptiveAgent(ScriptedPolicy):
         if turn == 0:
             return render_agent_output(PHRASES["opening"][0], tuple(estimate))
         said = observation["messages"][-1]["content"]
+        note_steps(memory, said)
         track_estimate(estimate, said)
         needs = [act for act, pattern in CUES if pattern.search(said)]
         return render_agent_output(self._compose(needs, memory, turn), tuple(estimate))
@@ -180,8 +206,9 @@ class AdaptiveAgent(ScriptedPolicy):
     @staticmethod
     def _compose(needs: list[str], memory: dict[str, Any], turn: int) -> str:
         progress = memory.setdefault("progress", [])
-        if "guide" in needs and not (set(needs) - {"guide"}):
-            return next_guide_step(memory)
+        if "guide" in needs and not set(needs) - {"guide", "simplify"}:
+            helps = [fresh_phrase("simplify", memory)] if "simplify" in needs else []
+            return " ".join([*helps, next_guide_step(memory)])
         if needs:
             chosen = needs[:2]
             progress.extend(chosen)
@@ -215,6 +242,7 @@ class OracleAgent(ScriptedPolicy):
             return render_agent_output(PHRASES["opening"][0], (c, e, tr))
         parts: list[str] = [fresh_phrase("empathy", memory)] if e <= 1 else []
         said = observation["messages"][-1]["content"]
+        note_steps(memory, said)
         concerns = [acts for line, acts in self._line_to_acts.items() if line in said]
         progress = memory.setdefault("progress", [])
         if concerns:
@@ -222,15 +250,16 @@ class OracleAgent(ScriptedPolicy):
             if act != "empathy" or not parts:
                 parts.append(fresh_phrase(act, memory))
         elif c >= MIN_COOPERATION_TO_ACT and tr >= 2 and e >= 1:
-            parts.append(next_guide_step(memory))
             if self._needs_help(memory["profile"]):
-                parts.insert(0, "Let's go step by step.")
+                parts = [fresh_phrase("simplify", memory)]
+            parts.append(next_guide_step(memory))
         else:
             if tr <= 2:
                 parts.append(fresh_phrase("evidence", memory))
             if len(parts) < 2:
                 unused = [act for act in ("value", "cost", "rules") if act not in progress]
-                act = unused[0] if unused else ("evidence" if tr >= 3 else "value")
+                # Once everything is said, spread the rest: the owner tires of hearing one act.
+                act = unused[0] if unused else min(("evidence", "value", "confirm"), key=progress.count)
                 progress.append(act)
                 parts.append(fresh_phrase(act, memory))
         return render_agent_output(" ".join(parts[:2]), (c, e, tr))
