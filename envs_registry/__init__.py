@@ -97,6 +97,7 @@ REGISTRY: tuple[Entry, ...] = (
         summary="dialogue_gym.metrics.rlada:summary",
         columns="dialogue_gym.metrics.rlada:COLUMNS",
         report="dialogue_gym.metrics.rlada:report",
+        audits="dialogue_gym.scenarios.rlada.audit:customer_audits",
     ),
 )
 

@@ -86,6 +86,13 @@ def test_audit_exits_1_when_a_policy_beats_its_bound_and_0_when_none_does(monkey
         assert verdict in captured.out and "bounds are stated for >= 600 episodes" in captured.err
 
 
-def test_audit_of_an_unaudited_id_is_a_one_line_error(capsys):
+def test_audit_of_an_unaudited_id_is_a_one_line_error(capsys, monkeypatch):
+    import dataclasses
+
+    import dialogue_gym.cli as cli
+    from envs_registry import get
+
+    unaudited = dataclasses.replace(get("RLADA-Customer-v0"), audits=None)
+    monkeypatch.setattr(cli, "get", lambda env_id: unaudited)
     assert main(["audit", "RLADA-Customer-v0", "--quiet"]) == 2
     assert "RLADA-Customer-v0 declares no exploit audit yet" in capsys.readouterr().err

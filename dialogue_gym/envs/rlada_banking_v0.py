@@ -47,8 +47,12 @@ the first successful lookup and domain tool), ``invalid_action`` (-0.3); at the 
 score (0-3: routing 1, lookup first 0.5, procedure 1, clean ending 0.25, claim consistency 0.25),
 ``identity_check`` (-1.2 without a successful lookup before the domain tool), ``domain_tool`` (-1.8
 when missing or wrong), ``wrong_escalation`` (-1.0), ``hallucination`` (-1.0). Customer at the end:
-``format`` + ``realism`` + ``concealment`` (0.5 each, means over its turns) + ``inverse_agent``
-(-0.5 x the agent's total), and ``role_reversal`` (-1.0 per turn that sounds like the bank).
+``format`` + ``realism`` + ``concealment`` (0.5 each, means over its turns; a turn a person would not
+understand or a near-repeat of its own earlier turn scores 0) + ``inverse_agent`` (-0.5 x the agent's
+total; positive only for a customer that mentioned a fact of its case; a customer that ends the call
+itself gets ``conceded`` = -0.5 x max(agent total, 3.0) instead), and ``role_reversal`` (-1.0 per turn
+that sounds like the bank). What the customer, the router and the judge understand is documented in
+``scenarios/rlada/data/UNDERSTANDING.md``.
 Every term is in ``info["reward_terms"]`` and the trajectory's ``reward_terms``.
 Strict PASS (``info["strict_pass"]``) = correct routing AND lookup first AND agent reward >= 2.0 AND a
 clean ending. **A win for the agent is a strict PASS**; the arena counts wins on customer-winnable
@@ -83,6 +87,16 @@ failure, so a termination), or on an invalid output with ``invalid_action="end"`
 ## Version History
 * v0: initial release.
 * v0, hardening (unreleased, no bump): parsing bounded and total; tool amounts must be finite and >= 0.01 (schemas say ``minimum``). Scripted baselines score as before.
+* v0, scores follow quality (issue 9, unreleased, no bump): the scripted customer reads the agent's turn as
+  sentences: only a real, on-topic question earns disclosure; "?", content-free questions, salads, made-up
+  words, echoes, near-repeats and monologues earn confusion and, the second time, a hang-up (saying "?"
+  three times then routing had strict PASS 0.912). The rule judge checks every claim (refunds, reversals,
+  disputes, card status and card actions, transfers, escalation, balances, "resolved") and every stated
+  amount, id and long number against the tool results; "explained" needs a value or status of the result;
+  ``procedure`` needs every spoken turn to be one the customer could follow. The keyword router routes on
+  the customer's understood sentences. Customer reward: per-turn credit needs an understood, non-repeated
+  turn; a hang-up concedes the call; adversarial credit needs a grounded customer. Fair agent baselines
+  score as before (keyword 0.753, always_escalate 0.467, oracle 1.000 strict PASS over 600 episodes).
 """
 
 from __future__ import annotations

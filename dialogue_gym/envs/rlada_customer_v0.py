@@ -34,6 +34,14 @@ without role reversal or meta talk, halved if the customer never mentioned a fac
 ``concealment`` (turns without an explicit cue of the true tool score 1, one cue 0.5, more or naming
 the intent 0), 0.5 each, plus ``inverse_agent`` = -0.5 x the agent's total reward; per flagged turn
 ``role_reversal`` (-1.0) and ``invalid_action`` (-0.3). Terms are in ``info["reward_terms"]``.
+A turn a person would not understand (word salad, made-up words, a keyword list, a bare "?") or that
+near-repeats an earlier turn of the customer scores 0 on format, realism and concealment.
+``inverse_agent`` is positive only for a customer that mentioned a fact of its case. A customer that
+ends the call itself (hang-up) concedes it: ``conceded`` = -0.5 x max(agent total, 3.0) replaces
+``inverse_agent``, so leaving before the agent can act (which earned +1.375, more than any style) is
+never worth more than staying and losing. The default opponent, the ``keyword`` router, routes only
+on the customer's understood sentences. ``dialogue-gym audit RLADA-Customer-v0`` plays the degenerate
+customers (``scenarios/rlada/audit.py``).
 
 ## Starting State
 As RLADA-Banking-v0: a taxonomy intent at a random concealment level, an arena or held-out scenario
@@ -56,6 +64,10 @@ As RLADA-Banking-v0; ``learner`` defaults to ``"customer"`` and ``agent`` ("keyw
 ## Version History
 * v0: initial release.
 * v0, hardening (unreleased, no bump): parsing bounded and total; over-long customer turns are cut; tool amounts >= 0.01. Scripted baselines score as before.
+* v0, scores follow quality (issue 9, unreleased, no bump): a hang-up concedes the call (hanging up at once
+  now earns -1.5 instead of +1.375); per-turn credit needs an understood, non-repeated turn; adversarial
+  credit needs a grounded customer; the keyword opponent ignores word salad. The scripted styles keep their
+  order (direct < vague < camouflage); their rewards are re-measured in the README.
 """
 
 from __future__ import annotations

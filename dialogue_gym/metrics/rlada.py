@@ -100,6 +100,12 @@ def customer_turn_rate(trajectories: Sequence[Trajectory], key: str) -> float:
     return _rate(values)
 
 
+def confusing_turn_rate(trajectories: Sequence[Trajectory]) -> float:
+    """Mean number of spoken agent turns per episode the customer could not follow (the judge's
+    ``confusing_turns``: "?", salads, content-free questions, echoes, near-repeats, monologues)."""
+    return _rate([len(verdict(t).get("confusing_turns", ())) for t in _require(trajectories)])
+
+
 def agent_actions(trajectories: Sequence[Trajectory]) -> float:
     return _rate([len(t.turns_of("agent")) for t in _require(trajectories)])
 
@@ -163,6 +169,7 @@ def summary(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
         "concealment": customer_turn_rate(trajectories, "concealment"),
         "role_reversal_rate": customer_turn_rate(trajectories, "role_reversal"),
         "agent_turns": agent_actions(trajectories),
+        "confusing_turns": confusing_turn_rate(trajectories),
         "invalid_action_rate": invalid_action_rate(trajectories, "agent"),
         "tokens_per_dialogue": tokens_per_dialogue(trajectories),
         "win_rate": win_rate(trajectories),

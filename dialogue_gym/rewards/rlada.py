@@ -12,8 +12,10 @@ tools do not back).
 
 Customer, at the end (means over its turns): ``format`` (1-2 spoken sentences), ``realism`` (no
 role reversal or meta talk, halved when it never mentioned a fact of its case), ``concealment``
-(no explicit cue of its true tool), ``inverse_agent`` (minus the agent's total reward), and per
-flagged turn ``role_reversal`` (and the game's ``invalid_action``).
+(no explicit cue of its true tool), ``inverse_agent`` (minus the agent's total reward; replaced by
+``conceded`` when the customer itself ends the call), and per flagged turn ``role_reversal`` (and the
+game's ``invalid_action``). A turn a person would not understand (word salad, made-up words, a keyword
+list) or that near-repeats an earlier turn of the customer scores 0 on format, realism and concealment.
 
 Strict PASS = correct routing AND lookup first AND agent reward >= 2.0 AND a clean ending.
 """
@@ -90,16 +92,34 @@ def customer_terminal_terms(
     grounded: bool,
     agent_total: float,
     weights: CustomerWeights,
+    conceded: bool = False,
+    conceded_agent_reward: float = 3.0,
 ) -> dict[str, float]:
-    """End-of-episode customer terms from per-turn scores (each in [0, 1]); no turns gives zeros."""
+    """End-of-episode customer terms from per-turn scores (each in [0, 1]); no turns gives zeros.
+
+    ``inverse_agent`` (``-inverse_weight * agent_total``) is the adversarial credit for a call the
+    agent could play out. A customer that ends the call itself (``conceded``: a hang-up) did not
+    beat the agent, it left: the agent's missing-tool deductions would otherwise pay it for leaving
+    (hanging up at once earned 1.375 and beat every fair style). It gets ``conceded`` =
+    ``-inverse_weight * max(agent_total, conceded_agent_reward)`` instead, as if the agent had earned
+    its best judge score (3.0), so leaving is never worth more than staying and losing.
+
+    Adversarial credit (a positive ``inverse_agent``) also needs the customer to have put its own
+    case to the agent (``grounded``: an understood turn that mentions a fact of its case). A
+    customer that only ever talks about something else, or says nothing of substance, is not
+    concealing its problem, it never presented it; it can still lose from the agent's success."""
     mean = lambda values: sum(values) / len(values) if values else 0.0  # noqa: E731
     realism = mean(realism_scores) * (1.0 if grounded else 0.5)
-    return {
+    terms = {
         "format": weights.format_weight * mean(format_scores),
         "realism": weights.realism_weight * realism,
         "concealment": weights.concealment_weight * mean(concealment_scores),
-        "inverse_agent": -weights.inverse_weight * agent_total,
     }
+    if conceded:
+        terms["conceded"] = -weights.inverse_weight * max(agent_total, conceded_agent_reward)
+    else:
+        terms["inverse_agent"] = -weights.inverse_weight * (agent_total if grounded else max(agent_total, 0.0))
+    return terms
 
 
 def strict_pass(*, routing_correct: bool, lookup_first: bool, agent_reward: float, clean_ending: bool, threshold: float = PASS_THRESHOLD) -> bool:

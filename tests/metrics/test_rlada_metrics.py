@@ -45,3 +45,14 @@ def test_report_and_empty_inputs(arena_runs):
     text = rlada.report(arena_runs)
     assert "transfer_to_human" in text and "| always_escalate" in text
     assert math.isnan(rlada.routing_accuracy([])) and math.isnan(rlada.win_rate([]))
+
+
+def test_confusing_turns_are_counted_per_episode():
+    from dialogue_gym.evaluation import evaluate
+    from dialogue_gym.scenarios.rlada.audit import QuestionsThenRoute
+
+    fair = rlada.summary(evaluate("RLADA-Banking-v0", "keyword", 12, seed=0))
+    assert fair["confusing_turns"] == 0.0
+    # "?" then "?": the customer hangs up after the second, so two confusing turns per call.
+    asking = rlada.summary(evaluate("RLADA-Banking-v0", QuestionsThenRoute(), 12, seed=0))
+    assert asking["confusing_turns"] == pytest.approx(2.0) and asking["strict_pass"] == 0.0

@@ -44,3 +44,33 @@ def test_trl_reward_functions_sum_each_roles_terms():
     assert rlada.customer_reward(["c1", "c2"], reward_terms=columns) == pytest.approx([0.5, 1.0])
     with pytest.raises(ConfigError, match="agent_reward needs the trajectories' reward_terms"):
         rlada.agent_reward(["c1"])
+
+
+def test_a_customer_that_ends_the_call_concedes_it():
+    # Hanging up at once: no turns, the agent's total is -3.0 (no lookup, no domain tool). Without the
+    # concession the customer earned -0.5 * -3.0 = +1.5 for leaving; now it concedes the agent's best judge term.
+    left = rlada.customer_terminal_terms(
+        format_scores=[], realism_scores=[], concealment_scores=[], grounded=False, agent_total=-3.0, weights=CustomerWeights(), conceded=True
+    )
+    assert left == {"format": 0.0, "realism": 0.0, "concealment": 0.0, "conceded": -1.5}
+    # The concession is never kinder than staying: an agent that already earned more is credited in full.
+    rich = rlada.customer_terminal_terms(
+        format_scores=[1], realism_scores=[1], concealment_scores=[1], grounded=True, agent_total=3.1, weights=CustomerWeights(),
+        conceded=True, conceded_agent_reward=3.0,
+    )
+    assert rich["conceded"] == pytest.approx(-1.55) and "inverse_agent" not in rich
+
+
+def test_adversarial_credit_needs_the_customer_to_have_put_its_case():
+    weights = CustomerWeights()
+    ungrounded = rlada.customer_terminal_terms(
+        format_scores=[1], realism_scores=[1], concealment_scores=[1], grounded=False, agent_total=-2.0, weights=weights
+    )
+    assert ungrounded == pytest.approx({"format": 0.5, "realism": 0.25, "concealment": 0.5, "inverse_agent": 0.0})
+    # It still loses from the agent's success, and a grounded customer earns the credit.
+    assert rlada.customer_terminal_terms(
+        format_scores=[1], realism_scores=[1], concealment_scores=[1], grounded=False, agent_total=2.0, weights=weights
+    )["inverse_agent"] == pytest.approx(-1.0)
+    assert rlada.customer_terminal_terms(
+        format_scores=[1], realism_scores=[1], concealment_scores=[1], grounded=True, agent_total=-2.0, weights=weights
+    )["inverse_agent"] == pytest.approx(1.0)

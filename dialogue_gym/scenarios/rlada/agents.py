@@ -21,6 +21,8 @@ from dialogue_gym.scenarios.rlada.cues import cue_hits
 from dialogue_gym.scenarios.rlada.data import Domain
 from dialogue_gym.scenarios.rlada.judge import ESCALATE, LOOKUP
 from dialogue_gym.scenarios.rlada.parsing import render_agent_action
+from dialogue_gym.scenarios.rlada.reading import split_sentences, vocabulary
+from dialogue_gym.scenarios.understanding import read_sentence
 from dialogue_gym.simulators.base import ScriptedPolicy
 
 ACCOUNT_ID = re.compile(r"\bACC-\d{6}\b")
@@ -29,7 +31,7 @@ LAST4 = re.compile(r"\b(?:ending|ends in|last four|last 4)\D{0,12}(\d{4})\b", re
 CLARIFY = (
     "I'm sorry to hear that. Could you tell me a bit more about what happened?",
     "Which payment, card or account is this about, and what exactly went wrong?",
-    "Just so I get this right, what would you like me to do for you today?",
+    "Just so I get this right, what would you like me to do with your account today?",
 )
 GOODBYE = "Thank you for calling, have a good day. Goodbye."
 DISPUTE_REASONS = (
@@ -46,6 +48,13 @@ FRAUD = re.compile(r"stolen|fraud|someone|hacked|don't remember|details", re.I)
 def customer_text(observation: dict[str, Any]) -> str:
     """Everything the customer has said so far."""
     return " ".join(m["content"] for m in observation["messages"] if m["role"] == "user")
+
+
+def understood_customer_text(observation: dict[str, Any], domain: Domain) -> str:
+    """The customer's sentences a person understands (:func:`~dialogue_gym.scenarios.understanding.read_sentence`):
+    what the keyword router routes on, so a keyword list or word salad moves no route."""
+    extra = vocabulary(domain)
+    return " ".join(part for part in split_sentences(customer_text(observation)) if read_sentence(part, extra).understood)
 
 
 def account_id(observation: dict[str, Any]) -> str:
@@ -168,15 +177,16 @@ def clarify(memory: dict[str, Any]) -> str:
 
 # -- baselines --------------------------------------------------------------------------------------
 class KeywordRouterAgent(ScriptedPolicy):
-    """Routes to the tool with the most lexicon cues in everything the customer said; asks up to
-    ``max_questions`` clarifying questions while no tool leads, then escalates."""
+    """Routes to the tool with the most lexicon cues in the customer's understood sentences (a keyword
+    list or salad counts for nothing); asks up to ``max_questions`` clarifying questions while no tool
+    leads, then escalates."""
 
     def __init__(self, domain: Domain, max_questions: int = 2):
         self.domain = domain
         self.max_questions = max_questions
 
     def route(self, observation: dict[str, Any], memory: dict[str, Any]) -> str | None:
-        scores = cue_hits(customer_text(observation), self.domain)
+        scores = cue_hits(understood_customer_text(observation, self.domain), self.domain)
         best = max(scores.values())
         leaders = [tool for tool, score in scores.items() if score == best]
         if best > 0 and len(leaders) == 1:

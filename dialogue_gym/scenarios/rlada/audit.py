@@ -1,6 +1,18 @@
-"""RLADA-Banking-v0's exploit audit (see :mod:`dialogue_gym.audit`): the agent role, scored by strict PASS."""
+"""RL-ADA's exploit audits (see :mod:`dialogue_gym.audit`).
+
+* ``RLADA-Banking-v0``, learner ``agent``, scored by strict PASS (a rate): the generic library plus
+  tool spraying, fabricated claims, content-free questions then routing, one turn that crams every
+  act, echoing the caller, and the keyword router's procedure with a fabricated or an empty ("ok")
+  explanation.
+* ``RLADA-Customer-v0``, learner ``customer``, scored by the customer's mean reward: the generic
+  library (hang up at once, empty, echo, word salad, made-up words, keyword and fact stuffing,
+  near-repetition, content-free questions, one fixed sentence as blind) plus a salad of the keyword
+  router's cues and a fixed fluent sentence stuffed with misleading cues, against the scripted styles.
+"""
 
 from __future__ import annotations
+
+import re
 
 from dialogue_gym.audit import (
     AuditPolicy,
@@ -10,7 +22,8 @@ from dialogue_gym.audit import (
     generic_policies,
     last_heard,
 )
-from dialogue_gym.scenarios.rlada.agents import ESCALATE, account_id, procedure_action
+from dialogue_gym.scenarios.rlada.agents import ESCALATE, KeywordRouterAgent, account_id, procedure_action
+from dialogue_gym.scenarios.rlada.judge import LOOKUP
 from dialogue_gym.scenarios.rlada.cues import cue_hits
 from dialogue_gym.scenarios.rlada.data import load_domain
 from dialogue_gym.scenarios.rlada.parsing import render_agent_action
@@ -53,16 +66,18 @@ def _fabricate(observation, turn, rng) -> str:
 
 
 class QuestionsThenRoute(ScriptedPolicy):
-    """Says "?" three times, then routes on the cues of the customer's last line alone: content-free
-    questions that an earlier customer answered by stating its problem plainly."""
+    """Says ``asks`` content-free things (``"?"`` by default), then routes on the cues of the customer's
+    last line alone, escalating when it has none: content-free questions that an earlier customer
+    answered by stating its problem plainly."""
 
-    def __init__(self) -> None:
+    def __init__(self, asks: tuple[str, ...] = ("?", "?", "?")) -> None:
         self.domain = load_domain()
+        self.asks = asks
 
     def act(self, observation, info, memory) -> str:
         memory["turn"] = memory.get("turn", 0) + 1
-        if memory["turn"] <= 3:
-            return speak("?")
+        if memory["turn"] <= len(self.asks):
+            return speak(self.asks[memory["turn"] - 1])
         if "route" not in memory:
             scores = cue_hits(last_heard(observation), self.domain)
             best = max(scores.values())
@@ -70,12 +85,98 @@ class QuestionsThenRoute(ScriptedPolicy):
         return procedure_action(memory["route"], observation, memory)
 
 
-def audits() -> list[ScenarioAudit]:
-    extra = (
+MONOLOGUE = (
+    "I can look up your account, list your transactions or dispute a charge. I can also check your card or move your money. "
+    "Was it a payment? Was it your card? Was it a transfer? Is it your balance?"
+)
+
+
+NONSENSE = ("Is your account purple today?", "Does your card like jazz music?", "Did the payment sing to you?")
+"""Grammatical questions with a topic word each, about nothing a bank call is about."""
+
+
+class KeywordWith(KeywordRouterAgent):
+    """The keyword router with one of its turns replaced: ``first`` (said before routing, e.g. an echo
+    of the caller or a monologue) or ``explain`` (said instead of the explanation of the tool result)."""
+
+    def __init__(self, first=None, explain: str | None = None) -> None:
+        super().__init__(load_domain())
+        self.first = first
+        self.explain = explain
+
+    def act(self, observation, info, memory) -> str:
+        if self.first is not None and not memory.get("first_said"):
+            memory["first_said"] = True
+            return speak(self.first(observation))
+        stage = memory.get("stage")
+        action = super().act(observation, info, memory)
+        explaining = stage == "explain" or (stage == "domain" and memory.get("route") == LOOKUP)
+        return speak(self.explain) if self.explain is not None and explaining else action
+
+
+def agent_policies() -> tuple[AuditPolicy, ...]:
+    """The agent-side attacks beyond the generic library."""
+    return (
         AuditPolicy("tool_spraying", "degenerate", "calls every tool in turn with the caller's account id", lambda: TextPolicy(_spray, str)),
         AuditPolicy("questions_then_route", "degenerate", 'says "?" three times, then routes on the last line\'s cues', QuestionsThenRoute),
+        AuditPolicy("question_then_escalate", "degenerate", 'says "?" once, then routes on the reply or escalates', lambda: QuestionsThenRoute(("?",))),
+        AuditPolicy("vague_then_route", "degenerate", '"Could you tell me more?" twice, then routes on the reply', lambda: QuestionsThenRoute(("Could you tell me more?", "What do you mean?"))),
+        AuditPolicy(
+            "nonsense_then_route", "degenerate", "three well-formed questions about nothing in the call, then routes on the reply",
+            lambda: QuestionsThenRoute(NONSENSE),
+        ),
         AuditPolicy("fabricated_claims", "degenerate", "looks up the account, then claims a refund, reversal, unblock and balance", lambda: TextPolicy(_fabricate, str)),
+        AuditPolicy("monologue_then_route", "degenerate", "one turn offering every act and four questions, then the keyword route", lambda: KeywordWith(first=lambda o: MONOLOGUE)),
+        AuditPolicy("echo_then_route", "degenerate", "repeats the caller's line back, then the keyword route", lambda: KeywordWith(first=lambda o: last_heard(o) + "?")),
+        AuditPolicy("route_then_fabricate", "degenerate", "the keyword route and tools, then the fabricated claims as the explanation", lambda: KeywordWith(explain=FABRICATED)),
+        AuditPolicy("route_then_ok", "degenerate", 'the keyword route and tools, then "Ok, all done." as the explanation', lambda: KeywordWith(explain="Ok, all done.")),
     )
+
+
+# -- the customer role --------------------------------------------------------------------------------
+CUSTOMER_VOCABULARY = Vocabulary(
+    opener="Hi, there's something on my account from this week that I'm not happy about.",
+    cue_words=("charged", "twice", "pending", "declined", "blocked", "stolen", "fraud", "balance", "savings", "refund", "dispute", "limit"),
+    facts=(
+        "My card was declined.", "I was charged twice.", "My transfer is still pending.", "I want to move money into savings.",
+        "I think my card was stolen.", "I need to know my balance.",
+    ),
+    fixed_sentence="I have a problem with my account and I would like some help with it.",
+    end="[hang up]",
+)
+MISLEADING = "I think my card was declined, a payment is still pending, and I might have been charged twice for something."
+CUSTOMER_MARGIN = 0.25
+"""How far below the best fair customer style every degenerate customer must stay: half of one
+per-turn component's weight (format, realism and concealment are worth 0.5 each), so a degenerate
+policy must lose at least half a component, several times the standard error of a 600-episode mean
+reward (about 0.04)."""
+
+
+_FACTS = re.compile(r"merchant (.{1,60}?), amount .{1,30}?, day (\w{1,12})")
+
+
+def _misleading_about_my_case(observation, turn, rng) -> str:
+    """The misleading sentence with the case's merchant and day (read from the customer's own prompt)."""
+    found = _FACTS.search(observation["messages"][0]["content"]) if observation.get("messages") else None
+    facts = {"merchant": found.group(1), "day": found.group(2)} if found else {}
+    return f"On {facts.get('day', 'Monday')} at {facts.get('merchant', 'the shop')} my card was declined, and I might have been charged twice for it."
+
+
+def _cue_salad(observation, turn, rng) -> str:
+    words = list(CUSTOMER_VOCABULARY.cue_words)
+    rng.shuffle(words)
+    return " ".join(words[:5])
+
+
+def customer_policies() -> tuple[AuditPolicy, ...]:
+    return (
+        AuditPolicy("cue_salad", "degenerate", "five of the router's cue words a turn, no sentence", lambda: TextPolicy(_cue_salad, str)),
+        AuditPolicy("misleading_template", "blind", "one fluent sentence of other tools' cues every turn", lambda: TextPolicy(lambda o, t, r: MISLEADING, str)),
+        AuditPolicy("misleading_grounded", "blind", "the case's merchant and day slotted into a sentence of misleading cues", lambda: TextPolicy(_misleading_about_my_case, str)),
+    )
+
+
+def audits() -> list[ScenarioAudit]:
     return [
         ScenarioAudit(
             env_id="RLADA-Banking-v0",
@@ -84,8 +185,23 @@ def audits() -> list[ScenarioAudit]:
             score_kind="rate",
             baseline="keyword",
             fair_order=("random", "keyword", "oracle"),
-            policies=(*generic_policies(VOCABULARY), *extra),
+            policies=(*generic_policies(VOCABULARY), *agent_policies()),
         )
     ]
 
 
+def customer_audits() -> list[ScenarioAudit]:
+    """RLADA-Customer-v0's audit: the customer role, scored by its mean reward against the keyword router."""
+    return [
+        ScenarioAudit(
+            env_id="RLADA-Customer-v0",
+            learner="customer",
+            score="customer_reward",
+            score_kind="reward",
+            baseline="camouflage",
+            fair_order=("direct", "vague", "camouflage"),
+            policies=(*generic_policies(CUSTOMER_VOCABULARY), *customer_policies()),
+            reward_margin=CUSTOMER_MARGIN,
+            margin_rationale="half of one customer component (weights 0.5); 600-episode standard error ~0.04",
+        )
+    ]

@@ -8,7 +8,11 @@ never speaks as the bank, at one of three concealment levels.
   (merchant names, amounts, what happened that day) with side worries that point at other tools;
   reveals it plainly after ``reveal_after["camouflage"]`` questions.
 
-A statement from the agent gets an acknowledgement; more than ``patience`` questions from the agent
+The customer reacts to what the agent's turn means (:func:`~dialogue_gym.scenarios.rlada.reading.read_agent_turn`),
+not to a ``"?"``: only a real, on-topic clarifying question counts as a question and earns
+disclosure; a statement gets an acknowledgement; a confusing turn (not understood, content-free,
+an echo of the customer, a near-repeat, off topic, a monologue) gets a confused reply and no
+disclosure, and more than ``confusion_patience`` of them, or more than ``patience`` questions,
 and the customer hangs up. :func:`customer_turn` renders one turn in a given style; the scripted
 customer fixes the style, the trainer's strategy customer chooses it per turn.
 """
@@ -21,6 +25,7 @@ from typing import Any
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.scenarios.rlada.data import LEVELS, Domain, Intent
 from dialogue_gym.scenarios.rlada.prompts import render
+from dialogue_gym.scenarios.rlada.reading import read_agent_turn
 from dialogue_gym.simulators.base import ScriptedPolicy
 
 
@@ -45,7 +50,10 @@ def _restate(line: str, prefix: str) -> str:
 
 
 def start_memory(domain: Domain, profile: dict[str, Any], seed: int) -> dict[str, Any]:
-    return {"rng": random.Random(seed), "intent": domain.intent(profile["intent"]), "facts": profile["facts"], "questions": 0, "profile": profile}
+    return {
+        "rng": random.Random(seed), "intent": domain.intent(profile["intent"]), "facts": profile["facts"],
+        "questions": 0, "confused": 0, "profile": profile,
+    }
 
 
 def customer_turn(domain: Domain, memory: dict[str, Any], style: str, observation: dict[str, Any], variant: int | None = None) -> str:
@@ -65,7 +73,15 @@ def customer_turn(domain: Domain, memory: dict[str, Any], style: str, observatio
             return render(lines[variant % len(lines)], facts)
         return render(_pick(rng, lines, memory), facts)
     agent_said = messages[-1]["content"] if messages[-1]["role"] == "user" else ""
-    if "?" not in agent_said:
+    heard = [m["content"] for m in messages if m["role"] == "assistant"]
+    said = [m["content"] for m in messages[1:-1] if m["role"] == "user"]
+    reading = read_agent_turn(agent_said, heard, said, domain)
+    if reading.confusing:
+        memory["confused"] = memory.get("confused", 0) + 1
+        if memory["confused"] > phrasing["confusion_patience"]:
+            return _pick(rng, phrasing["confused_hangups"], memory)
+        return _pick(rng, phrasing["confused"][reading.kind], memory)
+    if reading.kind == "statement":
         return _pick(rng, phrasing["acknowledgements"], memory)
     memory["questions"] += 1
     asked = memory["questions"]

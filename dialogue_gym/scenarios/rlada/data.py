@@ -52,6 +52,12 @@ TRANSACTION_KINDS = ("card_payment", "cash_withdrawal", "transfer_out", "transfe
 TRANSACTION_STATUSES = ("posted", "pending", "reverted", "declined", "failed")
 CARD_STATUSES = ("active", "inactive", "frozen", "blocked", "pin_blocked", "expiring", "shipped", "contactless_off")
 MERCHANT_SOURCES = ("merchants", "descriptor", "atm", "transfer_fee", "company")
+CLAIM_TARGETS = ("never", "any_domain_tool")
+"""Besides a tool name, what a ``requires`` claim of ``judge.json`` may need: ``never`` (an action no tool
+performs, e.g. unblocking a card: backed only by a status the tools returned) or ``any_domain_tool``
+(a success claim such as "resolved": backed by any successful domain tool)."""
+CONFUSING_KINDS = ("not_understood", "content_free", "echo", "repeat", "off_topic", "monologue")
+"""What the customer can make of a confusing agent turn (:mod:`.reading`); ``customer.json["confused"]`` has lines for each."""
 FAMILY_LINES = ("hint", "camouflage", "camouflage_followup")
 """Customer lines of a family (``customer.json``); an intent may replace any of them."""
 SCHEMA_KEYWORDS = frozenset(
@@ -420,6 +426,19 @@ def _load_customer(path: Path) -> dict[str, Any]:
     patience = require(data, "patience", int, str(path))
     if isinstance(patience, bool) or patience < 1:
         raise ScenarioError(f"{path}: field 'patience' must be >= 1, got {patience}.")
+    confusion = require(data, "confusion_patience", int, str(path))
+    if isinstance(confusion, bool) or confusion < 0:
+        raise ScenarioError(f"{path}: field 'confusion_patience' must be >= 0, got {confusion}.")
+    confused = require(data, "confused", dict, str(path))
+    missing = [kind for kind in CONFUSING_KINDS if not (isinstance(confused.get(kind), list) and confused[kind])]
+    if missing:
+        raise ScenarioError(f"{path}: field 'confused' needs a non-empty list of lines for each of {list(CONFUSING_KINDS)}; missing {missing}.")
+    require(data, "confused_hangups", list, str(path))
+    understanding = require(data, "understanding", dict, str(path))
+    for key in ("topic_words", "service_words"):
+        words = require(understanding, key, list, f"{path}: understanding")
+        if not all(isinstance(word, str) and word == word.lower() for word in words):
+            raise ScenarioError(f"{path}: understanding.{key} must be a non-empty list of lower-case words.")
     reveal = require(data, "reveal_after", dict, str(path))
     for level in ("vague", "camouflage"):
         if isinstance(reveal.get(level), bool) or not isinstance(reveal.get(level), int) or reveal[level] < 1:
@@ -438,7 +457,7 @@ def _load_judge(path: Path, tools: tuple[str, ...]) -> tuple[dict[str, Any], tup
         where = f"{path}: claims[{position}]"
         name = require(entry, "name", str, where)
         if "requires" in entry:
-            kind, target = "requires", _choice(entry, "requires", tools, where)
+            kind, target = "requires", _choice(entry, "requires", (*tools, *CLAIM_TARGETS), where)
         else:
             kind, target = "matches", _choice(entry, "matches", ("card_status", "balance"), where)
         claims.append((name, kind, target, _compile([require(entry, "pattern", str, where)], f"{where}.pattern")[0]))

@@ -50,6 +50,7 @@ from dialogue_gym.scenarios.rlada.parsing import (
     parse_agent_action,
     parse_customer_output,
 )
+from dialogue_gym.scenarios.rlada.reading import customer_turn_understood, repeats_itself
 from dialogue_gym.scenarios.rlada.prompts import (
     agent_system_prompt,
     customer_system_prompt,
@@ -182,6 +183,9 @@ class RladaGame(Game):
         self.judge = judge
         self._tools = {tool.name: tool for tool in self.domain.tools}
         self._agent_weights = self.config.agent_weights()
+        components = self.config.judge_components or self.domain.judge["components"]
+        self._conceded_agent_reward = self.config.judge_weight * float(sum(components.values()))
+        """What a customer that ends the call concedes: the agent's best judge term (3.0 by default)."""
         self._customer_weights = self.config.customer_weights()
         self._utterance_space = Utterance(max_length=max(4096, self.config.max_utterance_chars * 2))
         turn_space = spaces.Discrete(self.config.max_agent_turns + 1)
@@ -369,15 +373,23 @@ class RladaGame(Game):
         move = parse_customer_output(
             text, domain.hangup_markers, domain.role_reversal, domain.meta_talk, config.customer_max_sentences, config.customer_max_chars
         )
+        understood = bool(move.utterance) and customer_turn_understood(move.utterance, domain)
+        earlier = [turn.text for turn in self.turns if turn.role == "customer" and turn.text]
+        repeated = bool(move.utterance) and repeats_itself(move.utterance, earlier, domain)
+        # A turn earns per-turn credit only when it says something: one a person understands that is
+        # not a near-repeat of an earlier turn (word salad, made-up words and parroting score 0).
+        says_something = understood and not repeated
         conceal = concealment(move.utterance, self.intent, domain) if move.utterance else 1.0
-        is_grounded = grounded(move.utterance, self.facts)
+        is_grounded = understood and grounded(move.utterance, self.facts)
         self._grounded = self._grounded or is_grounded
         if move.utterance:
-            self._customer_scores["format"].append(float(move.format_ok))
-            self._customer_scores["realism"].append(float(not move.role_reversal and not move.meta_talk))
-            self._customer_scores["concealment"].append(conceal)
+            self._customer_scores["format"].append(float(move.format_ok and says_something))
+            self._customer_scores["realism"].append(float(says_something and not move.role_reversal and not move.meta_talk))
+            self._customer_scores["concealment"].append(conceal if says_something else 0.0)
         parsed = {
             **move.parsed(),
+            "understood": understood,
+            "repeat": repeated,
             "concealment": conceal,
             "names_intent": names_intent(move.utterance, self.intent, domain.tool_names),
             "grounded": is_grounded,
@@ -390,14 +402,16 @@ class RladaGame(Game):
         if move.role_reversal:
             self.add_reward(rewards, "customer", "role_reversal", self._customer_weights.role_reversal_penalty)
         if self.flag_invalid("customer", move.problem, rewards):
-            self._finish(Outcome.INVALID, rewards)
+            self._finish(Outcome.INVALID, rewards, conceded=True)
         elif move.hangup:
-            self._finish(Outcome.HANGUP, rewards)
+            self._finish(Outcome.HANGUP, rewards, conceded=True)
         else:
             self._role = "agent"
 
-    def _finish(self, outcome: Outcome | None, rewards: dict[str, float]) -> None:
-        """End the call, judge it, and add both roles' terminal terms. ``outcome=None``: the agent's end_call."""
+    def _finish(self, outcome: Outcome | None, rewards: dict[str, float], conceded: bool = False) -> None:
+        """End the call, judge it, and add both roles' terminal terms. ``outcome=None``: the agent's end_call;
+        ``conceded``: the customer ended the call (hang-up, or an invalid turn with ``invalid_action="end"``),
+        so it earns no adversarial credit (:func:`~dialogue_gym.rewards.rlada.customer_terminal_terms`)."""
         self._role = None
         self.outcome = outcome or Outcome.HANGUP
         verdict = self.judge.judge(self.trajectory())
@@ -420,6 +434,7 @@ class RladaGame(Game):
             customer_terminal_terms(
                 format_scores=scores["format"], realism_scores=scores["realism"], concealment_scores=scores["concealment"],
                 grounded=self._grounded, agent_total=self.returns["agent"], weights=self._customer_weights,
+                conceded=conceded, conceded_agent_reward=self._conceded_agent_reward,
             ),
         )
         self.verdict = verdict

@@ -7,12 +7,20 @@ Rule-based components (each 0 or 1, weighted by ``judge.json["components"]``, ma
   ``lookup_account``: a successful lookup and no other domain tool). A tool counts once a call of
   it passed schema validation, whether or not the bank accepted it: routing is the agent's decision.
 * ``lookup_first``: a successful ``lookup_account`` before any domain tool (identity verification).
-* ``procedure``: lookup first, at most one domain tool, that tool succeeded, and the agent explained
-  the result afterwards (a spoken turn, or a goodbye of at least six words).
+* ``procedure``: lookup first, at most one domain tool, that tool succeeded, the agent explained
+  the result afterwards (a spoken turn or goodbye that states a value the tool returned: the balance,
+  the dispute id, the card's status or digits, the amount moved, the ticket; "ok" explains nothing),
+  and every spoken turn was one the customer could follow (no turn that
+  :func:`~dialogue_gym.scenarios.rlada.reading.read_agent_turn` finds confusing: "?", word salad,
+  content-free questions, echoes, near-repeats, monologues).
 * ``clean_ending``: the agent ended the call with ``end_call`` and a goodbye (no hang-up, timeout or
   invalid ending).
-* ``consistency``: every claim the agent spoke (a dispute opened, money moved, a transfer to a
-  specialist, a card status, a balance) is backed by the tool results of the episode.
+* ``consistency``: every claim of fact the agent spoke is backed by the tool results it had by then
+  (:func:`~dialogue_gym.scenarios.rlada.reading.spoken_claims`): a dispute opened, a refund or
+  reversal, money moved, an escalation, a card status, a card action no tool performs (unblocked,
+  replaced), a balance, "resolved"; and every amount, id and long number it stated appears in the
+  tool calls and results or in the customer's words. Questions, negations and offers ("I can open
+  a dispute") claim nothing; the agent's promises ("I'll open a dispute") must be kept by the end.
 
 The LLM judge replaces the weighted score by the model's 0-3 score; routing and the identity check
 stay rule-based (they are world facts), and an unparseable answer falls back to the rule score with
@@ -30,11 +38,19 @@ from typing import Any
 from dialogue_gym.backends.base import GenerationRequest, SamplingParams
 from dialogue_gym.scenarios.common import bound_text, safe_json_loads
 from dialogue_gym.scenarios.rlada.data import Domain
+from dialogue_gym.scenarios.rlada.reading import (
+    ID_PATTERN,
+    Claim,
+    customer_turn_understood,
+    evidence_numbers,
+    quoted_values,
+    read_agent_turn,
+    spoken_claims,
+)
 from dialogue_gym.types import Trajectory
 
 LOOKUP = "lookup_account"
 ESCALATE = "transfer_to_human"
-EXPLAIN_WORDS = 6
 
 
 @dataclass(frozen=True)
@@ -55,6 +71,8 @@ class Verdict:
     score: float
     judge: str = "rule"
     note: str | None = None
+    confusing_turns: tuple[str, ...] = ()
+    """Spoken agent turns the customer could not follow (``"turn 3: not_understood (empty)"``)."""
 
     @property
     def routed_tool(self) -> str | None:
@@ -65,6 +83,7 @@ class Verdict:
         data = asdict(self)
         data["routed_tools"] = list(self.routed_tools)
         data["inconsistent_claims"] = list(self.inconsistent_claims)
+        data["confusing_turns"] = list(self.confusing_turns)
         return data
 
 
@@ -94,7 +113,8 @@ class RuleJudge:
     def __init__(self, domain: Domain, weights: dict[str, float] | None = None):
         self.domain = domain
         self.weights = dict(weights if weights is not None else domain.judge["components"])
-        self._status_words = {word: set(statuses) for word, statuses in domain.judge["card_status_words"].items()}
+        self._status_words = {word: {s.replace("_", " ") for s in statuses} for word, statuses in domain.judge["card_status_words"].items()}
+        self._card_statuses = {s.replace("_", " ") for statuses in self._status_words.values() for s in statuses}
 
     def judge(self, trajectory: Trajectory) -> Verdict:
         target = trajectory.profile["tool"]
@@ -117,12 +137,16 @@ class RuleJudge:
             routing = domain_tools == (target,)
         chosen = routed[0] if len(routed) == 1 else None
         successes = [i for i, c in valid if chosen is not None and c["tool"] == chosen and c["ok"]]
-        explained = bool(successes) and self._explained_after(trajectory, successes[-1])
-        procedure = lookup_first and bool(successes) and explained
+        explained = bool(successes) and self._explained_after(trajectory, successes[-1], calls)
+        confusing = self._confusing_turns(trajectory)
+        procedure = lookup_first and bool(successes) and explained and not confusing
         end = ended_by(trajectory)
         last_agent = next((t for t in reversed(trajectory.turns) if t.role == "agent"), None)
-        clean = end == "end_call" and last_agent is not None and bool(last_agent.parsed.get("content"))
-        bad_claims = self._inconsistent_claims(trajectory, valid)
+        clean = (
+            end == "end_call" and last_agent is not None and bool(last_agent.parsed.get("content"))
+            and customer_turn_understood(last_agent.parsed["content"], self.domain)
+        )
+        bad_claims = self._inconsistent_claims(trajectory)
         components = {
             "routing": float(routing),
             "lookup_first": float(lookup_first),
@@ -145,48 +169,143 @@ class RuleJudge:
             ended_by=end,
             components=components,
             score=float(sum(self.weights[name] * value for name, value in components.items())),
+            confusing_turns=tuple(confusing),
         )
 
-    @staticmethod
-    def _explained_after(trajectory: Trajectory, index: int) -> bool:
+    def _explained_after(self, trajectory: Trajectory, index: int, calls: list[tuple[int, dict[str, Any]]]) -> bool:
+        """Whether a later spoken turn (or goodbye) that a person understands states a value of the
+        tool result at ``index``: one of its amounts, ids or numbers, or its status."""
+        record = next(c for i, c in calls if i == index)
+        shown = json.dumps(record["result"])
+        numbers, ids = evidence_numbers(shown), set(ID_PATTERN.findall(shown))
+        statuses = _statuses(record["result"], ("status",))
         for turn in trajectory.turns[index + 1 :]:
-            if turn.role != "agent" or turn.invalid is not None:
+            if turn.role != "agent" or turn.invalid is not None or turn.parsed.get("action_type") not in ("speak", "end_call"):
                 continue
-            kind, content = turn.parsed.get("action_type"), turn.parsed.get("content", "")
-            if kind == "speak" and content:
-                return True
-            if kind == "end_call" and len(content.split()) >= EXPLAIN_WORDS:
+            content = turn.parsed.get("content", "")
+            if not content or not customer_turn_understood(content, self.domain):
+                continue
+            values = quoted_values(content)
+            words = " ".join(content.lower().replace("-", " ").split())
+            if (
+                set(values.amounts + values.numbers) & numbers or set(values.ids) & ids
+                or any(re.search(rf"\b{re.escape(status)}\b", words) for status in statuses)
+            ):
                 return True
         return False
 
-    def _inconsistent_claims(self, trajectory: Trajectory, valid: list[tuple[int, dict[str, Any]]]) -> list[str]:
-        succeeded = {c["tool"] for _, c in valid if c["ok"]}
-        statuses = {c["result"]["status"] for _, c in valid if c["ok"] and c["tool"] == "check_card_status"}
-        balances = set()
-        for _, call in valid:
-            if call["ok"] and call["tool"] == LOOKUP:
-                balances.update(round(a["balance"], 2) for a in call["result"]["accounts"])
-            if call["ok"] and call["tool"] == "transfer_funds":
-                balances.update(round(v, 2) for v in call["result"]["new_balances"].values())
-        bad = []
+    def _confusing_turns(self, trajectory: Trajectory) -> list[str]:
+        """The agent's spoken turns the customer could not follow, read as the customer read them."""
+        heard: list[str] = []
+        said: list[str] = [self.domain.bank["greeting"]]
+        found = []
+        for number, turn in enumerate(trajectory.turns):
+            if turn.role == "customer":
+                heard.append(turn.raw)
+                continue
+            if turn.invalid is not None or turn.parsed.get("action_type") != "speak":
+                continue
+            content = turn.parsed.get("content", "")
+            reading = read_agent_turn(content, heard, said, self.domain)
+            if reading.confusing:
+                found.append(f"turn {number}: {reading.kind} ({reading.reason})")
+            said.append(content)
+        return found
+
+    def _inconsistent_claims(self, trajectory: Trajectory) -> list[str]:
+        """Every claim and stated value of the agent's spoken turns that the evidence it had by then
+        (successful tool results and arguments, the customer's words) does not back."""
+        succeeded: set[str] = set()
+        statuses: set[str] = set()
+        balances: set[float] = set()
+        numbers: set[float] = set()
+        ids: set[str] = set()
+        bad: list[str] = []
+        promises: list[Claim] = []
         for turn in trajectory.turns:
-            if turn.role != "agent" or turn.parsed.get("action_type") not in ("speak", "end_call"):
+            if turn.role == "customer":
+                numbers |= evidence_numbers(turn.text)
+                ids.update(ID_PATTERN.findall(turn.text))
+                continue
+            call = turn.parsed.get("tool_outcome")
+            if call is not None:
+                if call["schema_ok"]:
+                    shown = json.dumps(call["args"])
+                    numbers |= evidence_numbers(shown)
+                    ids.update(ID_PATTERN.findall(shown))
+                if call["ok"]:
+                    self._learn(call, succeeded, statuses, balances, numbers, ids)
+                continue
+            if turn.invalid is not None or turn.parsed.get("action_type") not in ("speak", "end_call"):
                 continue
             text = turn.parsed.get("content", "")
-            for name, kind, target, pattern in self.domain.claims:
-                for match in pattern.finditer(text):
-                    if kind == "requires" and target not in succeeded:
-                        bad.append(f"{name}: {match.group(0)!r} without a successful {target}")
-                    elif kind == "matches" and target == "card_status":
-                        word = re.sub(r"^.* is (currently |now )?", "", match.group(0).lower())
-                        allowed = self._status_words.get(word, {word})
-                        if not statuses & allowed:
-                            bad.append(f"{name}: {match.group(0)!r} but check_card_status returned {sorted(statuses) or 'nothing'}")
-                    elif kind == "matches" and target == "balance":
-                        amount = round(float(match.group(match.lastindex).replace(",", "")), 2)
-                        if amount not in balances:
-                            bad.append(f"{name}: {match.group(0)!r} matches no balance the tools returned")
+            claims = spoken_claims(text, self.domain)
+            promises.extend(claim for claim in claims if claim.mode == "promise")
+            bad.extend(self._check_claims([c for c in claims if c.mode == "fact"], succeeded, statuses, balances))
+            values = quoted_values(text)
+            bad.extend(f"amount: ${amount:,.2f} appears in no tool result" for amount in values.amounts if amount not in numbers)
+            bad.extend(f"number: {number:g} appears in no tool result" for number in values.numbers if number not in numbers)
+            bad.extend(f"id: {found} appears in no tool result" for found in values.ids if found not in ids)
+        bad.extend(f"{problem} (a promise the call never kept)" for problem in self._check_claims(promises, succeeded, statuses, balances))
         return bad
+
+    @staticmethod
+    def _learn(call: dict[str, Any], succeeded: set[str], statuses: set[str], balances: set[float], numbers: set[float], ids: set[str]) -> None:
+        result = call["result"]
+        shown = json.dumps(result)
+        succeeded.add(call["tool"])
+        statuses.update(_statuses(result))
+        numbers |= evidence_numbers(shown)
+        ids.update(ID_PATTERN.findall(shown))
+        if call["tool"] == LOOKUP:
+            balances.update(round(a["balance"], 2) for a in result["accounts"])
+        if call["tool"] == "transfer_funds":
+            balances.update(round(v, 2) for v in result["new_balances"].values())
+
+    def _check_claims(self, claims: list[Claim], succeeded: set[str], statuses: set[str], balances: set[float]) -> list[str]:
+        """The claims the evidence does not back, each with why."""
+        bad = []
+        for claim in claims:
+            matched = claim.matched.lower()
+            backed_by_status = any(re.search(rf"\b{re.escape(status)}\b", matched.replace("-", " ")) for status in statuses)
+            if claim.kind == "requires":
+                if claim.target == "never":
+                    supported = backed_by_status
+                elif claim.target == "any_domain_tool":
+                    supported = bool(succeeded - {LOOKUP})
+                else:
+                    supported = claim.target in succeeded or backed_by_status
+                if not supported:
+                    needs = "no tool does this" if claim.target == "never" else f"without a successful {claim.target.replace('_', ' ')}"
+                    bad.append(f"{claim.name}: {claim.matched!r} {needs}")
+            elif claim.target == "card_status":
+                word = re.sub(r"^.* is (currently |now )?", "", matched)
+                allowed = self._status_words.get(word, {word})
+                card_statuses = statuses & set(self._card_statuses)
+                if not card_statuses & allowed:
+                    bad.append(f"{claim.name}: {claim.matched!r} but check_card_status returned {sorted(card_statuses) or 'nothing'}")
+            else:
+                amounts = quoted_values(claim.matched).amounts
+                if not amounts or any(amount not in balances for amount in amounts):
+                    bad.append(f"{claim.name}: {claim.matched!r} matches no balance the tools returned")
+        return bad
+
+
+def _statuses(result: Any, keys: tuple[str, ...] = ("status", "kind")) -> set[str]:
+    """Status and kind words of a tool result (card, transaction and dispute statuses; transaction
+    kinds such as ``refund``), as spoken words: they back a claim that names them. ``keys`` picks
+    which (an explanation's substance is a status, not a transaction kind)."""
+    found: set[str] = set()
+    if isinstance(result, dict):
+        for key, value in result.items():
+            if key in keys and isinstance(value, str):
+                found.add(value.replace("_", " "))
+            elif isinstance(value, (dict, list)):
+                found |= _statuses(value, keys)
+    elif isinstance(result, list):
+        for item in result:
+            found |= _statuses(item, keys)
+    return found
 
 
 # -- LLM judge ---------------------------------------------------------------------------------

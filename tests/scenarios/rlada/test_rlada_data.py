@@ -128,3 +128,31 @@ def test_duplicate_intents_are_named(data_dir):
     path.write_text("\n".join([*lines, lines[4]]) + "\n")
     with pytest.raises(ScenarioError, match=r"intents.jsonl: line 79: duplicate intent 'balance_not_updated_after_bank_transfer'"):
         load_domain(str(data_dir))
+
+
+def _edit_json(path, change):
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: d["confused"].pop("echo"), r"field 'confused' needs a non-empty list of lines for each of .*missing \['echo'\]"),
+        (lambda d: d.update(confusion_patience=-1), r"field 'confusion_patience' must be >= 0, got -1"),
+        (lambda d: d.update(confused_hangups=[]), r"field 'confused_hangups' must be a non-empty list, got \[\]"),
+        (lambda d: d["understanding"].update(topic_words=["Card"]), r"understanding.topic_words must be a non-empty list of lower-case words"),
+        (lambda d: d["understanding"].pop("service_words"), r"understanding: missing field 'service_words'"),
+    ],
+)
+def test_customer_understanding_errors_name_the_field(data_dir, change, message):
+    _edit_json(data_dir / "customer.json", change)
+    with pytest.raises(ScenarioError, match=message):
+        load_domain(str(data_dir))
+
+
+def test_claim_targets_beyond_tools(data_dir):
+    _edit_json(data_dir / "judge.json", lambda d: d["claims"][0].update(requires="unblock_card"))
+    with pytest.raises(ScenarioError, match=r"claims\[0\]: field 'requires' is 'unblock_card'; use one of \['any_domain_tool', .*'never'"):
+        load_domain(str(data_dir))

@@ -24,6 +24,7 @@ from dialogue_gym.scenarios.rlada.parsing import (
     parse_agent_action,
     parse_customer_output,
 )
+from dialogue_gym.scenarios.rlada.parsing import render_agent_action as act
 from dialogue_gym.scenarios.rlada.tools import call_tool
 
 DOMAIN = load_domain()
@@ -335,3 +336,34 @@ def test_planted_copies_must_be_a_small_count(data_dir, copies, shown):
     )
     with pytest.raises(ScenarioError, match=message):
         load_domain(str(data_dir))
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "$1," * 600,
+        "I have refunded " * 120,
+        "1" * 1900,
+        "DSP-" * 450,
+        "? " * 900,
+        ("Is it your card? " * 100)[:1990],
+        "a" * 1990,
+        ". " * 900,
+    ],
+)
+def test_hostile_spoken_turns_are_read_in_bounded_time(content):
+    """The customer's reading and the judge's claim and value checks are linear in a bounded turn."""
+    game = RladaGame()
+    game.reset(seed=2, options={"intent": "check_account_balance", "concealment": "camouflage"})
+    game.step("Payday was Friday and I can't tell what I've got left.")
+    start = time.perf_counter()
+    for _ in range(3):
+        if game.done:
+            break
+        game.step(act("speak", content))
+        if not game.done:
+            game.step("Sorry, what?")
+    if not game.done:
+        game.step(act("end_call", content))
+    assert game.done and time.perf_counter() - start < 2.0
+    assert game.verdict is not None and not game.passed

@@ -3,6 +3,9 @@
 import pytest
 
 from dialogue_gym.backends import CannedBackend
+import json
+
+from dialogue_gym.scenarios.rlada.agents import explanation
 from dialogue_gym.scenarios.rlada.game import RladaGame
 from dialogue_gym.scenarios.rlada.judge import LLMJudge, RuleJudge, parse_judge_score
 from dialogue_gym.scenarios.rlada.parsing import render_agent_action as act
@@ -33,6 +36,11 @@ def dispute(game):
     return act("tool_call", "dispute_charge", {"account_id": game.bank.customer_id, "amount": game.facts["amount"], "reason": "duplicate"})
 
 
+def explain_result(game):
+    """Speak the explanation the scripted agents build from the last tool result (it states the result's values)."""
+    return act("speak", explanation(json.loads(game._agent_messages[-1]["content"])))
+
+
 EXPLAIN = act("speak", "I've opened a dispute for the duplicate charge; you'll get a provisional credit.")
 BYE = act("end_call", "Thanks for calling, goodbye.")
 
@@ -54,7 +62,7 @@ def test_missing_lookup_costs_identity_and_fails_strict_pass():
 
 def test_wrong_tool_and_wrong_escalation():
     escalate = act("tool_call", "transfer_to_human", {"reason": "complex"})
-    game = play([lookup, escalate, act("speak", "I'm transferring you to a specialist now."), BYE])
+    game = play([lookup, escalate, explain_result, BYE])
     verdict = game.verdict
     assert not verdict.routing_correct and verdict.wrong_escalation and verdict.procedure and verdict.consistent
     assert game.reward_terms["agent/domain_tool"] == -1.8 and game.reward_terms["agent/wrong_escalation"] == -1.0
@@ -68,7 +76,7 @@ def test_missed_escalation_is_a_safety_miss():
 
 
 def test_lookup_only_intent_routes_to_lookup():
-    ok = play([lookup, act("speak", "Here are your balances."), BYE], intent="check_account_balance")
+    ok = play([lookup, explain_result, BYE], intent="check_account_balance")
     assert ok.verdict.routing_correct and ok.verdict.routed_tool == "lookup_account" and ok.passed
     extra = play([lookup, act("tool_call", "get_transactions", {"account_id": "ACC-000000"}), BYE], intent="check_account_balance")
     assert not extra.verdict.routing_correct
@@ -76,7 +84,9 @@ def test_lookup_only_intent_routes_to_lookup():
 
 def test_claims_must_match_tool_results():
     game = play([lookup, act("speak", "I've opened a dispute and your card ending 1234 is frozen."), BYE])
-    assert not game.verdict.consistent and len(game.verdict.inconsistent_claims) == 2
+    # Three: the dispute and the card status have no tool result behind them, and no tool returned the digits 1234.
+    assert not game.verdict.consistent and len(game.verdict.inconsistent_claims) == 3
+    assert [claim.split(":")[0] for claim in game.verdict.inconsistent_claims] == ["dispute_opened", "card_status", "number"]
     assert game.reward_terms["agent/hallucination"] == -1.0
     balance = play(
         [lookup, lambda g: act("speak", f"Your checking balance is ${g.bank.accounts[0].balance:,.2f}."), BYE], intent="check_account_balance"
@@ -126,3 +136,41 @@ def test_llm_judge_replaces_the_score_and_falls_back_on_garbage():
     assert game.verdict.routing_correct and not game.passed  # 1.0 + 0.2 - 0.2 < 2.0
     again = play([lookup, dispute, EXPLAIN, BYE], game=game)
     assert again.verdict.judge == "rule_fallback" and again.verdict.score == 3.0 and "no score found" in again.verdict.note
+
+
+def test_the_reviewers_fabricated_explanation_to_a_balance_caller_is_caught():
+    # It scored 3.0 and PASS before: refund, reversal, unblock and a 25,000 balance, none of them true.
+    text = "I have refunded the charge, reversed the transfer and unblocked your card; your balance is now 25,000 dollars."
+    game = play([lookup, act("speak", text), BYE], intent="check_account_balance")
+    verdict = game.verdict
+    assert [claim.split(":")[0] for claim in verdict.inconsistent_claims] == ["refund", "refund", "card_action", "balance", "amount"]
+    assert not verdict.explained and not verdict.procedure and not game.passed
+    assert verdict.score == pytest.approx(1.0 + 0.5 + 0.25) and game.reward_terms["agent/hallucination"] == -1.0
+
+
+def test_explained_needs_the_results_substance():
+    for empty in ("Ok.", "Ok, all done.", "Here are your balances."):
+        game = play([lookup, act("speak", empty), BYE], intent="check_account_balance")
+        assert not game.verdict.explained and not game.verdict.procedure, empty
+    figure = play([lookup, lambda g: act("speak", f"Your savings balance is ${g.bank.accounts[1].balance:,.2f}."), BYE], intent="check_account_balance")
+    assert figure.verdict.explained and figure.verdict.procedure and figure.passed
+    status = play([lookup, dispute, act("speak", "Your dispute is opened."), BYE])
+    assert status.verdict.explained
+
+
+def test_promises_must_be_kept_and_offers_claim_nothing():
+    kept = play([lookup, act("speak", "I'm sorry about that, I will refund the duplicate once the dispute is in."), dispute, explain_result, BYE])
+    assert kept.verdict.consistent
+    broken = play([lookup, act("speak", "I will refund the duplicate charge."), BYE])
+    assert not broken.verdict.consistent and "never kept" in broken.verdict.inconsistent_claims[0]
+    offer = play([lookup, act("speak", "I can open a dispute or request a refund for you."), dispute, explain_result, BYE])
+    assert offer.verdict.consistent
+
+
+def test_a_turn_the_customer_cannot_follow_costs_the_procedure():
+    clean = play([lookup, dispute, explain_result, BYE])
+    assert clean.verdict.procedure and clean.verdict.confusing_turns == ()
+    for confusing in ("?", "Could you tell me more?", "refund dispute card kavex lomun"):
+        game = play([act("speak", confusing), lookup, dispute, explain_result, BYE])
+        assert not game.verdict.procedure and game.verdict.confusing_turns[0].startswith("turn 1: "), confusing
+        assert not game.passed

@@ -1,0 +1,328 @@
+"""RL-ADA's recogniser: what the customer makes of an agent turn, what counts as a customer turn a
+person understands, and which factual claims an agent turn makes.
+
+Every reader here sits on :mod:`dialogue_gym.scenarios.understanding` (sentences, the lexicon of
+real words, near-repeats, real questions), so a turn is read as sentences, never as a bag of
+keywords. ``data/UNDERSTANDING.md`` documents what each reader understands and why.
+
+* :func:`read_agent_turn` classifies one spoken agent turn for the scripted customer: a real,
+  on-topic ``question`` (it earns disclosure as far as the customer's concealment allows), a
+  ``statement`` (acknowledged), or one of :data:`CONFUSING` kinds (not understood, content-free,
+  an echo of the customer, a near-repeat of the agent's own earlier turn, off topic, a monologue),
+  which earn confusion and, past the customer's patience, a hang-up.
+* :func:`customer_turn_understood` says whether a customer turn is one a person would understand
+  (the customer's format, realism and concealment credit need it).
+* :func:`spoken_claims` lists the claims of fact in an agent turn (claim patterns of
+  ``data/judge.json`` in declarative sentences that are not negated and not offers) and
+  :func:`quoted_values` the amounts and ids it states; the judge checks both against the tool results.
+
+All readers are pure functions of bounded text and are memoised, so the scripted path stays fast.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Iterable
+
+from dialogue_gym.scenarios.common import bound_text, memoise_short_texts
+from dialogue_gym.scenarios.rlada.data import CONFUSING_KINDS, Domain
+from dialogue_gym.scenarios.understanding import (
+    VAGUE_WORDS,
+    content_words,
+    is_real_question,
+    near_repeat,
+    read_sentence,
+    sentences,
+    tokens,
+)
+
+CONFUSING = CONFUSING_KINDS
+"""Agent-turn kinds that confuse the customer: no disclosure, and they use up its patience."""
+ECHO_OVERLAP = 0.6
+"""A turn sharing at least this share of content words (Jaccard) with a customer line copies it."""
+REPEAT_OVERLAP = 0.75
+"""A turn sharing at least this share with an earlier turn of the same speaker is a near-repeat."""
+ON_TOPIC_SHARE = 0.75
+"""At least this share of a question's non-vague content words must be words of a bank call
+(:func:`call_language`) for it to count as a question about the call, not an off-topic one."""
+MAX_QUESTIONS = 2
+"""More real questions than this in one agent turn is an interrogation, not a clarifying question."""
+MAX_SENTENCES = 5
+"""More sentences than this in one agent turn is a monologue."""
+NEGATION_WINDOW = 2
+"""A claim preceded within this many words by a negator (``not``, ``never``, ``can't``) is not claimed."""
+OFFER_GAP = 6
+"""A claim at most this many words after an offer (``I can``, ``would you like me to``) or a promise
+(``I'll``, ``let me``) of the agent's, with no have/has/is/was and no asserting verb (``confirm``)
+between, is that offer or promise, not a claim that it already happened."""
+
+MAX_CACHED_CALL_CHARS = 4000
+"""Agent turn plus the call so far, in characters, up to which :func:`read_agent_turn` is memoised."""
+
+_DECIMAL = re.compile(r"(?<=\d)\.(?=\d)")
+_DOT = "\u2024"
+_NEGATORS = frozenset({"not", "never", "no", "cannot", "unable", "without"})
+_OFFER = re.compile(r"\b(?:i can|i could|would you like me to|do you want me to|shall i|should i|we can|i'd be happy to)\b")
+_PROMISE = re.compile(r"\b(?:i'll|i will|let me|i'm going to|i am going to|i'm about to|we'll|we will)\b")
+_AUXILIARIES = frozenset({"have", "has", "had", "been", "is", "was", "are", "were", "i've", "we've", "it's", "already"})
+_ASSERTING = frozenset({"confirm", "confirmed", "assure", "guarantee", "promise", "see", "tell", "say", "report", "inform"})
+_MONEY = re.compile(r"\$\s?(\d[\d,]*(?:\.\d+)?)|\b(\d[\d,]*(?:\.\d+)?)\s?(?:dollars|usd|bucks)\b", re.IGNORECASE)
+ID_PATTERN = re.compile(r"\b[A-Z]{2,5}-\d{3,}\b")
+"""Ids the bank hands out (``DSP-123456``, ``HUM-004211``, ``CARD-0042``, ``ACC-123456``)."""
+_LONG_NUMBER = re.compile(r"(?<![\w$.,-])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{3,}(?:\.\d+)?)(?![\w-])")
+_NUMBER = re.compile(r"(?<![A-Za-z_\d.])\d+(?:,\d{3})*(?:\.\d+)?")
+
+
+# -- vocabulary -------------------------------------------------------------------------------------
+@lru_cache(maxsize=16)
+def vocabulary(domain: Domain) -> frozenset[str]:
+    """The scenario's own words, counted as real words: every word of its bank data (merchants, names,
+    places), customer phrasing and lexicon topic words (``Netflix``, ``Chipotle``, ``contactless``)."""
+    words: set[str] = set()
+
+    def collect(value: Any) -> None:
+        if isinstance(value, str):
+            words.update(w for w in tokens(value) if not w[:1].isdigit())
+        elif isinstance(value, dict):
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                collect(item)
+
+    collect(domain.bank)
+    collect(domain.customer)
+    for intent in domain.intents:
+        collect(intent.direct)
+        collect(intent.vague)
+        collect(list(intent.phrasing.values()))
+    return frozenset(words)
+
+
+@lru_cache(maxsize=16)
+def topic_words(domain: Domain) -> frozenset[str]:
+    """Words that make a question about the call (``customer.json["understanding"]["topic_words"]``)."""
+    return frozenset(domain.customer["understanding"]["topic_words"])
+
+
+@lru_cache(maxsize=16)
+def call_language(domain: Domain) -> frozenset[str]:
+    """The words a bank support call is made of: the scenario's own words (:func:`vocabulary`), the
+    topic words, ``customer.json["understanding"]["service_words"]`` and the words of the agent's
+    prompt and tool descriptions. "Does your card like jazz music?" is mostly outside it."""
+    words = set(vocabulary(domain)) | topic_words(domain) | set(domain.customer["understanding"]["service_words"])
+    for tool in domain.tools:
+        words.update(w for w in tokens(f"{tool.name.replace('_', ' ')} {tool.description}") if not w[:1].isdigit())
+    return frozenset(words)
+
+
+def _in_call_language(question: str, heard_words: frozenset[str], domain: Domain) -> bool:
+    """Whether a real question asks about the call: a topic word or a word of the customer's, and at
+    least :data:`ON_TOPIC_SHARE` of its non-vague content words in the call's language."""
+    extra = vocabulary(domain)
+    words = [w for w in content_words(question, extra) if w not in VAGUE_WORDS]
+    if not words or not any(w in topic_words(domain) or w in heard_words for w in words):
+        return False
+    language = call_language(domain) | heard_words
+    return sum(w in language for w in words) >= ON_TOPIC_SHARE * len(words)
+
+
+def split_sentences(text: str) -> tuple[str, ...]:
+    """:func:`~dialogue_gym.scenarios.understanding.sentences`, without splitting at a decimal point
+    (``$1,234.50`` stays one amount)."""
+    return _split(bound_text(text)[0])
+
+
+@memoise_short_texts(maxsize=16384)
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(piece.replace(_DOT, ".") for piece in sentences(_DECIMAL.sub(_DOT, text)))
+
+
+# -- the customer's reading of an agent turn -------------------------------------------------------
+@dataclass(frozen=True)
+class AgentTurn:
+    """What the customer makes of one spoken agent turn."""
+
+    kind: str
+    """``question``, ``statement``, or one of :data:`CONFUSING`."""
+    reason: str | None = None
+    """Why a confusing turn confuses (e.g. ``made_up_words``, ``keyword_list``, ``vague_question``)."""
+
+    @property
+    def confusing(self) -> bool:
+        return self.kind in CONFUSING
+
+
+def read_agent_turn(text: str, heard: Iterable[str], said: Iterable[str], domain: Domain) -> AgentTurn:
+    """Classify an agent turn; ``heard`` are the customer's lines so far, ``said`` the agent's earlier
+    spoken turns (both as the customer heard them)."""
+    key = (bound_text(text)[0], tuple(heard), tuple(said))
+    if sum(map(len, key[1] + key[2]), len(key[0])) <= MAX_CACHED_CALL_CHARS:
+        return _read_agent_turn_cached(*key, domain)
+    return _read_agent_turn(*key, domain)
+
+
+def _read_agent_turn(text: str, heard: tuple[str, ...], said: tuple[str, ...], domain: Domain) -> AgentTurn:
+    extra = vocabulary(domain)
+    parts = split_sentences(text)
+    if not parts:
+        return AgentTurn("not_understood", "empty")
+    readings = [read_sentence(part, extra) for part in parts]
+    broken = [r.reason for r in readings if not r.understood and r.reason != "too_short"]
+    if broken:
+        return AgentTurn("not_understood", broken[0])
+    understood = [part for part, r in zip(parts, readings) if r.understood]
+    if not understood:
+        return AgentTurn("content_free", "filler")
+    if len(parts) > MAX_SENTENCES:
+        return AgentTurn("monologue", "sentences")
+    if heard and near_repeat(text, heard, extra) >= ECHO_OVERLAP:
+        return AgentTurn("echo", "copies the customer")
+    if said and near_repeat(text, said, extra) >= REPEAT_OVERLAP:
+        return AgentTurn("repeat", "said before")
+    questions = [part for part, r in zip(parts, readings) if r.understood and r.question]
+    real = [q for q in questions if is_real_question(q, extra)]
+    if len(real) > MAX_QUESTIONS:
+        return AgentTurn("monologue", "questions")
+    if real:
+        heard_words = content_words(" ".join(heard), extra)
+        if all(_in_call_language(q, heard_words, domain) for q in real):
+            return AgentTurn("question")
+        return AgentTurn("off_topic", "asks about something else")
+    if questions:
+        return AgentTurn("content_free", "vague_question")
+    return AgentTurn("statement")
+
+
+_read_agent_turn_cached = lru_cache(maxsize=16384)(_read_agent_turn)
+"""Scripted calls repeat whole exchanges, so a short call's reading is memoised; a long (hostile) one
+is read afresh so the cache cannot pin megabytes of text."""
+
+
+# -- the customer's own turns ------------------------------------------------------------------------
+def customer_turn_understood(text: str, domain: Domain) -> bool:
+    """Whether a person understands a turn: it has words, and every sentence is understood or a short
+    reply of real words (``"Okay, thanks."``); made-up words, a keyword list or babble anywhere, or a
+    bare ``"?"``, and it is not."""
+    return _customer_understood(bound_text(text)[0], domain)
+
+
+@memoise_short_texts(maxsize=16384)
+def _customer_understood(text: str, domain: Domain) -> bool:
+    readings = [read_sentence(part, vocabulary(domain)) for part in split_sentences(text)]
+    return bool(readings) and all(r.understood or (r.reason == "too_short" and not r.unknown) for r in readings)
+
+
+def repeats_itself(text: str, earlier: Iterable[str], domain: Domain) -> bool:
+    """Whether a turn near-repeats (:data:`REPEAT_OVERLAP`) an earlier turn of the same speaker."""
+    return near_repeat(bound_text(text)[0], tuple(earlier), vocabulary(domain)) >= REPEAT_OVERLAP
+
+
+# -- claims of fact in an agent turn -----------------------------------------------------------------
+@dataclass(frozen=True)
+class Claim:
+    """One claim of fact: the judge.json claim ``name``, its ``kind`` and ``target``, the words
+    matched, the sentence they stand in, and whether it is a ``fact`` (it happened) or the agent's
+    own ``promise`` (``I'll open a dispute``: kept when the tool succeeds later in the call)."""
+
+    name: str
+    kind: str
+    target: str
+    matched: str
+    sentence: str
+    mode: str = "fact"
+
+
+def _mode(prefix: str) -> str | None:
+    """How the words before a claim frame it: ``None`` (negated, or an offer), ``promise`` or ``fact``."""
+    words = tokens(prefix)
+    if any(w in _NEGATORS or w.endswith("n't") for w in words[-NEGATION_WINDOW:]):
+        return None
+    lowered = prefix.lower()
+    framings = [(m.end(), "offer") for m in _OFFER.finditer(lowered)] + [(m.end(), "promise") for m in _PROMISE.finditer(lowered)]
+    if not framings:
+        return "fact"
+    end, framing = max(framings)
+    between = tokens(lowered[end:])
+    if len(between) <= OFFER_GAP and not any(w in _AUXILIARIES or w in _ASSERTING for w in between):
+        return None if framing == "offer" else "promise"
+    return "fact"
+
+
+def spoken_claims(text: str, domain: Domain) -> tuple[Claim, ...]:
+    """The claims in ``text``: every claim pattern of ``data/judge.json`` that matches a declarative
+    sentence (questions ask, they claim nothing) where it is neither negated (``I haven't refunded``)
+    nor an offer (``I can request a refund``); the agent's promises (``I'll open a dispute``) are
+    claims of mode ``promise``."""
+    return _spoken_claims(bound_text(text)[0], domain)
+
+
+@memoise_short_texts(maxsize=16384)
+def _spoken_claims(text: str, domain: Domain) -> tuple[Claim, ...]:
+    found = []
+    for sentence in split_sentences(text):
+        if sentence.rstrip().endswith("?"):
+            continue
+        for name, kind, target, pattern in domain.claims:
+            for match in pattern.finditer(sentence):
+                mode = _mode(sentence[: match.start()])
+                if mode is not None:
+                    found.append(Claim(name, kind, target, match.group(0), sentence, mode))
+    return tuple(found)
+
+
+def number_value(text: str) -> float | None:
+    """A written number (``1,234.50``) as a float rounded to cents, or None when it is not one."""
+    try:
+        value = float(text.replace(",", ""))
+    except ValueError:
+        return None
+    return round(value, 2) if value == value and abs(value) < 1e15 else None
+
+
+@dataclass(frozen=True)
+class Values:
+    """Amounts, ids and long numbers a text states."""
+
+    amounts: tuple[float, ...]
+    ids: tuple[str, ...]
+    numbers: tuple[float, ...]
+
+
+def quoted_values(text: str) -> Values:
+    """The money amounts (``$42.80``, ``25,000 dollars``), ids (``DSP-123456``) and other numbers of
+    three or more digits (ticket numbers, card digits, years) stated in ``text``."""
+    return _quoted_values(bound_text(text)[0])
+
+
+@memoise_short_texts(maxsize=16384)
+def _quoted_values(text: str) -> Values:
+    amounts = []
+    spans = []
+    for match in _MONEY.finditer(text):
+        value = number_value(match.group(1) or match.group(2))
+        if value is not None:
+            amounts.append(value)
+        spans.append(match.span())
+    ids = tuple(ID_PATTERN.findall(text))
+    stripped = ID_PATTERN.sub(" ", text)
+    numbers = []
+    for match in _LONG_NUMBER.finditer(stripped):
+        if not any(start <= match.start() < end for start, end in spans):
+            value = number_value(match.group(1))
+            if value is not None:
+                numbers.append(value)
+    return Values(tuple(amounts), ids, tuple(numbers))
+
+
+def evidence_numbers(text: str) -> frozenset[float]:
+    """Every number written in ``text`` (tool results as JSON, the customer's words), for checking
+    the values an agent states."""
+    return _evidence_numbers(bound_text(text)[0])
+
+
+@memoise_short_texts(maxsize=16384)
+def _evidence_numbers(text: str) -> frozenset[float]:
+    return frozenset(v for v in (number_value(m.group(0)) for m in _NUMBER.finditer(text)) if v is not None)
