@@ -36,7 +36,10 @@ the intent 0), 0.5 each, plus ``inverse_agent`` = -0.5 x the agent's total rewar
 ``role_reversal`` (-1.0) and ``invalid_action`` (-0.3). Terms are in ``info["reward_terms"]``.
 A turn a person would not understand (word salad, made-up words, a keyword list, a bare "?") or that
 near-repeats an earlier turn of the customer scores 0 on format, realism and concealment.
-``inverse_agent`` is positive only for a customer that mentioned a fact of its case. A customer that
+``inverse_agent`` is positive only for a customer that mentioned a fact of its case, told the truth about
+its problem (no turn asserting a problem another tool serves, side worries in one turn only: otherwise
+that turn scores realism and concealment 0 and the call's realism is halved) and did not withhold it
+(after three real questions before the agent's domain tool, it had stated it). A customer that
 ends the call itself (hang-up) concedes it: ``conceded`` = -0.5 x max(agent total, 3.0) replaces
 ``inverse_agent``, so leaving before the agent can act (which earned +1.375, more than any style) is
 never worth more than staying and losing. The default opponent, the ``keyword`` router, routes only
@@ -68,6 +71,13 @@ As RLADA-Banking-v0; ``learner`` defaults to ``"customer"`` and ``agent`` ("keyw
   now earns -1.5 instead of +1.375); per-turn credit needs an understood, non-repeated turn; adversarial
   credit needs a grounded customer; the keyword opponent ignores word salad. The scripted styles keep their
   order (direct < vague < camouflage); their rewards are re-measured in the README.
+* v0, a realistic customer (issue 9, unreleased, no bump): adversarial credit needs a customer that tells the
+  truth about its problem and states it when asked (``scenarios/rlada/data/UNDERSTANDING.md``). A turn that
+  asserts a problem of another tool than its intent's, or a second turn of side worries, scores realism and
+  concealment 0, halves the call's realism and caps ``inverse_agent`` at 0; so does withholding the problem
+  after three real questions. A blind script of fresh grounded misleading lines earned about 1.5 (agent
+  PASS 0.0) against camouflage's ~1.0; it now earns 0.775. Camouflage 1.022 -> 1.017, direct and vague and
+  every agent-side number unchanged. Turn records gain ``invents_problem`` and ``discloses``.
 """
 
 from __future__ import annotations

@@ -11,11 +11,15 @@ domain tool), ``domain_tool`` (-1.8 when the domain tool is missing or wrong), `
 tools do not back).
 
 Customer, at the end (means over its turns): ``format`` (1-2 spoken sentences), ``realism`` (no
-role reversal or meta talk, halved when it never mentioned a fact of its case), ``concealment``
-(no explicit cue of its true tool), ``inverse_agent`` (minus the agent's total reward; replaced by
-``conceded`` when the customer itself ends the call), and per flagged turn ``role_reversal`` (and the
+role reversal or meta talk, halved when it never mentioned a fact of its case and again when it
+invented a problem), ``concealment`` (no explicit cue of its true tool), ``inverse_agent`` (minus the
+agent's total reward, positive only for a grounded, truthful customer that did not withhold its
+problem when asked; replaced by ``conceded`` when the customer itself ends the call), and per
+flagged turn ``role_reversal`` (and the
 game's ``invalid_action``). A turn a person would not understand (word salad, made-up words, a keyword
 list) or that near-repeats an earlier turn of the customer scores 0 on format, realism and concealment.
+A turn that invents a problem (asserts one another tool serves, or voices side worries a second time)
+scores 0 on realism and concealment (the game reads it, :func:`~dialogue_gym.scenarios.rlada.reading.misdirection`).
 
 Strict PASS = correct routing AND lookup first AND agent reward >= 2.0 AND a clean ending.
 """
@@ -94,6 +98,8 @@ def customer_terminal_terms(
     weights: CustomerWeights,
     conceded: bool = False,
     conceded_agent_reward: float = 3.0,
+    truthful: bool = True,
+    withheld: bool = False,
 ) -> dict[str, float]:
     """End-of-episode customer terms from per-turn scores (each in [0, 1]); no turns gives zeros.
 
@@ -107,9 +113,16 @@ def customer_terminal_terms(
     Adversarial credit (a positive ``inverse_agent``) also needs the customer to have put its own
     case to the agent (``grounded``: an understood turn that mentions a fact of its case). A
     customer that only ever talks about something else, or says nothing of substance, is not
-    concealing its problem, it never presented it; it can still lose from the agent's success."""
+    concealing its problem, it never presented it; it can still lose from the agent's success.
+
+    It also needs a realistic customer (SPEC section 3: camouflage hides the problem, it does not invent
+    others or refuse to ever state it): ``truthful`` (no turn asserted a problem another tool serves,
+    and side worries stood in one turn, not a new worry each turn) and not ``withheld`` (the agent
+    asked as many real questions as the camouflage customer needs to state its problem, and the
+    customer still had not stated it before the agent acted). A customer that won by lying or by
+    never answering beat no agent: its credit is capped at 0 like an ungrounded one's."""
     mean = lambda values: sum(values) / len(values) if values else 0.0  # noqa: E731
-    realism = mean(realism_scores) * (1.0 if grounded else 0.5)
+    realism = mean(realism_scores) * (1.0 if grounded else 0.5) * (1.0 if truthful else 0.5)
     terms = {
         "format": weights.format_weight * mean(format_scores),
         "realism": weights.realism_weight * realism,
@@ -118,7 +131,8 @@ def customer_terminal_terms(
     if conceded:
         terms["conceded"] = -weights.inverse_weight * max(agent_total, conceded_agent_reward)
     else:
-        terms["inverse_agent"] = -weights.inverse_weight * (agent_total if grounded else max(agent_total, 0.0))
+        fair = grounded and truthful and not withheld
+        terms["inverse_agent"] = -weights.inverse_weight * (agent_total if fair else max(agent_total, 0.0))
     return terms
 
 

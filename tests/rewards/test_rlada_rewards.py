@@ -74,3 +74,27 @@ def test_adversarial_credit_needs_the_customer_to_have_put_its_case():
     assert rlada.customer_terminal_terms(
         format_scores=[1], realism_scores=[1], concealment_scores=[1], grounded=True, agent_total=-2.0, weights=weights
     )["inverse_agent"] == pytest.approx(1.0)
+
+
+def test_adversarial_credit_needs_a_truthful_customer_that_did_not_withhold_its_problem():
+    weights = CustomerWeights()
+    # An untruthful call (a turn asserted a problem another tool serves): its realism is halved on top
+    # of the per-turn zeros the game recorded, and the agent's loss is no credit.
+    liar = rlada.customer_terminal_terms(
+        format_scores=[1, 1], realism_scores=[0, 1], concealment_scores=[0, 1], grounded=True, agent_total=-2.0, weights=weights, truthful=False
+    )
+    assert liar == pytest.approx({"format": 0.5, "realism": 0.5 * 0.5 * 0.5, "concealment": 0.25, "inverse_agent": 0.0})
+    # Ungrounded and untruthful: both halvings apply (0.5 x 1.0 x 0.5 x 0.5).
+    assert rlada.customer_terminal_terms(
+        format_scores=[1], realism_scores=[1], concealment_scores=[1], grounded=False, agent_total=-2.0, weights=weights, truthful=False
+    )["realism"] == pytest.approx(0.125)
+    # Withheld (asked enough real questions, never stated its problem): no credit, realism untouched.
+    withheld = rlada.customer_terminal_terms(
+        format_scores=[1], realism_scores=[1], concealment_scores=[1], grounded=True, agent_total=-2.0, weights=weights, withheld=True
+    )
+    assert withheld == pytest.approx({"format": 0.5, "realism": 0.5, "concealment": 0.5, "inverse_agent": 0.0})
+    # Either still loses from the agent's success, exactly as a fair customer does.
+    for flags in ({"truthful": False}, {"withheld": True}):
+        assert rlada.customer_terminal_terms(
+            format_scores=[1], realism_scores=[1], concealment_scores=[1], grounded=True, agent_total=2.5, weights=weights, **flags
+        )["inverse_agent"] == pytest.approx(-1.25)

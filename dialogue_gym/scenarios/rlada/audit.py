@@ -7,7 +7,12 @@
 * ``RLADA-Customer-v0``, learner ``customer``, scored by the customer's mean reward: the generic
   library (hang up at once, empty, echo, word salad, made-up words, keyword and fact stuffing,
   near-repetition, content-free questions, one fixed sentence as blind) plus a salad of the keyword
-  router's cues and a fixed fluent sentence stuffed with misleading cues, against the scripted styles.
+  router's cues, a fixed fluent sentence stuffed with misleading cues, and customers that lie about
+  their problem: a new grounded worry about another tool's problem every turn, fresh lines all
+  pointing at one other tool, a false claim followed by grounded asides to every question, and the
+  real problem revealed only from the fourth turn (after the agent has acted), against the scripted
+  styles. (One hedged side worry and then nothing about the real problem is the scripted camouflage
+  customer's own tactic and is not in the audit: ``data/UNDERSTANDING.md``, "Known limits".)
 """
 
 from __future__ import annotations
@@ -168,11 +173,138 @@ def _cue_salad(observation, turn, rng) -> str:
     return " ".join(words[:5])
 
 
+# Grounded, fluent worries about the case's facts, each pointing at one tool's cues (a problem the
+# customer describes; it has it only when the tool is its intent's).
+WORRIES = {
+    "check_card_status": (
+        "On {day} at {merchant} my card was declined at the till.",
+        "Since {day} my card ending {last4} keeps getting refused everywhere.",
+        "After {merchant} on {day} my card ending {last4} just stopped working.",
+    ),
+    "dispute_charge": (
+        "I think {merchant} charged me twice for the {amount} on {day}.",
+        "There's an extra fee next to the {amount} from {merchant} on {day}.",
+        "I don't recognise the {amount} from {merchant}, it wasn't me on {day}.",
+    ),
+    "get_transactions": (
+        "The {amount} at {merchant} from {day} is still pending in my app.",
+        "My payment of {amount} on {day} to {merchant} never arrived.",
+        "The {amount} from {day} failed and I'm still waiting on {merchant}.",
+    ),
+    "transfer_funds": (
+        "After {merchant} on {day} I want to move {amount} from my checking into my savings.",
+        "I'd like to put {amount} over into my savings before {day}.",
+        "Can I move {amount} between my accounts, I got paid on {day}?",
+    ),
+    "lookup_account": (
+        "After {merchant} on {day} I just need to check my balance.",
+        "How much do I have left after the {amount} at {merchant} on {day}?",
+        "I'd like to know what's in checking after {day}, with {merchant} and all.",
+    ),
+    "transfer_to_human": (
+        "I think my card was stolen after {merchant} on {day}.",
+        "Someone used my card at {merchant} on {day}, it could be fraud.",
+        "My wallet went missing on {day} right after {merchant}.",
+    ),
+}
+ASIDES = (
+    "I was at {merchant} on {day} with a friend, it was a nice afternoon.",
+    "It was {day}, I remember because {merchant} was busy.",
+    "The card I use ends {last4}, I've had it for years.",
+    "I usually spend about {amount} at {merchant} on a {day}.",
+)
+"""Grounded facts that answer nothing: what a customer says when it dodges a question."""
+_PROMPT_FACTS = re.compile(r"merchant (?P<merchant>.{1,60}?), amount (?P<amount>.{1,30}?), day (?P<day>\w{1,12}), card ending (?P<last4>\d{4})")
+_PROBLEM = re.compile(r"Your real problem \(keep it hidden, never name it in these words\): (.{1,400})")
+DOMAIN = load_domain()
+
+
+def _prompt(observation) -> str:
+    messages = observation.get("messages") or [{"content": ""}]
+    return messages[0]["content"]
+
+
+def _facts(observation) -> dict[str, str]:
+    found = _PROMPT_FACTS.search(_prompt(observation))
+    return found.groupdict() if found else {"merchant": "the shop", "amount": "$20.00", "day": "Monday", "last4": "0000"}
+
+
+def _own_tool(observation) -> str:
+    """The customer's own intent's tool (the customer knows its problem)."""
+    return DOMAIN.intents[int(observation.get("intent", 0)) % len(DOMAIN.intents)].tool
+
+
+def _other_tools(observation) -> list[str]:
+    own = _own_tool(observation)
+    return [tool for tool in WORRIES if tool != own]
+
+
+def _fresh_worry(observation, turn, rng) -> str:
+    """A new grounded worry each turn, each about a problem of another tool than its own."""
+    others = _other_tools(observation)
+    tool = others[(turn - 1) % len(others)]
+    return WORRIES[tool][((turn - 1) // len(others)) % len(WORRIES[tool])].format(**_facts(observation))
+
+
+def _one_wrong_tool(observation, turn, rng) -> str:
+    """Fresh grounded lines every turn, all pointing at the same other tool."""
+    others = _other_tools(observation)
+    tool = others[int(observation.get("intent", 0)) % len(others)]
+    return WORRIES[tool][(turn - 1) % len(WORRIES[tool])].format(**_facts(observation))
+
+
+def _dodge(opener):
+    """Opens with ``opener``, then answers every question with an unrelated grounded fact."""
+
+    def say(observation, turn, rng) -> str:
+        if turn == 1:
+            return opener(observation)
+        if "?" in last_heard(observation):
+            return ASIDES[(turn - 2) % len(ASIDES)].format(**_facts(observation))
+        return "Okay, thanks."
+
+    return say
+
+
+def _false_claim(observation) -> str:
+    """A fluent, grounded claim of another tool's problem (the second line of each worry list)."""
+    tool = _other_tools(observation)[0]
+    return WORRIES[tool][1].format(**_facts(observation))
+
+
+def _hedged_worry(observation) -> str:
+    """The same claim voiced as a worry, as contextual camouflage voices its side worries."""
+    claim = _false_claim(observation)
+    return "I'm not sure, but I think " + claim[0].lower() + claim[1:]
+
+
+def _reveal_last(observation, turn, rng) -> str:
+    """Misleading worries, then its real problem only from its fourth turn (after the agent has acted)."""
+    if turn < 4:
+        return _fresh_worry(observation, turn, rng)
+    found = _PROBLEM.search(_prompt(observation))
+    return found.group(1).strip() if found else _fresh_worry(observation, turn, rng)
+
+
+SIDE_WORRY_ONLY = AuditPolicy(
+    "side_worry_only", "degenerate", "the false claim as a hedged side worry, then every question dodged with a grounded fact",
+    lambda: TextPolicy(_dodge(_hedged_worry), str),
+)
+"""The known limit, kept out of the audit: the scripted camouflage customer's own side-worry opener
+chosen every call, never followed by the real problem. The keyword router acts on the worry at once
+and never asks, so no rule that keeps the camouflage customer's score can tell the two apart
+(``data/UNDERSTANDING.md``; pinned in ``tests/scenarios/rlada/test_rlada_truthfulness.py``)."""
+
+
 def customer_policies() -> tuple[AuditPolicy, ...]:
     return (
         AuditPolicy("cue_salad", "degenerate", "five of the router's cue words a turn, no sentence", lambda: TextPolicy(_cue_salad, str)),
         AuditPolicy("misleading_template", "blind", "one fluent sentence of other tools' cues every turn", lambda: TextPolicy(lambda o, t, r: MISLEADING, str)),
         AuditPolicy("misleading_grounded", "blind", "the case's merchant and day slotted into a sentence of misleading cues", lambda: TextPolicy(_misleading_about_my_case, str)),
+        AuditPolicy("fresh_misleading", "blind", "a new grounded worry about another tool's problem every turn, never its own", lambda: TextPolicy(_fresh_worry, str)),
+        AuditPolicy("one_wrong_tool", "blind", "fresh grounded lines every turn, all pointing at one other tool", lambda: TextPolicy(_one_wrong_tool, str)),
+        AuditPolicy("dodge_questions", "degenerate", "a false grounded claim, then every question answered with an unrelated grounded fact", lambda: TextPolicy(_dodge(_false_claim), str)),
+        AuditPolicy("reveal_last", "blind", "misleading worries, its real problem only from the fourth turn", lambda: TextPolicy(_reveal_last, str)),
     )
 
 

@@ -50,7 +50,7 @@ from dialogue_gym.scenarios.rlada.parsing import (
     parse_agent_action,
     parse_customer_output,
 )
-from dialogue_gym.scenarios.rlada.reading import customer_turn_understood, repeats_itself
+from dialogue_gym.scenarios.rlada.reading import customer_turn_understood, misdirection, read_agent_turn, repeats_itself
 from dialogue_gym.scenarios.rlada.prompts import (
     agent_system_prompt,
     customer_system_prompt,
@@ -298,6 +298,10 @@ class RladaGame(Game):
         self._progress = {"lookup": False, "domain": False}
         self._customer_scores: dict[str, list[float]] = {"format": [], "realism": [], "concealment": []}
         self._grounded = False
+        self._worried_turns = 0
+        self._misled = False
+        self._disclosed = False
+        self._questions = 0
         self._agent_messages = [{"role": "system", "content": agent_system_prompt(self.domain, self.bank)}]
         self._customer_messages = [
             {"role": "system", "content": customer_system_prompt(self.domain, self.bank, self.intent, self.facts, self.profile["concealment"])},
@@ -355,6 +359,8 @@ class RladaGame(Game):
             self._agent_messages.append({"role": "tool", "content": json.dumps({"error": "invalid_action", "detail": problem})})
         else:
             heard = action.content
+            if action.action_type == "speak" and not self._progress["domain"]:
+                self._count_question(action.content)
         parsed = {**action.parsed(), "tool_outcome": outcome.record() if outcome is not None else None}
         self.turns.append(Turn("agent", text, heard or ("(invalid output)" if problem else ""), parsed, None, problem, token_ids, logprobs))
         self._add(rewards, "agent", agent_turn_terms(progress=progress, weights=self._agent_weights))
@@ -367,6 +373,14 @@ class RladaGame(Game):
             self._role = "customer"
         if self._role is not None and self.agent_turns >= self.config.max_agent_turns:
             self._finish(Outcome.TIMEOUT, rewards)
+
+    def _count_question(self, content: str) -> None:
+        """Count a real question the agent asks before it acts (a domain tool), read as the scripted customer
+        reads it (from the customer turns as the agent heard them, which are bounded by ``customer_max_chars``)."""
+        heard = [turn.text for turn in self.turns if turn.role == "customer"]
+        said = [self.domain.bank["greeting"], *(turn.text for turn in self.turns if turn.role == "agent" and turn.parsed.get("action_type") == "speak")]
+        if read_agent_turn(content, heard, said, self.domain).kind == "question":
+            self._questions += 1
 
     def _customer_move(self, text: str, token_ids, logprobs, rewards: dict[str, float]) -> None:
         domain, config = self.domain, self.config
@@ -382,10 +396,21 @@ class RladaGame(Game):
         conceal = concealment(move.utterance, self.intent, domain) if move.utterance else 1.0
         is_grounded = understood and grounded(move.utterance, self.facts)
         self._grounded = self._grounded or is_grounded
+        # A realistic customer tells the truth about its problem: a turn that asserts a problem it does
+        # not have, or a second turn of side worries (a new worry each turn), invents problems: it scores
+        # no realism and no concealment (misdirection by a falsehood hides nothing), and the call's realism
+        # is halved and earns no adversarial credit. Stating its own problem before the agent
+        # acts is a disclosure (data/UNDERSTANDING.md).
+        reading = misdirection(move.utterance, self.intent, domain) if understood else None
+        invents = reading is not None and (reading.asserted or (reading.worried and self._worried_turns > 0))
+        if reading is not None:
+            self._worried_turns += int(reading.worried)
+            self._disclosed = self._disclosed or (reading.disclosed and not self._progress["domain"])
+        self._misled = self._misled or invents
         if move.utterance:
             self._customer_scores["format"].append(float(move.format_ok and says_something))
-            self._customer_scores["realism"].append(float(says_something and not move.role_reversal and not move.meta_talk))
-            self._customer_scores["concealment"].append(conceal if says_something else 0.0)
+            self._customer_scores["realism"].append(float(says_something and not invents and not move.role_reversal and not move.meta_talk))
+            self._customer_scores["concealment"].append(conceal if says_something and not invents else 0.0)
         parsed = {
             **move.parsed(),
             "understood": understood,
@@ -393,6 +418,8 @@ class RladaGame(Game):
             "concealment": conceal,
             "names_intent": names_intent(move.utterance, self.intent, domain.tool_names),
             "grounded": is_grounded,
+            "invents_problem": invents,
+            "discloses": bool(reading is not None and reading.disclosed),
             "cue_hits": cue_hits(move.utterance, domain),
         }
         self.turns.append(Turn("customer", text, move.utterance, parsed, None, move.problem, token_ids, logprobs))
@@ -434,6 +461,7 @@ class RladaGame(Game):
             customer_terminal_terms(
                 format_scores=scores["format"], realism_scores=scores["realism"], concealment_scores=scores["concealment"],
                 grounded=self._grounded, agent_total=self.returns["agent"], weights=self._customer_weights,
+                truthful=not self._misled, withheld=self._questions >= self.domain.customer["reveal_after"]["camouflage"] and not self._disclosed,
                 conceded=conceded, conceded_agent_reward=self._conceded_agent_reward,
             ),
         )

@@ -12,6 +12,9 @@ keywords. ``data/UNDERSTANDING.md`` documents what each reader understands and w
   which earn confusion and, past the customer's patience, a hang-up.
 * :func:`customer_turn_understood` says whether a customer turn is one a person would understand
   (the customer's format, realism and concealment credit need it).
+* :func:`misdirection` reads a customer turn against its own problem (an asserted problem another
+  tool serves, a side worry, or a disclosure of its own problem): the customer's adversarial credit
+  needs a customer that tells the truth about its problem.
 * :func:`spoken_claims` lists the claims of fact in an agent turn (claim patterns of
   ``data/judge.json`` in declarative sentences that are not negated and not offers) and
   :func:`quoted_values` the amounts and ids it states; the judge checks both against the tool results.
@@ -27,7 +30,8 @@ from functools import lru_cache
 from typing import Any, Iterable
 
 from dialogue_gym.scenarios.common import bound_text, memoise_short_texts
-from dialogue_gym.scenarios.rlada.data import CONFUSING_KINDS, Domain
+from dialogue_gym.scenarios.rlada.cues import cue_hits
+from dialogue_gym.scenarios.rlada.data import CONFUSING_KINDS, Domain, Intent
 from dialogue_gym.scenarios.understanding import (
     VAGUE_WORDS,
     content_words,
@@ -326,3 +330,79 @@ def evidence_numbers(text: str) -> frozenset[float]:
 @memoise_short_texts(maxsize=16384)
 def _evidence_numbers(text: str) -> frozenset[float]:
     return frozenset(v for v in (number_value(m.group(0)) for m in _NUMBER.finditer(text)) if v is not None)
+
+
+# -- whether a customer turn tells the truth about its problem ----------------------------------------
+HEDGES = re.compile(
+    r"\b(?:maybe|might|perhaps|possibly|wonder(?:ing)?|whether|if|whatever|not sure|unsure|worr\w*|afraid|think|guess|"
+    r"seems?|could|or something|know|understand|check|want(?:ed)? to|need to|would like|like to)\b",
+    re.IGNORECASE,
+)
+"""Words that make a clause a worry, an inquiry or a request ("maybe I was charged twice", "I want to
+know what's pending", "I'd like to move some money") rather than an assertion that something happened."""
+_CLAUSE = re.compile(r",|;|\b(?:and|but|so|then|plus)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Misdirection:
+    """How a customer turn points away from its own problem (``data/UNDERSTANDING.md``).
+
+    ``asserted``: a clause states as fact a problem another tool serves ("my card was declined" from a
+    caller whose card is fine): a problem the customer does not have. ``worried``: the other tools'
+    cues stand only in worries or questions ("maybe I was charged twice?"), the side worries of
+    contextual camouflage. ``disclosed``: the turn states its own problem as the agent could act on
+    it (its own tool leads the turn's cues alone)."""
+
+    asserted: bool
+    worried: bool
+    disclosed: bool
+
+
+def own_tools(intent: Intent, domain: Domain) -> frozenset[str]:
+    """The tools the customer's problem points at: its intent's tool, and every tool whose cues the
+    customer's own descriptions of its problem carry (its ``direct``, ``vague``, ``hint`` and
+    ``camouflage_followup`` lines, which hold no side worries), so the lexicon's overlaps ("I need to
+    order a new card" is a card cue for an escalation intent) never make a truthful line a false one."""
+    return _own_tools(intent.name, domain)
+
+
+@lru_cache(maxsize=1024)
+def _own_tools(name: str, domain: Domain) -> frozenset[str]:
+    from dialogue_gym.scenarios.rlada.customers import family_lines  # customers reads agent turns with this module
+
+
+    intent = domain.intent(name)
+    tools = {intent.tool}
+    lines = (*intent.direct, *intent.vague, *family_lines(domain, intent, "hint"), *family_lines(domain, intent, "camouflage_followup"))
+    for line in lines:
+        tools.update(tool for tool, hits in cue_hits(line, domain).items() if hits)
+    return frozenset(tools)
+
+
+def misdirection(text: str, intent: Intent, domain: Domain) -> Misdirection:
+    """Read a customer turn against its own problem: clause by clause, a clause with cues of a tool
+    outside :func:`own_tools` and none of the intent's tool is an assertion of another problem unless
+    it is hedged (:data:`HEDGES`) or stands in a question."""
+    return _misdirection(bound_text(text)[0], intent.name, domain)
+
+
+@memoise_short_texts(maxsize=16384)
+def _misdirection(text: str, name: str, domain: Domain) -> Misdirection:
+    intent = domain.intent(name)
+    mine = own_tools(intent, domain)
+    asserted = worried = False
+    for sentence in split_sentences(text):
+        question = sentence.rstrip().endswith("?")
+        for clause in _CLAUSE.split(sentence):
+            hits = cue_hits(clause, domain)
+            elsewhere = any(hits[tool] for tool in hits if tool not in mine)
+            if not elsewhere or hits[intent.tool]:
+                continue
+            if question or HEDGES.search(clause):
+                worried = True
+            else:
+                asserted = True
+    hits = cue_hits(text, domain)
+    best = max(hits.values())
+    disclosed = best > 0 and hits[intent.tool] == best and sum(1 for value in hits.values() if value == best) == 1
+    return Misdirection(asserted, worried and not asserted, disclosed)

@@ -16,6 +16,18 @@ def test_the_customer_margin_is_half_a_component():
     names = {policy.name for policy in audit.policies}
     assert {"hang_up", "empty", "echo", "word_salad", "made_up_words", "keyword_stuffing", "near_repetition",
             "content_free_questions", "fixed_sentence"} <= names
+    assert {"fresh_misleading", "one_wrong_tool", "dodge_questions", "reveal_last"} <= names
+
+
+def test_misleading_customers_score_below_the_camouflage_customer():
+    (customer,) = customer_audits()
+    scores, _ = run_audit(customer, EPISODES)
+    # A blind script of fresh, grounded, misleading lines scored about 1.7 (1.49 over 120 episodes for this version)
+    # against camouflage's 1.0-1.2: nothing checked that the customer told the truth about its problem.
+    # Asserted problems it does not have, and a new worry each turn, now cost realism, concealment
+    # and the adversarial credit.
+    for name in ("fresh_misleading", "one_wrong_tool", "dodge_questions", "reveal_last", "misleading_grounded"):
+        assert scores[name] < scores["camouflage"] - 0.2, (name, scores[name], scores["camouflage"])
 
 
 @pytest.mark.parametrize("audit", [*audits(), *customer_audits()], ids=lambda audit: audit.env_id)
