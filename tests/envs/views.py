@@ -79,3 +79,41 @@ def play_vector(env_id: str, players: Players, learner: str, seeds: list[int], *
             if trajectory.seed in seeds and trajectory.turns_of(learner):
                 finished.setdefault(trajectory.seed, trajectory)
     return [finished[s] for s in seeds]
+
+
+def play_vector_autoreset(env_id: str, players: Players, learner: str, seed: int, num_envs: int, episodes: int, **kwargs: Any):
+    """Every episode the vector view plays through autoresets until each sub-env finished ``episodes``:
+    ``[(trajectory, learner's summed step rewards)]`` in finishing order (sub-env order within a step).
+
+    With ``NEXT_STEP`` autoreset the step after an episode's last one resets that sub-env (its action is
+    ignored), and the learner's memory restarts from the new episode's profile and seed; the episodes
+    after the first are seeded by the vector env itself, so a test replays them by ``trajectory.seed``."""
+    envs = gym.make_vec(env_id, num_envs=num_envs, learner=learner, **kwargs)
+    observations, infos = envs.reset(seed=seed)
+    player = players()[learner]
+    games = envs.unwrapped.games
+
+    def start(game: Any) -> Any:
+        return player.start(game.episode_profile(), role_seed(game.seed, learner, game.roles))
+
+    memories = [start(game) for game in games]
+    returns = [0.0] * num_envs
+    resetting = [False] * num_envs
+    finished_per_env = [0] * num_envs
+    played: list[tuple[Any, float]] = []
+    while min(finished_per_env) < episodes:
+        actions = [
+            "" if resetting[i] else player.act(_pick(observations, i), _pick(infos, i), memories[i]) for i in range(num_envs)
+        ]
+        observations, rewards, terminations, truncations, infos = envs.step(actions)
+        for i, game in enumerate(games):
+            if resetting[i]:
+                assert rewards[i] == 0.0, "an autoreset step pays nothing"
+                memories[i], returns[i], resetting[i] = start(game), 0.0, False
+                continue
+            returns[i] += float(rewards[i])
+            if terminations[i] or truncations[i]:
+                played.append((game.trajectory(), returns[i]))
+                finished_per_env[i] += 1
+                resetting[i] = True
+    return played

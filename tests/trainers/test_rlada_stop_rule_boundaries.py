@@ -55,3 +55,26 @@ def test_the_rounding_tolerance_is_inclusive():
     assert TOLERANCE == 1e-9
     assert rule.decide([0.6 - TOLERANCE])[0] is True
     assert rule.decide([0.6 - 2 * TOLERANCE])[0] is False
+
+
+def test_a_change_of_exactly_epsilon_plus_tolerance_still_counts():
+    # threshold 0 so only the change decides; |0.05 + 1e-9 - 0| is the very float epsilon + TOLERANCE
+    rule = StoppingRule(min_matches=1, patience=2, threshold=0.0)
+    assert rule.decide([0.0, 0.05 + TOLERANCE])[0] is True
+    assert rule.decide([0.0, 0.05 + 3 * TOLERANCE])[0] is False
+
+
+def test_the_change_is_measured_from_the_second_match_on():
+    # patience 1: with two matches the last change (0.7) already counts; with one there is none
+    rule = StoppingRule(min_matches=1, patience=1)
+    assert rule.decide([0.9]) == (True, "win rate >= 0.6 for 1 matches, last change 0.000 <= 0.05")
+    assert rule.decide([0.2, 0.9]) == (False, "last change 0.700 > epsilon 0.05")
+
+
+def test_the_message_shows_a_rate_at_the_threshold_with_three_decimals():
+    assert RULE.decide([0.2, 0.6, 0.55]) == (False, "win rate below 0.6 in the last 2 matches: [0.600, 0.550]")
+
+
+def test_the_rule_is_immutable():
+    with pytest.raises(AttributeError):
+        RULE.threshold = 0.5

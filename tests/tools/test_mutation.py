@@ -1,0 +1,80 @@
+"""tools/mutation.py finds the mutants it documents, at the right spans, and never touches docstrings,
+strings or annotations; equivalent mutants are listed with a reason."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+SPEC = importlib.util.spec_from_file_location("tools_mutation", Path(__file__).resolve().parents[2] / "tools" / "mutation.py")
+mutation = importlib.util.module_from_spec(SPEC)
+sys.modules[SPEC.name] = mutation  # dataclasses resolve their module by name
+SPEC.loader.exec_module(mutation)
+
+SOURCE = '''"""Module docstring with 1 < 2 and a - b."""
+
+
+def f(x: int = 3, y: float = 0.5) -> bool:
+    """Docstring: x + 1."""
+    label = "a - b < c"
+    if x <= 15 and not y:
+        return -x * 2 >= y
+    return x - 1 != 0  # pragma: no mutate
+'''
+
+
+def mutated(mutant, text):
+    return text[: mutant.start] + mutant.replacement + text[mutant.end :]
+
+
+def test_the_documented_mutants_and_nothing_else(tmp_path):
+    path = tmp_path / "toy.py"
+    path.write_text(SOURCE)
+    found = {(m.line, m.description) for m in mutation.mutants_of(path, "toy.py")}
+    assert found == {
+        (4, "3 -> 4"), (4, "0.5 -> 1.0"),
+        (7, "<= -> <"), (7, "15 -> 16"), (7, "and -> or"), (7, "drop unary not"),
+        (8, ">= -> >"), (8, "* -> /"), (8, "drop unary -"), (8, "2 -> 3"),
+    }
+
+
+def test_each_mutant_is_one_small_edit_that_still_parses(tmp_path):
+    path = tmp_path / "toy.py"
+    path.write_text(SOURCE)
+    by_description = {m.description: m for m in mutation.mutants_of(path, "toy.py")}
+    assert "if x < 15 and not y:" in mutated(by_description["<= -> <"], SOURCE)
+    assert "return x * 2 >= y" in mutated(by_description["drop unary -"], SOURCE)
+    assert "return -x / 2 >= y" in mutated(by_description["* -> /"], SOURCE)
+    assert "if x <= 15 and y:" in mutated(by_description["drop unary not"], SOURCE)
+    for mutant in by_description.values():
+        compile(mutated(mutant, SOURCE), "toy.py", "exec")
+        assert mutant.code == SOURCE.splitlines()[mutant.line - 1].strip()
+
+
+def test_equivalent_entries_need_a_reason(tmp_path):
+    listed = tmp_path / "equivalent.json"
+    listed.write_text(json.dumps([{"file": "a.py", "code": "x = 1", "mutation": "1 -> 2", "reason": "cosmetic"}]))
+    assert mutation.load_equivalent(listed) == {("a.py", "x = 1", "1 -> 2")}
+    listed.write_text(json.dumps([{"file": "a.py", "code": "x = 1", "mutation": "1 -> 2"}]))
+    with pytest.raises(SystemExit, match=r"lacks \['reason'\]"):
+        mutation.load_equivalent(listed)
+    assert mutation.load_equivalent(tmp_path / "missing.json") == set()
+
+
+def test_the_packaged_equivalent_list_matches_real_mutants():
+    """Every entry still names a mutant that exists (a stale entry would hide nothing and mislead)."""
+    root = Path(mutation.ROOT)
+    for file, code, description in mutation.load_equivalent(mutation.EQUIVALENT_FILE):
+        mutants = mutation.mutants_of(root / file, file)
+        assert any((m.code, m.description) == (code, description) for m in mutants), (file, code, description)
+
+
+def test_every_named_target_exists():
+    root = Path(mutation.ROOT)
+    for name, (files, tests) in mutation.TARGETS.items():
+        assert all((root / f).is_file() for f in files), name
+        assert all((root / t).exists() for t in tests), name

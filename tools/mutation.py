@@ -1,0 +1,302 @@
+"""Mutation testing on demand: change one operator or constant at a time and check a test fails.
+
+A test suite that passes with ``<`` turned into ``<=``, a default of 15 turned into 16 or a ``-``
+turned into ``+`` does not pin that formula. This script makes such single changes (mutants) in a
+scratch copy of the working tree, runs the tests that cover the module against each one, and reports
+the mutants no test killed. It is a developer tool, not part of CI: a full run is slow (one pytest
+process per mutant), so run it on the module you changed.
+
+Usage::
+
+    python tools/mutation.py --list-targets
+    python tools/mutation.py advantages            # a named target (module + its tests)
+    python tools/mutation.py --files dialogue_gym/rewards/sead.py --tests tests/rewards
+    python tools/mutation.py rewards --limit 40 --seed 1 --json mutants.json
+
+Mutants (``ast``-located, one source span replaced each time):
+
+* comparisons ``<`` <-> ``<=``, ``>`` <-> ``>=``, ``==`` <-> ``!=``, ``is`` <-> ``is not``, ``in`` <-> ``not in``;
+* arithmetic ``+`` <-> ``-``, ``*`` <-> ``/``, ``//`` -> ``/``, ``**`` -> ``*``; a unary ``-`` dropped;
+* ``and`` <-> ``or``; ``not x`` -> ``x``;
+* numbers: an int ``k`` -> ``k + 1``, a float ``x`` -> ``2 x`` (``0.0`` -> ``1.0``); ``True`` <-> ``False``.
+
+Strings, docstrings and annotations are never mutated. A mutant judged *equivalent* (no test could
+tell it apart, e.g. how many bad values an error message quotes) is listed with its reason in
+``tools/mutation_equivalent.json`` (file, the source line's code, the mutation) and not run, so the
+source needs no markers; a line carrying ``# pragma: no mutate`` is skipped too. A mutant is
+*killed* when the tests fail or run past ``--timeout``, *survived* when they pass. The kill rate is
+killed / (killed + survived) over the non-equivalent mutants; survivors are listed with their line
+so they can be judged (a real gap in the tests, or an equivalent mutant to add to the list).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PRAGMA = "pragma: no mutate"
+EQUIVALENT_FILE = Path(__file__).with_name("mutation_equivalent.json")
+HYPOTHESIS_SEED = ("--hypothesis-seed=0",) if importlib.util.find_spec("hypothesis") else ()
+"""Property tests draw the same examples for every mutant, so a kill does not depend on the draw."""
+
+TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "advantages": (
+        ("dialogue_gym/rewards/advantages.py", "trainers/grpo/policy.py"),
+        ("tests/rewards/test_advantages.py", "tests/rewards/test_advantage_formulas.py", "tests/trainers/test_sead_advantage_wiring.py",
+         "tests/rewards/test_tracer_rewards.py"),
+    ),
+    "grpo": (
+        ("trainers/grpo/lm.py", "trainers/grpo/policy.py", "trainers/grpo/strategy.py"),
+        ("tests/trainers/test_grpo_loss.py", "tests/trainers/test_grpo_lm.py", "tests/trainers/test_strategy_and_trl.py",
+         "tests/trainers/test_sead_advantage_wiring.py", "tests/trainers/test_tracer_advantage_wiring.py",
+         "tests/rewards/test_advantage_formulas.py", "tests/test_spec_constants.py"),
+    ),
+    "rewards": (
+        ("dialogue_gym/rewards/advantages.py", "dialogue_gym/rewards/sead.py", "dialogue_gym/rewards/tracer.py", "dialogue_gym/rewards/rlada.py"),
+        ("tests/rewards", "tests/test_spec_constants.py", "tests/trainers/test_tracer_advantage_wiring.py",
+         "tests/scenarios/rlada/test_rlada_wiring.py", "tests/scenarios/rlada/test_rlada_game.py"),
+    ),
+    "metrics": (
+        ("dialogue_gym/metrics/dtw.py", "dialogue_gym/metrics/tracer.py", "dialogue_gym/metrics/sead.py",
+         "dialogue_gym/metrics/rlada.py", "dialogue_gym/metrics/dmbench.py", "dialogue_gym/metrics/core.py"),
+        ("tests/metrics",),
+    ),
+    "curriculum": (
+        ("dialogue_gym/curriculum/profile_controller.py",),
+        ("tests/curriculum", "tests/test_spec_constants.py"),
+    ),
+    "rlada": (
+        ("dialogue_gym/scenarios/rlada/judge.py", "dialogue_gym/scenarios/rlada/tools.py", "trainers/rlada/arena.py"),
+        ("tests/scenarios/rlada", "tests/trainers/test_rlada_arena.py", "tests/trainers/test_rlada_stop_rule_boundaries.py",
+         "tests/trainers/test_rlada_gym_starts.py", "tests/test_spec_constants.py"),
+    ),
+}
+"""Named targets: (the modules to mutate, the tests that must catch a mutant in them)."""
+
+_COMPARE = {ast.Lt: "<=", ast.LtE: "<", ast.Gt: ">=", ast.GtE: ">", ast.Eq: "!=", ast.NotEq: "==",
+            ast.Is: "is not", ast.IsNot: "is", ast.In: "not in", ast.NotIn: "in"}
+_BINARY = {ast.Add: "-", ast.Sub: "+", ast.Mult: "/", ast.Div: "*", ast.FloorDiv: "/", ast.Pow: "*"}
+_BOOL = {ast.And: "or", ast.Or: "and"}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    file: str
+    line: int
+    code: str
+    """The mutated line as written (stripped): what ``mutation_equivalent.json`` matches, so entries survive edits elsewhere."""
+    description: str
+    start: int
+    """Character offsets into the file's text of the span replaced by ``replacement``."""
+    end: int
+    replacement: str
+
+
+def _offsets(text: str) -> list[int]:
+    """Offset of the first character of every line (1-based line numbers index it directly)."""
+    starts = [0, 0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    return starts
+
+
+def _skipped_nodes(tree: ast.AST) -> set[int]:
+    """ids of nodes never mutated: docstrings and annotations (they are not behaviour)."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            skipped.add(id(body[0].value))
+        for annotation in (getattr(node, "annotation", None), getattr(node, "returns", None)):
+            if annotation is not None:
+                skipped.update(id(n) for n in ast.walk(annotation))
+    return skipped
+
+
+def _operator_span(text: str, starts: list[int], left: ast.AST, right: ast.AST, symbols: tuple[str, ...]) -> tuple[int, int] | None:
+    """Where the operator between ``left`` and ``right`` sits (the first of ``symbols`` found between them)."""
+    begin = starts[left.end_lineno] + left.end_col_offset
+    finish = starts[right.lineno] + right.col_offset
+    between = text[begin:finish]
+    for symbol in sorted(symbols, key=len, reverse=True):
+        position = between.find(symbol)
+        if position >= 0:
+            return begin + position, begin + position + len(symbol)
+    return None
+
+
+_SYMBOLS = {ast.Lt: ("<",), ast.LtE: ("<=",), ast.Gt: (">",), ast.GtE: (">=",), ast.Eq: ("==",), ast.NotEq: ("!=",),
+            ast.Is: ("is not", "is"), ast.IsNot: ("is not",), ast.In: ("not in", "in"), ast.NotIn: ("not in",),
+            ast.Add: ("+",), ast.Sub: ("-",), ast.Mult: ("*",), ast.Div: ("/",), ast.FloorDiv: ("//",), ast.Pow: ("**",),
+            ast.And: ("and",), ast.Or: ("or",)}
+
+
+def mutants_of(path: Path, relative: str) -> list[Mutant]:
+    """Every mutant of one file, in source order."""
+    text = path.read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    starts = _offsets(text)
+    lines = text.splitlines()
+    skipped = _skipped_nodes(tree)
+    found: list[Mutant] = []
+
+    def add(node: ast.AST, span: tuple[int, int] | None, replacement: str, description: str) -> None:
+        if span is None or PRAGMA in lines[node.lineno - 1]:
+            return
+        found.append(Mutant(relative, node.lineno, lines[node.lineno - 1].strip(), description, span[0], span[1], replacement))
+
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for op, left, right in zip(node.ops, operands, operands[1:]):
+                if type(op) in _COMPARE:
+                    span = _operator_span(text, starts, left, right, _SYMBOLS[type(op)])
+                    add(node, span, _COMPARE[type(op)], f"{text[span[0]:span[1]] if span else '?'} -> {_COMPARE[type(op)]}")
+        elif isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            span = _operator_span(text, starts, node.left, node.right, _SYMBOLS[type(node.op)])
+            add(node, span, _BINARY[type(node.op)], f"{text[span[0]:span[1]] if span else '?'} -> {_BINARY[type(node.op)]}")
+        elif isinstance(node, ast.BoolOp):
+            for left, right in zip(node.values, node.values[1:]):
+                span = _operator_span(text, starts, left, right, _SYMBOLS[type(node.op)])
+                add(node, span, _BOOL[type(node.op)], f"{text[span[0]:span[1]] if span else '?'} -> {_BOOL[type(node.op)]}")
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
+            begin = starts[node.lineno] + node.col_offset
+            operand = starts[node.operand.lineno] + node.operand.col_offset
+            add(node, (begin, operand), "", f"drop unary {'-' if isinstance(node.op, ast.USub) else 'not'}")
+        elif isinstance(node, ast.Constant) and not isinstance(node.value, str):
+            span = (starts[node.lineno] + node.col_offset, starts[node.end_lineno] + node.end_col_offset)
+            value = node.value
+            if isinstance(value, bool):
+                add(node, span, str(not value), f"{value} -> {not value}")
+            elif isinstance(value, int):
+                add(node, span, str(value + 1), f"{value} -> {value + 1}")
+            elif isinstance(value, float):
+                mutated = repr(value * 2) if value else "1.0"
+                add(node, span, mutated, f"{value!r} -> {mutated}")
+    return sorted(found, key=lambda m: (m.line, m.start))
+
+
+def load_equivalent(path: Path) -> set[tuple[str, str, str]]:
+    """``(file, code, mutation)`` of every mutant judged equivalent; each entry must give its ``reason``."""
+    if not path.exists():
+        return set()
+    entries = json.loads(path.read_text(encoding="utf-8"))
+    for position, entry in enumerate(entries):
+        missing = {"file", "code", "mutation", "reason"} - set(entry)
+        if missing:
+            raise SystemExit(f"{path}: entry {position} lacks {sorted(missing)}; every equivalent mutant needs file, code, mutation and reason")
+    return {(entry["file"], entry["code"], entry["mutation"]) for entry in entries}
+
+
+def scratch_copy(destination: Path) -> None:
+    """The working tree as git sees it (tracked and untracked, not ignored) copied to ``destination``."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():
+            target = destination / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+
+
+def run_tests(copy: Path, tests: tuple[str, ...], timeout: float) -> str:
+    """``passed``, ``failed`` or ``timeout`` for the tests in the scratch copy (its package first on the path)."""
+    environment = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header", *HYPOTHESIS_SEED, *tests]
+    try:
+        result = subprocess.run(command, cwd=copy, env=environment, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    if result.returncode == 5:
+        raise SystemExit(f"no tests collected from {tests}; check --tests")
+    return "passed" if result.returncode == 0 else "failed"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Mutation testing on demand (see the module docstring).")
+    parser.add_argument("target", nargs="?", help=f"a named target: {', '.join(TARGETS)}")
+    parser.add_argument("--files", nargs="+", help="modules to mutate (paths from the repository root)")
+    parser.add_argument("--tests", nargs="+", help="tests that must kill the mutants (paths from the repository root)")
+    parser.add_argument("--limit", type=int, default=0, help="run a random sample of this many mutants (0: all)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the sample")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per test run before the mutant counts as killed")
+    parser.add_argument("--json", help="also write every mutant's result to this file")
+    parser.add_argument("--equivalent", default=str(EQUIVALENT_FILE), help="the list of mutants judged equivalent (not run)")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--list-targets", action="store_true", help="list the named targets and exit")
+    args = parser.parse_args(argv)
+
+    if args.list_targets:
+        for name, (files, tests) in TARGETS.items():
+            print(f"{name}:\n  mutate {' '.join(files)}\n  tests  {' '.join(tests)}")
+        return 0
+    if args.target:
+        if args.target not in TARGETS:
+            parser.error(f"unknown target {args.target!r}; use one of {list(TARGETS)} or --files/--tests")
+        files, tests = TARGETS[args.target]
+        files, tests = tuple(args.files or files), tuple(args.tests or tests)
+    elif args.files and args.tests:
+        files, tests = tuple(args.files), tuple(args.tests)
+    else:
+        parser.error("give a named target, or both --files and --tests")
+
+    equivalent = load_equivalent(Path(args.equivalent))
+    everything = [m for name in files for m in mutants_of(ROOT / name, name)]
+    mutants = [m for m in everything if (m.file, m.code, m.description) not in equivalent]
+    skipped = len(everything) - len(mutants)
+    if args.limit and args.limit < len(mutants):
+        mutants = sorted(random.Random(args.seed).sample(mutants, args.limit), key=lambda m: (m.file, m.line, m.start))
+    if args.list:
+        for mutant in mutants:
+            print(f"{mutant.file}:{mutant.line}: {mutant.description}")
+        print(f"{len(mutants)} mutants ({skipped} more judged equivalent)")
+        return 0
+
+    results: list[dict[str, object]] = []
+    with tempfile.TemporaryDirectory(prefix="mutation-") as scratch:
+        copy = Path(scratch)
+        scratch_copy(copy)
+        if run_tests(copy, tests, args.timeout) != "passed":
+            raise SystemExit(f"the tests {tests} fail without any mutation; fix them first")
+        originals = {name: (copy / name).read_text(encoding="utf-8") for name in files}
+        for number, mutant in enumerate(mutants, 1):
+            original = originals[mutant.file]
+            (copy / mutant.file).write_text(original[: mutant.start] + mutant.replacement + original[mutant.end :], encoding="utf-8")
+            started = time.monotonic()
+            try:
+                outcome = run_tests(copy, tests, args.timeout)
+            finally:
+                (copy / mutant.file).write_text(original, encoding="utf-8")
+            verdict = "survived" if outcome == "passed" else "killed"
+            results.append({**asdict(mutant), "result": verdict, "tests": outcome, "seconds": round(time.monotonic() - started, 2)})
+            print(f"[{number}/{len(mutants)}] {verdict:8} {mutant.file}:{mutant.line}: {mutant.description}", flush=True)
+
+    killed = sum(r["result"] == "killed" for r in results)
+    survivors = [r for r in results if r["result"] == "survived"]
+    rate = killed / len(results) if results else float("nan")
+    print(f"\n{killed} of {len(results)} mutants killed ({rate:.1%}); {skipped} judged equivalent and not run; {len(survivors)} survived:")
+    for survivor in survivors:
+        print(f"  {survivor['file']}:{survivor['line']}: {survivor['description']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"files": files, "tests": tests, "kill_rate": rate, "mutants": results}, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
