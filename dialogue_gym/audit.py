@@ -177,15 +177,21 @@ class AuditRow:
     description: str = ""
 
 
-def audit_rows(audit: ScenarioAudit, scores: dict[str, float]) -> list[AuditRow]:
-    """Check every bound of ``audit`` against measured ``scores`` (policy name -> main score)."""
+def audit_rows(audit: ScenarioAudit, scores: dict[str, float], privileged: frozenset[str] = frozenset()) -> list[AuditRow]:
+    """Check every bound of ``audit`` against measured ``scores`` (policy name -> main score); the
+    names in ``privileged`` (policies that read the privileged channel) are marked in the rows."""
+    from dialogue_gym.reporting import PRIVILEGED_MARK
+
+    def shown(name: str) -> str:
+        return name + PRIVILEGED_MARK * (name in privileged)
+
     rows: list[AuditRow] = []
     baseline = scores[audit.baseline]
     best_fair = max(scores[name] for name in audit.fair_order)
     for low, high in itertools.pairwise(audit.fair_order):
         gap = audit.min_gaps.get((low, high), 0.0)
         ordered = scores[high] - scores[low] > gap if gap == 0.0 else scores[high] - scores[low] >= gap
-        rows.append(AuditRow(f"{low} < {high}", "fair order", scores[high] - scores[low], gap, ordered, f"gap >= {gap}" if gap else "strictly above"))
+        rows.append(AuditRow(f"{shown(low)} < {shown(high)}", "fair order", scores[high] - scores[low], gap, ordered, f"gap >= {gap}" if gap else "strictly above"))
     for policy in audit.policies:
         score = scores[policy.name]
         if policy.kind == "blind":
@@ -195,7 +201,7 @@ def audit_rows(audit: ScenarioAudit, scores: dict[str, float]) -> list[AuditRow]
         else:
             bound = best_fair - audit.reward_margin
         passed = score <= bound if policy.kind == "blind" or audit.score_kind == "rate" else score < bound
-        rows.append(AuditRow(policy.name, policy.kind, score, bound, passed, policy.description))
+        rows.append(AuditRow(shown(policy.name), policy.kind, score, bound, passed, policy.description))
     return rows
 
 
@@ -210,6 +216,7 @@ def run_audit(
         raise ConfigError(f"episodes must be a positive int, got {episodes!r}; the bounds are stated for >= {MIN_EPISODES}.")
     summary = resolve(get(audit.env_id).summary)
     scores: dict[str, float] = {}
+    privileged: set[str] = set()
     players: list[tuple[str, Any]] = [(name, name) for name in dict.fromkeys((*audit.fair_order, audit.baseline))]
     players += [(policy.name, policy.make()) for policy in audit.policies]
     for name, agent in players:
@@ -217,12 +224,14 @@ def run_audit(
             progress(name)
         trajectories = evaluate(audit.env_id, agent, episodes, seed, learner=audit.learner, env_kwargs=audit.env_kwargs)
         scores[name] = float(summary(trajectories)[audit.score])
-    return scores, audit_rows(audit, scores)
+        if any(trajectory.meta.get("privileged") for trajectory in trajectories):
+            privileged.add(name)
+    return scores, audit_rows(audit, scores, frozenset(privileged))
 
 
 def format_audit(audit: ScenarioAudit, rows: Sequence[AuditRow], episodes: int) -> str:
     """The audit table, with the rule each bound comes from."""
-    from dialogue_gym.reporting import format_table
+    from dialogue_gym.reporting import PRIVILEGED_MARK, PRIVILEGED_NOTE, format_table
 
     table = format_table(
         [{"name": r.name, "kind": r.kind, "score": r.score, "bound": r.bound, "ok": "yes" if r.passed else "NO", "what": r.description} for r in rows],
@@ -235,4 +244,5 @@ def format_audit(audit: ScenarioAudit, rows: Sequence[AuditRow], episodes: int) 
         f"degenerate: <= {DEGENERATE_RATE_FACTOR} x baseline" if audit.score_kind == "rate"
         else f"degenerate: < best fair - {audit.reward_margin} ({audit.margin_rationale})",
     ]
-    return "\n".join(rules) + "\n\n" + table
+    marked = any(PRIVILEGED_MARK in row.name for row in rows)
+    return "\n".join(rules) + "\n\n" + table + ("\n" + PRIVILEGED_NOTE if marked else "")

@@ -26,12 +26,8 @@ from tqdm import tqdm
 import dialogue_gym  # noqa: F401  (registers the ids)
 from dialogue_gym.errors import ConfigError, DialogueGymError
 from dialogue_gym.evaluation import evaluate
-from dialogue_gym.reporting import format_table
+from dialogue_gym.reporting import PRIVILEGED_MARK, PRIVILEGED_NOTE, format_table
 from envs_registry import REGISTRY, get, resolve
-
-
-PRIVILEGED_MARK = "*"
-PRIVILEGED_NOTE = f"{PRIVILEGED_MARK} reads the privileged channel (hidden state): an upper bound, not a fair baseline."
 
 
 def cmd_list(_: argparse.Namespace) -> int:

@@ -5,6 +5,11 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 
+PRIVILEGED_MARK = "*"
+"""Marks a table row whose policy read the privileged channel (hidden state): an upper bound, not a fair entry."""
+PRIVILEGED_NOTE = f"{PRIVILEGED_MARK} reads the privileged channel (hidden state): an upper bound, not a fair baseline."
+
+
 def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], first: str) -> str:
     """A Markdown table: one row per dict (its ``"name"`` first), one column per ``(key, label)``."""
     header = [first, *(label for _, label in columns)]

@@ -59,6 +59,7 @@ REGISTRY: tuple[Entry, ...] = (
         summary="dialogue_gym.metrics.tracer:summary",
         columns="dialogue_gym.metrics.tracer:COLUMNS",
         report="dialogue_gym.metrics.tracer:report",
+        audits="dialogue_gym.scenarios.tracer.audit:tracer_audits",
     ),
     Entry(
         id="DMBench-Assistant-v0",

@@ -4,7 +4,8 @@
 The assistant of a merchant (automotive, healthcare, education, legal) chats with a simulated user
 whose intent evolves turn by turn (DM-Bench, paper 002 section 6; SPEC section 2). The user decides
 conversion (giving contact information); a judge rates the assistant's response quality (RQ) over
-accuracy, helpfulness, informativeness and empathy. The rules are TRACER-UserSim-v0's
+accuracy, helpfulness, informativeness and empathy. The scripted user and the heuristic judge react
+to what the assistant's turns say as sentences, not to keywords (``data/UNDERSTANDING.md``). The rules are TRACER-UserSim-v0's
 (:class:`~dialogue_gym.scenarios.tracer.game.TracerGame`); instances are the reference sessions'
 profiles, merchants and openings (the packaged ones are SYNTHETIC).
 
@@ -62,6 +63,16 @@ false, ``parsed["requested_intent_level"]`` kept), so ``max_user_turns`` must be
 ## Version History
 * v0: initial release.
 * v0, hardening (unreleased, no bump): parsing bounded and total; the user's first move cannot end the episode; unscored RQ is ``None`` (baselines re-measured in the README: within 0.003 CR for the scripted players).
+* v0, scores follow quality (unreleased, no bump; issue 9): the scripted user and the heuristic judge
+  read the assistant's turns sentence by sentence (:mod:`dialogue_gym.scenarios.tracer.acts`,
+  ``data/UNDERSTANDING.md``): acts need understood sentences and their constructions, effects saturate,
+  crammed turns are monologues, an answer must state the fact the user asked about, and confusing
+  turns, echoes, near-repeats and ignored questions cost intent; the judge
+  scores no dimension for such turns and is not raised by keyword or fact stuffing or length. The
+  dynamics weights gained ``turn:*`` rows and were re-set; the scripted assistants state each fact
+  once and have larger probe and empathy pools (``data/sop.json``); the SYNTHETIC reference sample
+  was regenerated. ``dialogue-gym audit DMBench-Assistant-v0``
+  passes at 600 episodes; baselines re-measured in the README.
 """
 
 from __future__ import annotations

@@ -30,6 +30,9 @@ NaN/Infinity are malformed output. Parsing is linear-time and no string raises.
 ## Rewards
 User, at the end: ``l1 R_fmt + l2 R_final + l3 R_traj`` against the paired reference (weights
 (0.2, 0.5, 0.3); ``R_traj = exp(-alpha (D + beta |T* - T|) / T) * eta``); ``user_reward="none"`` turns it off.
+R_fmt counts a turn only when its output matches the format, its fields agree (an empty reply only
+at level 0, contact details at level 5) and its reply is one a person writes (no made-up words,
+keyword list, babble or copy of the assistant's last line; ``data/UNDERSTANDING.md``).
 Assistant: ``conversion_reward`` (1.0) when the user converts. ``invalid_action_penalty`` (0.0: the
 format term already prices malformed output) per flagged move. The user's ``info`` holds its own
 ``intent_trajectory`` (and ``intent_level``); both roles get ``reward_terms`` (R_fmt, R_final, R_traj, eta,
@@ -68,6 +71,12 @@ false, ``parsed["requested_intent_level"]`` kept), so ``max_user_turns`` must be
 ## Version History
 * v0: initial release.
 * v0, hardening (unreleased, no bump): parsing bounded and total; the user's first move cannot end the episode (baselines re-measured in the README: within 0.003 CR for the scripted players).
+* v0, scores follow quality (unreleased, no bump; issue 9): a user reply must be something a person
+  writes (no made-up words, keyword list, babble or copy of the assistant's last line,
+  :func:`~dialogue_gym.scenarios.tracer.acts.reply_problem`), else it is flagged and scores 0 on
+  R_fmt; the scripted users read the assistant sentence by sentence (``data/UNDERSTANDING.md``); the
+  SYNTHETIC reference sample was regenerated with that user. ``dialogue-gym audit TRACER-UserSim-v0``
+  plays degenerate and blind users against the fair ones; baselines re-measured in the README.
 """
 
 from __future__ import annotations

@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from dialogue_gym.errors import ConfigError
+from dialogue_gym.evaluation import evaluate
+from dialogue_gym.metrics import sead as sead_metrics
 from trainers.common import RunDir
+from trainers.grpo.strategy import StrategyPolicy
 from trainers.sead import ablate
 from trainers.sead.config import build_config
 from trainers.sead.train import train
@@ -33,6 +36,21 @@ def test_cpu_strategy_smoke_writes_every_output(tmp_path):
     assert 0.0 <= run.load_state("eval")["cr"] <= 1.0
     with pytest.raises(ConfigError, match="already holds a run; pass --resume"):
         train(build_config("cpu-strategy", iterations=4, batch_size=20, run_dir=str(run.path)))
+
+
+def test_a_short_cpu_strategy_run_learns_to_complete_calls(tmp_path):
+    """The loop must learn, not just run: after 30 iterations of 40 dialogues the trained policy's
+    held-out CR is far above the untrained (uniform) policy's on the same held-out profiles. A
+    policy whose moves the owner does not understand, or that cannot walk it through the claim,
+    stays at CR 0 and fails here (it did: CR 0.000 at every iteration of a 150-iteration run).
+    Measured at this size: 0.225 (seed 0; seeds 1 and 2: 0.379, 0.242) against 0.0125 untrained."""
+    config = build_config("cpu-strategy", iterations=30, batch_size=40, eval_episodes=240, plots=False, run_dir=str(tmp_path / "run"))
+    run = train(config)
+    untrained = sead_metrics.cr(evaluate("SEAD-Outbound-v0", StrategyPolicy(), config.eval_episodes, seed=config.eval_seed))
+    trained = run.load_state("eval")["cr"]
+    rows = run.read_metrics()
+    assert untrained <= 0.05 and trained >= untrained + 0.15, (trained, untrained)
+    assert sum(r["episode/cr"] for r in rows[-10:]) > sum(r["episode/cr"] for r in rows[:10]) + 1.0  # training CR rises too
 
 
 def test_cpu_tiny_lm_smoke(tmp_path):

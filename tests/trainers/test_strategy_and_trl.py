@@ -4,8 +4,11 @@ import numpy as np
 import pytest
 
 from dialogue_gym.errors import ConfigError
+from dialogue_gym.evaluation import evaluate
+from dialogue_gym.metrics import sead as sead_metrics
+from dialogue_gym.scenarios.sead.acts import analyze
 from dialogue_gym.scenarios.sead.parsing import parse_agent_output
-from trainers.grpo.strategy import FEATURES, MOVES, StrategyPolicy, features
+from trainers.grpo.strategy import FEATURES, MOVES, StrategyPolicy, features, render
 
 
 def test_strategy_policy_acts_in_sead_format_and_learns_from_advantages(tmp_path):
@@ -25,9 +28,81 @@ def test_strategy_policy_acts_in_sead_format_and_learns_from_advantages(tmp_path
 def test_strategy_features_read_only_what_the_agent_sees():
     observation = {"turn": 3, "messages": [{"role": "user", "content": "Ugh. Are there any hidden fees?"}]}
     names = {FEATURES[i] for i in features(observation, {})}
-    assert {"bias", "middle", "signal:irritated", "cue:cost", "guided_0"} <= names
+    assert names == {"bias", "middle", "signal:irritated", "cue:cost", "cue:empathy", "steps_0"}
+    assert not getattr(StrategyPolicy, "privileged", False)  # the driver never hands it the privileged channel
     with pytest.raises(ConfigError, match="weights must have shape"):
         StrategyPolicy(weights=np.zeros((2, len(MOVES))))
+
+
+def _owner(memory, line, turn=3):
+    """The policy hears one owner line (its only view of the owner)."""
+    return {FEATURES[i] for i in features({"turn": turn, "messages": [{"role": "user", "content": line}]}, memory)}
+
+
+@pytest.mark.parametrize("move", MOVES)
+def test_every_move_is_understood_by_the_owner_in_every_phrasing(move):
+    """The owner only hears acts in understood sentences and drops monologues: every move, in each of
+    its phrasings, must land its acts (the policy could not succeed otherwise, whatever it learns)."""
+    memory = StrategyPolicy().start({}, seed=0)
+    memory["needs"] = ["cost"]  # what ``answer`` answers: the owner just asked about fees
+    expected = {"opening": {"greeting", "identity_check"}, "answer": {"cost"}}
+    wanted = set().union(*(expected.get(act, {act}) for act in move.split("+")))
+    for _ in range(3):
+        recognition = analyze(render(move, memory))
+        assert not recognition.confusing and not recognition.monologue, (move, recognition)
+        assert wanted <= recognition.acts, (move, recognition.acts)
+
+
+def test_answer_says_what_the_concern_calls_for_never_a_step_or_a_pitch():
+    memory = StrategyPolicy().start({}, seed=0)
+    _owner(memory, "Wait, are you a real person or a robot?")
+    assert analyze(render("answer", memory)).acts == {"ai_disclosure"}
+    _owner(memory, "Alright, so what do I need to do?")
+    assert analyze(render("answer", memory)).acts == {"empathy"}  # readiness is for the policy to act on
+    assert memory["said"] >= {"ai_disclosure", "empathy"}
+
+
+def test_guide_walks_the_owner_through_the_steps_in_the_order_it_confirms_them():
+    """The old policy never tracked the owner's confirmations and gave "open the app" forever, which
+    the owner answers with "I did that already": CR 0 at every iteration."""
+    memory = StrategyPolicy().start({}, seed=0)
+    assert {"ready", "steps_0"} <= _owner(memory, "Alright, so what do I need to do?")
+    assert analyze(render("guide", memory)).steps == ("open_app",)
+    assert {"ready", "steps_1"} <= _owner(memory, "Okay, the app is open. Okay, what's next?")
+    assert analyze(render("simplify+guide", memory)).steps == ("tap_entry",)
+    assert "steps_2" in _owner(memory, "Okay, I tapped 'get more exposure'.")
+    first = render("guide", memory)
+    assert "signal:stuck" in _owner(memory, "Hmm, wait, let me look at this screen again.")
+    again = render("guide", memory)
+    assert analyze(first).steps == analyze(again).steps == ("claim",) and again != first  # rephrased, not repeated
+    assert "last:guide" in _owner(memory, "Uh-huh.") and "quiet" in _owner(memory, "Uh-huh.")
+
+
+def _weights(preferences):
+    weights = np.zeros((len(FEATURES), len(MOVES)))
+    for feature, move, value in preferences:
+        weights[FEATURES.index(feature), MOVES.index(move)] += value
+    return weights
+
+
+HAND_STRATEGY = (
+    ("first_turn", "opening", 20), ("ready", "guide", 20), ("signal:stuck", "simplify+guide", 20),
+    *((f"cue:{act}", "answer", 8) for act in ("ai_disclosure", "evidence", "cost", "rules", "value", "confirm", "simplify", "empathy", "respect_time")),
+    ("bias", "empathy+value", 2), ("said:value", "empathy+value", -3), ("said:value", "evidence", 1.5),
+    ("said:evidence", "evidence", -2), ("said:evidence", "cost", 2), ("said:cost", "cost", -4), ("said:cost", "rules", 2.5),
+    ("said:rules", "rules", -4), ("said:rules", "ask_readiness", 3), ("signal:not_agreed", "empathy+value", 5),
+)
+"""A strategy written by hand in the policy's own features and moves: identity check first, answer
+concerns, pitch value -> evidence -> cost -> rules, walk the owner through the claim when it asks."""
+
+
+def test_a_good_call_is_within_the_policys_reach_and_the_uniform_policy_is_not_one():
+    """What the trainer can find at best: the hand strategy reaches a real completion rate against
+    the scripted owner (about the adaptive baseline's 0.60), the untrained (uniform) policy almost
+    none. A move set or feature set the owner does not understand fails here, before any training."""
+    hand = sead_metrics.cr(evaluate("SEAD-Outbound-v0", StrategyPolicy(greedy=True, weights=_weights(HAND_STRATEGY)), 300, seed=10_000))
+    uniform = sead_metrics.cr(evaluate("SEAD-Outbound-v0", StrategyPolicy(), 300, seed=10_000))
+    assert hand >= 0.45 and uniform <= 0.05, (hand, uniform)
 
 
 def test_trl_grpo_trainer_runs_two_steps_with_the_sead_rollout(tiny_model_dir, tmp_path):

@@ -3,7 +3,14 @@ agent can observe, rendering utterances from the baseline templates.
 
 It makes the whole four-phase SEAD loop (curriculum -> dialogues -> GRPO -> Mistake Analysis) run
 on a laptop in minutes, so curriculum research needs no GPU. The policy never sees the hidden
-state: its features are cues in the user's last words and the call's progress.
+state: its features are what a caller hears (cues and reactions in the owner's last words, the
+operation steps the owner has said it did) and what it said itself (its acts so far, its last move).
+
+The moves are what the rewritten owner (``scenarios/sead/data/UNDERSTANDING.md``) understands: one
+or two short template sentences a turn (never a monologue), the least-used phrasing (never a
+near-repeat), the operation steps as instructions in order from the owner's confirmations. What is
+left to learn is the call's strategy: open with the identity check, answer a concern before
+pitching, pitch until the owner asks what to do, then walk it through the claim.
 """
 
 from __future__ import annotations
@@ -23,27 +30,48 @@ from dialogue_gym.scenarios.sead.agents import (
     READY,
     fresh_phrase,
     next_guide_step,
+    note_steps,
     track_estimate,
 )
 from dialogue_gym.scenarios.sead.parsing import render_agent_output
 
 MOVES: tuple[str, ...] = (
     "opening", "value", "evidence", "cost", "rules", "confirm", "empathy", "respect_time", "simplify",
-    "ai_disclosure", "ask_readiness", "guide", "empathy+value", "empathy+evidence", "closing",
+    "ai_disclosure", "ask_readiness", "guide", "simplify+guide", "empathy+value", "empathy+evidence", "closing",
+    "answer", "empathy+answer",
 )
+"""Dialogue moves: one act, or two acts said as two sentences (``"empathy+value"``). ``guide`` gives
+the next operation step the owner has not yet confirmed (:func:`note_steps`), so the policy learns
+*when* to walk the owner through the claim, and the templates keep the steps in order. ``answer``
+answers the concern in the owner's last words (:func:`answer`): the policy learns *when* to answer
+rather than which of 14 concern types maps to which act, which sparse success alone teaches too
+slowly to reach a good call in 150 iterations."""
 
 _SIGNALS: tuple[tuple[str, str], ...] = (
-    ("irritated", r"ugh|look,|annoying|push|already said"),
+    ("irritated", r"ugh|look,|annoying|push"),
     ("doubtful", r"believe|scam|catch|proof"),
     ("uninterested", r"not (really )?interested|why would i need"),
     ("satisfied", r"answers it|fair enough|i see"),
     ("lapse", r"missed that|what did you say"),
     ("not_agreed", r"haven't agreed"),
+    ("repeated", r"already said|repeating what i say"),
+    ("scripted", r"reading a script"),
+    ("confused", r"talking about|makes no sense|what do you mean"),
+    ("unanswered", r"didn't answer|asked you what to do"),
+    ("what_about", r"what is this about"),
+    ("stuck", r"where is that|screen again"),
+    ("out_of_order", r"did that already|haven't done the first part"),
+    ("distrust", r"not sure i trust"),
 )
+"""How the owner voices its reaction to the last turn (its words only, never its hidden state)."""
+
+_SAID: tuple[str, ...] = ("value", "evidence", "cost", "rules", "ask_readiness")
+"""The agent's own earlier acts it remembers (what it said, not what landed)."""
 
 FEATURES: tuple[str, ...] = (
-    "bias", "first_turn", "early", "middle", "late", "guided_0", "guided_1", "guided_2+",
-    "ready", *(f"cue:{act}" for act, _ in CUES), *(f"signal:{name}" for name, _ in _SIGNALS),
+    "bias", "first_turn", "early", "middle", "late", "steps_0", "steps_1", "steps_2",
+    "ready", "quiet", *(f"cue:{act}" for act, _ in CUES), *(f"signal:{name}" for name, _ in _SIGNALS),
+    *(f"said:{act}" for act in _SAID), *(f"last:{move}" for move in MOVES),
 )
 _INDEX = {name: i for i, name in enumerate(FEATURES)}
 
@@ -51,7 +79,9 @@ _SIGNAL_PATTERNS = tuple((name, re.compile(pattern, re.IGNORECASE)) for name, pa
 
 
 def features(observation: dict[str, Any], memory: dict[str, Any]) -> list[int]:
-    """Indices of the active binary features for the agent's next move."""
+    """Indices of the active binary features for the agent's next move: the call's progress, the
+    cues and signals in the owner's last words, the steps the owner has confirmed so far
+    (:func:`note_steps`, which this updates) and the acts the agent has already said."""
     turn = int(observation["turn"])
     active = ["bias"]
     if turn == 0:
@@ -59,22 +89,44 @@ def features(observation: dict[str, Any], memory: dict[str, Any]) -> list[int]:
     else:
         active.append("early" if turn <= 2 else "middle" if turn <= 5 else "late")
         said = observation["messages"][-1]["content"]
-        active += [f"cue:{act}" for act, pattern in CUES if pattern.search(said)]
-        active += [f"signal:{name}" for name, pattern in _SIGNAL_PATTERNS if pattern.search(said)]
+        note_steps(memory, said)
+        memory["needs"] = [act for act, pattern in CUES if pattern.search(said)]
+        heard = [f"cue:{act}" for act in memory["needs"]]
+        heard += [f"signal:{name}" for name, pattern in _SIGNAL_PATTERNS if pattern.search(said)]
         if READY.search(said):
-            active.append("ready")
-    guided = memory.get("guide_turns", 0)
-    active.append("guided_0" if guided == 0 else "guided_1" if guided == 1 else "guided_2+")
+            heard.append("ready")
+        active += heard or ["quiet"]
+    active.append(f"steps_{min(memory.get('steps_done', 0), 2)}")
+    active += [f"said:{act}" for act in _SAID if act in memory.get("said", ())]
+    if memory.get("last"):
+        active.append(f"last:{memory['last']}")
     return [_INDEX[name] for name in active]
 
 
+def answer(memory: dict[str, Any]) -> str:
+    """What the owner's concern in its last words calls for (:data:`CUES`, as the ``adaptive``
+    baseline reads them), or an acknowledgement when it voiced none. It never gives a step or a
+    pitch: when to walk the owner through the claim and when to pitch is the policy's to learn."""
+    concerns = [act for act in memory.get("needs", []) if act != "guide"]
+    act = concerns[0] if concerns else "empathy"
+    memory.setdefault("said", set()).add(act)
+    return fresh_phrase(act, memory)
+
+
 def render(move: str, memory: dict[str, Any]) -> str:
+    """The utterance of ``move``: the baseline templates, least-used phrasing first, the next due
+    step for ``guide``; remembers which acts were said."""
     parts = []
+    said = memory.setdefault("said", set())
+    memory["last"] = move
     for act in move.split("+"):
+        said.add(act)
         if act == "opening":
             parts.append(PHRASES["opening"][0])
         elif act == "guide":
             parts.append(next_guide_step(memory))
+        elif act == "answer":
+            parts.append(answer(memory))
         else:
             parts.append(fresh_phrase(act, memory))
     return " ".join(parts)

@@ -1,7 +1,9 @@
 """Scripted assistants: TRACER's fixed SOP assistant and DM-Bench's baseline agents.
 
 All read only the user's words (never the intent level) and compose short turns from the phrase
-pools in ``data/sop.json``, filling ``{fact}`` with the merchant's facts.
+pools in ``data/sop.json``, filling ``{fact}`` with the merchant's facts, each fact once and the
+one the user's last reply is about first: when every fact has been said, a turn that would state
+one probes instead (a restated fact is a repeat to the user, see ``data/UNDERSTANDING.md``).
 
 * ``sop``: the fixed SOP -- answer a question with a fact and ask for contact; soothe a negative
   reply with empathy and a benefit; otherwise probe the need and ask for contact every other turn.
@@ -16,9 +18,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from dialogue_gym.scenarios.tracer.acts import fact_overlaps
 from dialogue_gym.scenarios.tracer.data import load_phrases
 from dialogue_gym.simulators.base import ScriptedPolicy
 
+FACT_ACTS = ("answer", "benefit")
+"""Acts whose phrases state a merchant fact (``{fact}``)."""
 _CONCRETE = re.compile(r"where|how much|book|appointment|start|call me|wechat|number|monthly|trade|tomorrow|saturday|fee", re.IGNORECASE)
 
 
@@ -30,7 +35,13 @@ class PhraseAssistant(ScriptedPolicy):
 
     def act(self, observation: dict[str, Any], info: dict[str, Any], memory: dict[str, Any]) -> str:
         reply = observation["messages"][-1]["content"]
-        return " ".join(self.phrase(act, memory) for act in self.acts(reply, int(observation["turn"]), memory))
+        acts = self.acts(reply, int(observation["turn"]), memory)
+        facts = memory["profile"].get("merchant", {}).get("facts") or ()
+        if len(memory.get("facts_said", ())) >= len(facts):
+            # Every fact has been said: restating one is no answer (the user hears a repeat), so probe.
+            acts = list(dict.fromkeys("probe" if act in FACT_ACTS else act for act in acts))
+        memory["reply"] = reply
+        return " ".join(self.phrase(act, memory) for act in acts)
 
     @staticmethod
     def negative(reply: str) -> bool:
@@ -47,11 +58,23 @@ class PhraseAssistant(ScriptedPolicy):
         counts[act] = count + 1
         text = pool[count % len(pool)]
         if "{fact}" in text:
-            facts = merchant.get("facts") or ["we are happy to help"]
-            fact_count = counts.get("fact", 0)
-            counts["fact"] = fact_count + 1
-            text = text.replace("{fact}", facts[fact_count % len(facts)])
+            text = text.replace("{fact}", self.next_fact(merchant, memory))
         return text.replace("{merchant}", merchant.get("name", "us"))
+
+    @staticmethod
+    def next_fact(merchant: dict[str, Any], memory: dict[str, Any]) -> str:
+        """The unsaid merchant fact that shares most words with the user's last reply (the SOP's
+        "answer the user's question with a fact"), else the first unsaid one; once all are said,
+        they cycle."""
+        facts = tuple(merchant.get("facts") or ["we are happy to help"])
+        said = memory.setdefault("facts_said", [])
+        unsaid = [i for i in range(len(facts)) if i not in said]
+        if not unsaid:
+            return facts[len(said) % len(facts)]
+        overlaps = fact_overlaps(memory.get("reply", ""), facts)
+        choice = max(unsaid, key=lambda i: (overlaps[i], -i))
+        said.append(choice)
+        return facts[choice]
 
 
 class SopAssistant(PhraseAssistant):

@@ -1,12 +1,13 @@
 """The intent-dynamics model: how a simulated user's next intent level follows from its context.
 
 A softmax-linear policy over the six levels: ``p(z' | x) = softmax(x @ W)``, where ``x`` are named
-binary / scalar features of the user's context just before it replies (its previous level, the
-dialogue acts of the assistant's last utterance, how far the session is, its persona and the
-merchant's industry). One model serves three roles: the default scripted user (weights from
-``data/user_dynamics.json``), the synthetic reference generator (the same weights plus hidden
-per-merchant effects the features cannot see), and the small policy the ``cpu-strategy`` trainer
-learns (weights learnt from zero).
+binary / scalar features of the user's context just before it replies (its previous level, what it
+understood of the assistant's last utterance -- the acts its sentences carry and whether it was
+confusing, an echo, a repeat or a monologue, read by :mod:`~dialogue_gym.scenarios.tracer.acts` --
+how far the session is, its persona and the merchant's industry). One model serves three roles:
+the default scripted user (weights from ``data/user_dynamics.json``), the synthetic reference
+generator (the same weights plus hidden per-merchant effects the features cannot see), and the
+small policy the ``cpu-strategy`` trainer learns (weights learnt from zero).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from dialogue_gym.errors import ConfigError
-from dialogue_gym.scenarios.tracer.acts import ACTS, analyze
+from dialogue_gym.scenarios.tracer.acts import ACTS, FLAGS, analyze, read_turn
 from dialogue_gym.scenarios.tracer.data import (
     DYNAMICS_FILE,
     LEVELS,
@@ -50,6 +51,7 @@ class FeatureMap:
             *(f"prev:{level}" for level in range(1, LEVELS - 1)),
             "progress",
             *(f"act:{act}" for act in ACTS),
+            *(f"turn:{flag}" for flag in FLAGS),
             "pushy",
             *(f"personality:{p}" for p in world.personalities),
             *(f"industry:{i}" for i in world.industries),
@@ -65,18 +67,33 @@ class FeatureMap:
         return _positions(self.names).get(name)
 
     def features(
-        self, profile: dict[str, Any], assistant_utterances: Sequence[str], previous_level: int | None, turn: int
+        self,
+        profile: dict[str, Any],
+        assistant_utterances: Sequence[str],
+        previous_level: int | None,
+        turn: int,
+        own_replies: Sequence[str] = (),
     ) -> np.ndarray:
         """``x`` for a user about to make its ``turn``-th reply (0-based), having heard ``assistant_utterances``
-        (opening first) and last said ``previous_level`` (``None`` before its first reply).
+        (opening first), said ``own_replies`` (its reply texts, oldest first) and last said
+        ``previous_level`` (``None`` before its first reply).
 
         ``profile`` is the episode profile (``{"user": {...}, "merchant": {...}, ...}``); persona
-        values outside the world's categories simply switch no feature on."""
+        values outside the world's categories simply switch no feature on. The last utterance is
+        read in context (:func:`~dialogue_gym.scenarios.tracer.acts.read_turn`): the merchant's
+        facts, the user's last reply, the assistant's earlier utterances."""
         x = np.zeros(self.size)
         positions = _positions(self.names)
+        facts = tuple(str(f) for f in profile.get("merchant", {}).get("facts", ()))
         on = ["bias", "prev:start" if previous_level is None else f"prev:{previous_level}"]
-        on += [f"act:{act}" for act in analyze(assistant_utterances[-1] if assistant_utterances else "")]
-        if sum(CONTACT_ACT in analyze(u) for u in assistant_utterances) >= PUSHY_AFTER:
+        if assistant_utterances:
+            heard = own_replies[-1] if own_replies else ""
+            reading = read_turn(assistant_utterances[-1], facts, heard, assistant_utterances[:-1])
+            on += [f"act:{act}" for act in reading.acts]
+            on += [f"turn:{flag}" for flag in reading.flags]
+        else:
+            on.append("act:none")
+        if sum(CONTACT_ACT in analyze(u, facts) for u in assistant_utterances) >= PUSHY_AFTER:
             on.append("pushy")
         user = profile.get("user", {})
         on += [f"personality:{user.get('personality')}", f"need:{user.get('need')}"]

@@ -16,7 +16,10 @@ malformed move, as it does on any move). Reference sessions obey the same rule: 
 turn may be at level 0 or 5, and they have 3 or more.
 
 Model output is parsed by :mod:`dialogue_gym.scenarios.tracer.parsing`: any ``str`` is read (the
-first ``MAX_ACTION_CHARS`` = 20,000 characters of it) or flagged, never raised on.
+first ``MAX_ACTION_CHARS`` = 20,000 characters of it) or flagged, never raised on. A user reply must
+also be a reply a person writes (:func:`~dialogue_gym.scenarios.tracer.acts.reply_problem`: no
+made-up words, keyword lists or babble, no copy of the assistant's last line); one that is not is
+flagged and scores 0 on R_fmt, like any other format failure.
 
 At the end the user role is scored against its paired reference (TRACER's reward, SPEC section 2:
 ``l1 R_fmt + l2 R_final + l3 R_traj``) and the assistant by conversion (DM-Bench); a response-quality
@@ -26,6 +29,7 @@ to the reference (cost D, per-turn deviations d_t, discounted suffixes c_t) afte
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,8 +51,7 @@ from dialogue_gym.scenarios.tracer.data import (
     load_sessions,
 )
 
-OPENING_REPLY_LEVELS = {CONVERSION_LEVEL: CONVERSION_LEVEL - 1, DROPOUT_LEVEL: DROPOUT_LEVEL + 1}
-"""The opening rule: how a level that would end the episode is read on the user's first move."""
+from dialogue_gym.scenarios.tracer.acts import reply_problem
 from dialogue_gym.scenarios.tracer.judges import JUDGES, make_judge
 from dialogue_gym.scenarios.tracer.parsing import (
     parse_assistant_output,
@@ -61,6 +64,8 @@ from dialogue_gym.scenarios.tracer.prompts import (
 from dialogue_gym.spaces import ChatMessages, Utterance
 from dialogue_gym.types import Outcome, Trajectory, Turn
 
+OPENING_REPLY_LEVELS = {CONVERSION_LEVEL: CONVERSION_LEVEL - 1, DROPOUT_LEVEL: DROPOUT_LEVEL + 1}
+"""The opening rule: how a level that would end the episode is read on the user's first move."""
 SILENCE = "(silence)"
 NO_REPLY = "(no reply)"
 USER_REWARD_MODES = ("tracer", "none")
@@ -246,6 +251,9 @@ class TracerGame(Game):
                 self._role = "user"
         else:
             move = parse_user_output(text, current if current is not None else self.config.fallback_intent_level)
+            language = reply_problem(move.reply, self._messages["user"][-1]["content"])
+            if language is not None:
+                move = dataclasses.replace(move, format_ok=False, problem="; ".join(p for p in (move.problem, language) if p))
             level, format_ok = move.intent_level, move.format_ok
             parsed: dict[str, Any] = {}
             if current is None and level in OPENING_REPLY_LEVELS:

@@ -1,9 +1,11 @@
 """DM-Bench's response-quality (RQ) judges: accuracy, helpfulness, informativeness, empathy, each 1-5.
 
-* :class:`HeuristicJudge` (default, deterministic, CPU): transparent rules over the assistant's turns
-  and the merchant facts -- invented numbers, over-promises or scarcity claims cost accuracy;
-  questions left without an accurate answer cost helpfulness; turns without a merchant fact cost
-  informativeness; pressure and ignoring a negative reply cost empathy.
+* :class:`HeuristicJudge` (default, deterministic, CPU): transparent rules over what the assistant's
+  turns say, read sentence by sentence (:mod:`dialogue_gym.scenarios.tracer.acts`) and checked
+  against the merchant facts -- invented numbers, over-promises or scarcity claims cost accuracy;
+  questions left without the fact that answers them cost helpfulness; turns without a new merchant
+  fact, or crammed into a monologue, cost informativeness; pressure and ignoring a negative reply
+  cost empathy; a turn that is gibberish, an echo of the user or a repeat meets no dimension.
 * :class:`LLMJudge`: the LLM-as-a-judge protocol with the four-dimension rubric
   (:data:`~dialogue_gym.scenarios.tracer.prompts.JUDGE_RUBRIC`), one batched backend call for many dialogues.
 
@@ -20,7 +22,7 @@ from typing import Any, Sequence
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.scenarios.common import bound_text, safe_json_loads
-from dialogue_gym.scenarios.tracer.acts import analyze
+from dialogue_gym.scenarios.tracer.acts import TurnReading, analyze, read_turn, relevant_facts
 from dialogue_gym.scenarios.tracer.data import load_phrases
 from dialogue_gym.scenarios.tracer.prompts import judge_prompt
 
@@ -36,7 +38,6 @@ _OVERCLAIM = re.compile(
     re.IGNORECASE,
 )
 """Promises and scarcity claims no merchant fact supports."""
-_WORD = re.compile(r"[a-z]{4,}")
 
 
 def _scores(values: dict[str, float]) -> dict[str, float]:
@@ -50,47 +51,67 @@ def _unscored() -> dict[str, float | None]:
 
 
 class HeuristicJudge:
+    """The rubric (:data:`~dialogue_gym.scenarios.tracer.prompts.JUDGE_RUBRIC`) as transparent rules
+    over what each assistant turn *says* (:func:`~dialogue_gym.scenarios.tracer.acts.read_turn`).
+
+    Every dimension is the share of the assistant's turns that meet it (mapped to 1-5), and no turn
+    meets any dimension when it is *no reply*: nothing understood (silence, fillers, made-up words),
+    confusing (a keyword list or salad anywhere in it), an echo of the user or a repeat of an earlier
+    turn. So keyword stuffing, fact stuffing and length cannot raise RQ:
+
+    - accuracy: the turn's numbers all appear in the merchant's facts (or greeting) and it makes no
+      promise or scarcity claim;
+    - helpfulness: after a user question, the turn states the merchant fact that answers it (the fact
+      sharing most content words with the question; any fact, or a real question back, when none
+      shares one); after anything else, it answers or asks a real question. A monologue is not helpful;
+    - informativeness: the turn states a merchant fact not stated before, in a turn that is not a
+      monologue (brevity: a pasted fact list informs no one);
+    - empathy: no pressure (urgency) and, after a negative or empty user reply, an empathic sentence.
+    """
+
     name = "heuristic"
 
     def score(self, transcript: Transcript, merchant: dict[str, Any]) -> dict[str, float]:
         pairs = list(transcript)
-        spoken = [(i, text) for i, (role, text) in enumerate(pairs) if role == "assistant"]
+        spoken = [i for i, (role, _) in enumerate(pairs) if role == "assistant"]
         if not spoken:
             return _unscored()
-        facts = [str(f) for f in merchant.get("facts", [])]
-        known_numbers = set(_NUMBER.findall(" ".join(facts + [str(merchant.get("greeting", ""))])))
-        fact_words = [set(_WORD.findall(f.lower())) for f in facts]
+        facts = tuple(str(f) for f in merchant.get("facts", []))
+        known_numbers = set(_NUMBER.findall(" ".join(facts + (str(merchant.get("greeting", "")),))))
         negative = re.compile(load_phrases()["negative_cues"], re.IGNORECASE)
-
-        def accurate(text: str) -> bool:
-            return set(_NUMBER.findall(text)) <= known_numbers and not _OVERCLAIM.search(text)
-
-        def informative(text: str) -> bool:
-            words = set(_WORD.findall(text.lower()))
-            return any(fw and len(fw & words) >= max(1, len(fw) // 2) for fw in fact_words)
-
-        def answers(text: str) -> bool:
-            return informative(text) or ("answer" in analyze(text) and accurate(text))
-
-        previous = {i: pairs[i - 1][1] if i > 0 else "" for i, _ in spoken}
-        questions = [i for i, _ in spoken if "?" in previous[i]]
-        if questions:
-            helpful = sum(answers(pairs[i][1]) for i in questions) / len(questions)
-        else:
-            helpful = sum(bool(analyze(text) & {"answer", "probe"}) for _, text in spoken) / len(spoken)
-        sensitive = [i for i, _ in spoken if negative.search(previous[i].strip()) or not previous[i].strip()]
-        soothed = sum("empathy" in analyze(pairs[i][1]) for i in sensitive) / len(sensitive) if sensitive else 1.0
-        pressure = sum("urgency" in analyze(text) for _, text in spoken) / len(spoken)
-        fractions = {
-            "accuracy": sum(accurate(text) for _, text in spoken) / len(spoken),
-            "helpfulness": helpful,
-            "informativeness": sum(informative(text) for _, text in spoken) / len(spoken),
-            "empathy": min(1.0, max(0.0, soothed - 0.5 * pressure)),
-        }
-        return _scores({name: 1.0 + 4.0 * value for name, value in fractions.items()})
+        met = {name: 0 for name in DIMENSIONS}
+        earlier: list[str] = []
+        for i in spoken:
+            text = pairs[i][1]
+            heard = pairs[i - 1][1] if i > 0 and pairs[i - 1][0] == "user" else ""
+            reading = read_turn(text, facts, heard, earlier)
+            earlier.append(text)
+            if reading.poor or reading.understood == 0:
+                continue
+            brief = "monologue" not in reading.flags
+            met["accuracy"] += set(_NUMBER.findall(text)) <= known_numbers and not _OVERCLAIM.search(text)
+            if "?" in heard:
+                met["helpfulness"] += brief and answers(heard, reading, facts)
+            else:
+                met["helpfulness"] += brief and bool(reading.acts & {"answer", "probe"})
+            met["informativeness"] += brief and bool(reading.new_facts)
+            sensitive = bool(negative.search(heard.strip())) or not heard.strip()
+            said = analyze(text, facts)  # what the turn says, before saturation: a judge reads each turn
+            met["empathy"] += "urgency" not in said and (not sensitive or "empathy" in said)
+        return _scores({name: 1.0 + 4.0 * count / len(spoken) for name, count in met.items()})
 
     def score_batch(self, items: Sequence[tuple[Transcript, dict[str, Any]]]) -> list[dict[str, float]]:
         return [self.score(transcript, merchant) for transcript, merchant in items]
+
+
+def answers(question: str, reading: TurnReading, facts: Sequence[str]) -> bool:
+    """Whether a turn read as ``reading`` answers the user's ``question``: it states the fact that
+    shares most content words with the question, or, when no fact shares one, any fact or a real
+    question back (asking what the user means is then the helpful move)."""
+    asked = relevant_facts(question, tuple(facts))
+    if not asked:
+        return bool(reading.facts) or "probe" in reading.acts
+    return bool(asked & reading.facts)
 
 
 class LLMJudge:

@@ -5,7 +5,9 @@ Each picks an intent level, then renders a reply and a rationale from the templa
 ``<think>...</think><intent_level>z</intent_level><reply>...</reply>``.
 
 * ``scripted``: :class:`IntentDynamicsUser`, levels drawn from the intent-dynamics model
-  (:mod:`dialogue_gym.scenarios.tracer.dynamics`) with the packaged weights;
+  (:mod:`dialogue_gym.scenarios.tracer.dynamics`) with the packaged weights, reacting to what it
+  understood of the assistant's last turn (:mod:`dialogue_gym.scenarios.tracer.acts`,
+  ``data/UNDERSTANDING.md``);
 * ``random``: a uniform level each turn; ``flat``: level 3 every turn (never decides; times out);
 * ``eager``: 3, 4, then 5 (over-compliant); ``reluctant``: 2, 1, then 0 (over-refusing) -- the two
   failure modes the paper reports for general LLM simulators.
@@ -20,7 +22,7 @@ import numpy as np
 
 from dialogue_gym.scenarios.tracer.data import LEVELS, load_replies
 from dialogue_gym.scenarios.tracer.dynamics import IntentDynamics, draw_level
-from dialogue_gym.scenarios.tracer.parsing import render_user_output
+from dialogue_gym.scenarios.tracer.parsing import parse_user_output, render_user_output
 from dialogue_gym.simulators.base import ScriptedPolicy
 
 
@@ -70,8 +72,12 @@ class IntentDynamicsUser(TemplateUser):
     def context(self, observation: dict[str, Any], info: dict[str, Any], memory: dict[str, Any]) -> np.ndarray:
         """The feature vector of this decision (what the level is drawn from)."""
         heard = [m["content"] for m in observation["messages"] if m["role"] == "user"]
+        own = [m["content"] for m in observation["messages"] if m["role"] == "assistant"]
+        said = [parse_user_output(own[-1], LEVELS // 2).reply] if own else []
         levels = info.get("intent_trajectory") or []
-        return self.dynamics.feature_map.features(memory["profile"], heard, levels[-1] if levels else None, int(observation["turn"]))
+        return self.dynamics.feature_map.features(
+            memory["profile"], heard, levels[-1] if levels else None, int(observation["turn"]), said
+        )
 
     def logits(self, x: np.ndarray, memory: dict[str, Any]) -> np.ndarray:
         return x @ self.dynamics.weights

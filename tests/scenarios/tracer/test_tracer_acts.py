@@ -1,0 +1,262 @@
+"""The TRACER / DM-Bench recogniser: acts need sentences, effects saturate, crammed turns are
+monologues, and gibberish, echoes and repeats are flagged (``data/UNDERSTANDING.md``)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dialogue_gym.scenarios.common import MAX_ACTION_CHARS
+from dialogue_gym.scenarios.tracer import acts
+from dialogue_gym.scenarios.tracer.acts import analyze, read_turn, reply_problem, states_fact
+from dialogue_gym.scenarios.tracer.data import DYNAMICS_FILE, REPLIES_FILE, load_world
+from dialogue_gym.scenarios.tracer.dynamics import FeatureMap, IntentDynamics
+
+FACTS = [
+    "down payments start from 15% on most models",
+    "test drives can be booked any day of the week",
+    "the showroom is next to the city ring road",
+    "laser surgery needs a pre-operation exam first",
+]
+CONTACT = "Could you share your phone or WeChat so we can follow up?"
+
+
+def test_constants_are_pinned():
+    assert (acts.MAX_SENTENCES, acts.MAX_WORDS, acts.MAX_ACTS, acts.HEARD_SENTENCES) == (3, 45, 3, 2)
+    assert (acts.SATURATION, acts.SATURATING_ACTS) == (2, ("empathy", "benefit", "urgency"))
+    assert (acts.REPEAT_THRESHOLD, acts.ECHO_THRESHOLD, acts.ECHO_SPAN) == (0.6, 0.5, 3)
+    assert (acts.MAX_FACT_WORDS, acts._STEM) == (20, 5)
+    assert (acts.REPLY_KEYWORD_WORDS, acts.REPLY_MIN_FUNCTION_SHARE, acts.REPLY_ECHO_SPAN) == (5, 0.2, 5)
+    assert acts.SHORT_ACTS == {"greeting", "empathy"}
+    assert acts.FLAGS == ("confusing", "echo", "repeat", "monologue", "ignored")
+    assert acts.ACTS == ("greeting", "answer", "contact_request", "empathy", "benefit", "urgency", "probe", "none")
+    assert acts.CONFUSING_REASONS == {"made_up_words", "no_function_word", "keyword_list", "babble"}
+    assert acts.REPLY_REASONS == {"made_up_words", "keyword_list", "babble"}
+
+
+@pytest.mark.parametrize(
+    "turn, expected",
+    [
+        ("we offer phone sorry", {"none"}),  # the review's exploit: a sentence that carries nothing
+        ("Leave your phone number and our specialist will send you a plan.", {"contact_request"}),
+        ("What's your WeChat?", {"contact_request"}),
+        ("I understand.", {"empathy"}),  # a formula may be short
+        ("Sorry.", {"none"}),  # a bare keyword is not
+        ("Good news: test drives can be booked any day of the week.", {"benefit", "answer"}),
+        ("We offer great service for you.", {"none"}),  # no merchant fact, no answer
+        ("What budget range do you have in mind?", {"probe"}),
+        ("Hello! How can I help you today?", {"greeting", "probe"}),
+        ("This offer ends today, don't miss it!", {"urgency"}),
+    ],
+)
+def test_acts_need_sentences_and_constructions(turn, expected):
+    assert analyze(turn, FACTS) == expected
+
+
+@pytest.mark.parametrize("question", ["?", "And?", "Why?", "Could you tell me more?", "What do you mean?", "Is that so?"])
+def test_content_free_questions_are_no_probe(question):
+    assert read_turn(question, FACTS).acts == {"none"}
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "we offer phone sorry understand free discount contact wechat specialist today",  # keyword stuffing
+        "phone sorry free discount kalovex drimun",  # word salad with made-up words
+        "kalovex drimunpel zortas quobre nuvrin",  # made-up words
+        "phone phone phone phone phone please",  # babble
+        "first check-up x-ray free month laser surgery exam pre-operation",  # fact words shuffled into a list
+    ],
+)
+def test_gibberish_is_confusing_and_carries_no_act(turn):
+    reading = read_turn(turn, FACTS)
+    assert reading.acts == {"none"} and "confusing" in reading.flags and reading.poor
+
+
+def test_a_terse_fact_said_word_for_word_reads_as_a_sentence():
+    reading = read_turn("Right now laser surgery needs a pre-operation exam first.", FACTS)
+    assert reading.acts == {"answer"} and reading.flags == set() and reading.new_facts == {3}
+
+
+def test_states_fact_needs_half_the_fact_words_and_at_least_two():
+    five = frozenset({"a", "b", "c", "d", "e"})
+    assert states_fact(frozenset({"a", "b"}), five) and not states_fact(frozenset({"a"}), five)
+    three = frozenset({"a", "b", "c"})
+    assert states_fact(frozenset({"a", "b"}), three) and not states_fact(frozenset({"c"}), three)
+    assert states_fact(frozenset({"a"}), frozenset({"a"})) and not states_fact(frozenset({"a"}), frozenset())
+
+
+def test_answers_and_empathy_saturate():
+    said = "Sure: down payments start from 15% on most models."
+    assert read_turn(said, FACTS).acts == {"answer"}
+    again = read_turn("To answer that, down payments start from 15% on most models.", FACTS, earlier=[said])
+    assert "answer" not in again.acts and again.facts == {0} and again.new_facts == set()
+    soothing = ["I understand, no pressure at all.", "Sorry about that, I'm happy to help."]
+    assert "empathy" in read_turn("That's a fair question, take your time.", FACTS, earlier=soothing[:1]).acts
+    assert "empathy" not in read_turn("That's a fair question, take your time.", FACTS, earlier=soothing).acts
+
+
+def test_a_near_repeat_carries_nothing_even_padded_with_made_up_words():
+    first = "Could you leave your phone number so our specialist can help you?"
+    padded = "Could you leave your phone number so our kalovex can help you?"
+    for turn in (first, padded):
+        reading = read_turn(turn, FACTS, earlier=["Hello!", first])
+        assert reading.flags == {"repeat"} and reading.acts == {"none"}
+    fresh = read_turn("Sure: the showroom is next to the city ring road. " + CONTACT, FACTS, earlier=[first])
+    assert "repeat" not in fresh.flags and fresh.acts == {"answer", "contact_request"}
+
+
+def test_echo_of_the_users_line_is_flagged():
+    mirrored = read_turn(f"Where is your store? {CONTACT}", FACTS, heard="Where is your store?")
+    assert "echo" in mirrored.flags and mirrored.poor
+    assert read_turn("Not needed.", FACTS, heard="Not needed.").flags == {"echo"}
+    answer = read_turn("The showroom is next to the city ring road.", FACTS, heard="Where is your store?")
+    assert answer.flags == set() and answer.acts == {"answer"}
+
+
+def test_an_answer_answers_the_question_asked():
+    asked = "Where is the showroom?"
+    right = read_turn("The showroom is next to the city ring road.", FACTS, heard=asked)
+    assert right.acts == {"answer"} and right.flags == set()
+    wrong = read_turn("Test drives can be booked any day of the week.", FACTS, heard=asked)
+    assert wrong.acts == {"none"} and wrong.flags == {"ignored"} and wrong.new_facts == {1}
+    back = read_turn("Which part of the city are you in?", FACTS, heard=asked)
+    assert back.acts == {"probe"} and back.flags == set(), "a question back is no dodge"
+    # No fact is about the question: any new fact answers it.
+    assert read_turn("Test drives can be booked any day of the week.", FACTS, heard="Is it nice?").acts == {"answer"}
+    assert acts.relevant_facts(asked, tuple(FACTS)) == {2} and acts.relevant_facts("Hmm.", tuple(FACTS)) == set()
+    # "down", "payme(nt)", "most", "model(s)" (stems of five letters); "what is the on" are function words.
+    assert acts.fact_overlaps("What is the down payment on most models?", tuple(FACTS)) == (4, 0, 0, 0)
+
+
+def test_a_crammed_turn_is_a_monologue_heard_by_its_first_sentences():
+    turn = "Good news: test drives can be booked any day of the week. What budget do you have? I understand. " + CONTACT
+    reading = read_turn(turn, FACTS)
+    assert reading.flags == {"monologue"} and reading.sentences == 4
+    assert reading.acts == {"benefit", "answer", "probe"}, "the contact request in sentence 4 is not taken in"
+    pasted = read_turn(" ".join(f"Also, {fact}." for fact in FACTS), FACTS)
+    assert pasted.flags == {"monologue"} and pasted.new_facts == {0, 1} and pasted.facts == {0, 1, 2, 3}
+    long = read_turn("Sure, " + " ".join(["we are here and we can help you with that"] * 5) + ".", FACTS)
+    assert long.words > acts.MAX_WORDS and "monologue" in long.flags
+
+
+def test_feature_map_switches_on_what_the_user_made_of_the_turn():
+    feature_map = FeatureMap.from_world(load_world())
+    assert {f"turn:{flag}" for flag in acts.FLAGS} <= set(feature_map.names)
+    profile = {"user": {}, "merchant": {"facts": FACTS}}
+    x = feature_map.features(profile, ["Hello!", "phone sorry free discount kalovex drimun"], 3, 1)
+    assert {feature_map.names[i] for i in np.flatnonzero(x)} == {"bias", "prev:3", "progress", "act:none", "turn:confusing"}
+    x = feature_map.features(profile, ["Hello!", "Where is your store? " + CONTACT], 3, 1, ["Where is your store?"])
+    assert {"act:contact_request", "turn:echo"} <= {feature_map.names[i] for i in np.flatnonzero(x)}
+
+
+def test_flag_weights_push_towards_leaving_and_are_pinned():
+    weights = json.loads(DYNAMICS_FILE.read_text())["weights"]
+    assert weights["turn:confusing"] == [1.5, 0.9, 0.0, -0.5, -0.9, -1.4]
+    assert weights["turn:echo"] == [1.2, 0.8, 0.0, -0.4, -0.8, -1.2]
+    assert weights["turn:repeat"] == [0.9, 0.6, 0.0, -0.3, -0.6, -1.0]
+    assert weights["turn:monologue"] == [1.0, 0.6, 0.2, -0.3, -0.6, -1.0]
+    assert weights["turn:ignored"] == [0.6, 0.4, 0.1, -0.2, -0.4, -0.6]
+    # Re-set with the recogniser (the keyword reader's rows were about half as strong).
+    assert weights["bias"] == [-0.3, 0.0, 0.0, 0.0, 0.0, -0.7]
+    assert weights["act:answer"] == [-0.8, -0.6, -0.2, 0.5, 0.8, 0.3]
+    assert weights["act:contact_request"] == [0.2, 0.3, -0.2, -0.3, 0.3, 1.5]
+    assert weights["act:empathy"] == [-0.6, -0.3, 0.1, 0.3, 0.2, 0.0]
+    assert weights["act:probe"] == [-0.5, -0.2, 0.5, 0.3, 0.2, -0.1]
+    assert weights["act:none"] == [1.2, 0.8, 0.0, -0.4, -0.7, -0.9]
+    dynamics = IntentDynamics.from_file()
+    profile = {"user": {"personality": "skeptical"}, "merchant": {"facts": FACTS}}
+    fair = dynamics.probabilities(dynamics.feature_map.features(profile, ["Hello!", "Sure: the showroom is next to the city ring road. " + CONTACT], 3, 2))
+    salad = dynamics.probabilities(dynamics.feature_map.features(profile, ["Hello!", "we offer phone sorry understand free discount contact wechat"], 3, 2))
+    assert salad[0] > fair[0] and salad[5] < fair[5] / 4
+
+
+def test_every_reply_template_is_a_reply_a_person_writes():
+    replies = json.loads(REPLIES_FILE.read_text())["replies"]
+    fields = {"phone": "138xxxx1234", "wechat": "user123a", "need_short": "wants a car", "merchant": "Smile Dental Clinic"}
+    for by_industry in replies.values():
+        for options in by_industry.values():
+            for reply in options:
+                assert reply_problem(reply.format(**fields)) is None, reply
+
+
+@pytest.mark.parametrize(
+    "reply, heard, problem",
+    [
+        ("price phone free wechat appointment discount yes number", "", "keyword list"),
+        ("kalovex drimun zorpel", "", "made up words"),
+        ("yes yes yes yes yes please", "", "babble"),
+        ("Leave your phone number and our specialist", "Leave your phone number and our specialist will call.", "copies"),
+        ("Contact me at 138xxxx1234.", "", None),
+        ("Upper left tooth.", "Which tooth, upper left?", None),
+        ("I'm just comparing options for now.", "", None),
+    ],
+)
+def test_reply_problem(reply, heard, problem):
+    found = reply_problem(reply, heard)
+    assert (found is None) if problem is None else (problem in found)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=300))
+def test_the_recogniser_is_total(text):
+    assert read_turn(text, FACTS, text[:20], [text[::-1]]).acts
+    problem = reply_problem(text, text[:10])
+    assert problem is None or isinstance(problem, str)
+
+
+def test_the_recogniser_is_linear_on_huge_hostile_text():
+    for unit in ("a ", "phone. ", "? ", "x" * 50 + " ", "Leave your " * 3, "xy"):
+        text = (unit * (MAX_ACTION_CHARS // len(unit) + 1))[:MAX_ACTION_CHARS]
+        start = time.perf_counter()
+        read_turn(text, FACTS, text, [text])
+        reply_problem(text, text)
+        assert time.perf_counter() - start < 2.0, unit
+
+
+@pytest.mark.parametrize("name", ["sop", "consultative", "empathetic"])
+def test_scripted_assistants_state_each_fact_once(name):
+    """A restated fact is a repeat to the user: once every fact is said, the assistant probes."""
+    from dialogue_gym.envs.driver import CounterpartDriver
+    from dialogue_gym.scenarios.tracer.assistants import FACT_ACTS
+    from dialogue_gym.scenarios.tracer.game import TracerGame
+    from dialogue_gym.scenarios.tracer.policies import make_policy
+
+    assert FACT_ACTS == ("answer", "benefit")
+    game = TracerGame()
+    driver = CounterpartDriver({"assistant": make_policy("assistant", name), "user": make_policy("user", "flat")}, learner=None)
+    game.reset(seed=0, options={"session_id": "syn-g00-s00"})
+    driver.advance([game], [driver.start(game)])
+    facts = game.profile["merchant"]["facts"]
+    spoken = [turn.text for turn in game.turns if turn.role == "assistant"]
+    assert len(spoken) == 14, "the flat user times out after 15 replies"
+    for fact in facts:
+        assert sum(fact in text for text in spoken) <= 1, fact
+
+
+def test_the_sop_answers_with_the_fact_the_question_is_about():
+    from dialogue_gym.scenarios.tracer.assistants import SopAssistant
+
+    merchant = {"name": "Shop", "industry": "automotive", "facts": FACTS}
+    sop = SopAssistant()
+    memory = sop.start({"merchant": merchant}, 0)
+    observation = {"messages": [{"role": "user", "content": "Where is the showroom exactly?"}], "turn": 1}
+    assert "the showroom is next to the city ring road" in sop.act(observation, {}, memory)
+    observation["messages"].append({"role": "user", "content": "Is it expensive?"})
+    assert FACTS[0] in sop.act(observation, {}, memory), "no fact is about it: the first unsaid one"
+
+
+def test_numbers_are_blanked_run_by_run_in_linear_time():
+    """Contact details are set aside as whole whitespace-separated runs; the pattern must not
+    backtrack (``\\S*\\d\\S*`` took seconds on a 20,000-character run without a digit)."""
+    from dialogue_gym.scenarios.tracer.acts import _without_numbers
+
+    assert _without_numbers("call 138xxxx0000 now") == "call   now"
+    assert _without_numbers("a1 b c2d\te") == "  b  \te"
+    assert _without_numbers("no digits here") == "no digits here"
+    assert _without_numbers("x" * 20000 + " 7") == "x" * 20000 + "  "
