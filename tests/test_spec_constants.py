@@ -1,4 +1,4 @@
-"""Every constant of /work/shared/SPEC.md pinned to the code's default, one place for all of them.
+"""Every constant of the project specification (shared/SPEC.md) pinned to the code's default, one place for all of them.
 
 A changed default fails here with a message naming the SPEC section (``"SPEC §1: T_max ..."``), so a
 mutation of a config default, a rule constant or a trainer setting cannot pass the suite silently.

@@ -98,3 +98,24 @@ def test_adversarial_credit_needs_a_truthful_customer_that_did_not_withhold_its_
         assert rlada.customer_terminal_terms(
             format_scores=[1], realism_scores=[1], concealment_scores=[1], grounded=True, agent_total=2.5, weights=weights, **flags
         )["inverse_agent"] == pytest.approx(-1.25)
+
+
+def test_the_weights_are_the_documented_defaults_and_cannot_be_changed_in_place():
+    """The env docstring's Rewards section: -0.05 a turn, +0.1 progress, -1.2 / -1.8 deductions (SPEC
+    §3), -1.0 wrong escalation and hallucination; the customer's four 0.5 weights and -1.0 per
+    bank-sounding turn. Frozen, so one episode cannot retune another's rewards."""
+    import dataclasses
+
+    agent, customer = AgentWeights(), CustomerWeights()
+    assert (
+        agent.judge_weight, agent.identity_deduction, agent.domain_tool_deduction, agent.wrong_escalation_penalty,
+        agent.hallucination_penalty, agent.turn_cost, agent.tool_progress_bonus,
+    ) == (1.0, -1.2, -1.8, -1.0, -1.0, -0.05, 0.1)
+    assert (
+        customer.format_weight, customer.realism_weight, customer.concealment_weight, customer.inverse_weight,
+        customer.role_reversal_penalty,
+    ) == (0.5, 0.5, 0.5, 0.5, -1.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        agent.turn_cost = 0.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        customer.role_reversal_penalty = 0.0
