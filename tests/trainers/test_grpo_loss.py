@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from trainers.grpo.lm import GRPOConfig, grpo_loss  # noqa: E402
+from trainers.grpo.lm import GRPOConfig, grpo_loss, token_logprobs  # noqa: E402
 
 
 def one_token(new_p: float, old_p: float = 1.0, ref_p: float | None = None, advantage: float = 1.0):
@@ -79,5 +79,34 @@ def test_the_gradient_points_towards_advantaged_tokens_and_stops_at_the_clip():
 
 
 def test_grpo_defaults_are_the_papers():
+    """SPEC §1: lr 1e-6, KL 0.001 and rollout temperature 1.2 (SEAD's reference code)."""
+    import dataclasses
+
     config = GRPOConfig()
     assert (config.learning_rate, config.kl_coef, config.clip_eps, config.max_grad_norm) == (1e-6, 0.001, 0.2, 1.0)
+    assert (config.temperature, config.micro_batch_size, config.max_new_tokens, config.lora_rank) == (1.2, 8, 96, 0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.kl_coef = 0.0
+
+
+def test_token_logprobs_score_the_next_token_of_the_temperature_scaled_distribution():
+    class FixedLogits:
+        def __call__(self, input_ids, attention_mask):
+            # two-token vocabulary; position 0 favours token 1 (logit ln 3), position 1 favours token 0
+            return type("Out", (), {"logits": torch.tensor([[[0.0, math.log(3)], [math.log(4), 0.0], [0.0, 0.0]]])})()
+
+    input_ids, attention = torch.tensor([[0, 1, 0]]), torch.ones(1, 3)
+    cold = token_logprobs(FixedLogits(), input_ids, attention, 1.0)[0].tolist()
+    assert cold == pytest.approx([math.log(3 / 4), math.log(4 / 5), 0.0], abs=1e-6)  # last position scores nothing
+    hot = token_logprobs(FixedLogits(), input_ids, attention, 2.0)[0].tolist()
+    # logits / 2: p(1) = sqrt 3 / (1 + sqrt 3) at position 0, p(0) = 2 / 3 at position 1
+    assert hot == pytest.approx([math.log(math.sqrt(3) / (1 + math.sqrt(3))), math.log(2 / 3), 0.0], abs=1e-6)
+
+
+def test_the_statistics_average_over_learner_tokens_only():
+    new = torch.log(torch.tensor([[1.1, 3.0]]))
+    old = torch.zeros(1, 2)
+    _, stats = grpo_loss(new, old, None, torch.ones(1, 2), torch.tensor([[1.0, 0.0]]), 0.2, 0.0)
+    assert stats["loss/ratio_mean"] == pytest.approx(1.1, abs=1e-6) and stats["loss/clip_fraction"] == 0.0
+    _, stats = grpo_loss(new, old, None, torch.ones(1, 2), torch.ones(1, 2), 0.2, 0.0)
+    assert stats["loss/ratio_mean"] == pytest.approx(2.05, abs=1e-6) and stats["loss/clip_fraction"] == 0.5
