@@ -60,7 +60,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except TypeError as exc:
         raise ConfigError(f"--metric-kwargs {sorted(metric_kwargs)} do not fit {entry.summary}{inspect.signature(summary)}.") from exc
     learner = args.learner or entry.default_learner
-    rows, results = [], {}
+    rows, results, any_privileged = [], {}, False
     for agent in (args.agent or entry.agents[0]).split(","):
         with tqdm(total=args.episodes, desc=agent, disable=args.quiet, file=sys.stderr) as bar:
             trajectories = evaluate(
@@ -69,10 +69,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
             )
         results[agent] = trajectories
         marked = any(t.meta.get("privileged") for t in trajectories)
+        any_privileged = any_privileged or marked
         rows.append({"name": agent + PRIVILEGED_MARK * marked, **summary(trajectories, **metric_kwargs)})
     print(f"\n{args.env_id}: {args.episodes} episodes per agent, seed {args.seed}\n")
     print(format_table(rows, columns, "agent"))
-    if any(row["name"].endswith(PRIVILEGED_MARK) for row in rows):
+    if any_privileged:
         print(PRIVILEGED_NOTE)
     extra = resolve(entry.report)(results) if entry.report else None
     if extra:

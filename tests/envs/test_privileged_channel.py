@@ -90,7 +90,7 @@ def test_a_policy_that_declares_privileged_gets_the_channel_and_its_rows_are_mar
     spy = PrivilegedSpy()
     assert is_privileged(spy) and not is_privileged(Spy())
     trajectories = evaluate(env_id, spy, 2, seed=3, learner=role)
-    assert [p for p in spy.profiles] == [t.profile for t in trajectories]
+    assert spy.profiles == [t.profile for t in trajectories]
     assert all(info[PRIVILEGED_INFO_KEY]["profile"] in spy.profiles for info in spy.infos)
     assert all(t.meta["privileged"] is True for t in trajectories)
 
