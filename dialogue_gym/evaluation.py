@@ -4,24 +4,46 @@ Episodes run in lockstep batches through :class:`~dialogue_gym.envs.driver.Count
 so LLM-played roles get batched generation. Trajectories are appended to a JSONL file (strict JSON,
 :meth:`~dialogue_gym.types.Trajectory.to_json`) and flushed as each batch finishes, so an
 interrupted run keeps what it completed.
+
+**The evaluation order.** A game with a fixed evaluation set (:meth:`~dialogue_gym.game.Game.evaluation_strata`:
+SEAD's 120 initial states, TRACER's reference sessions, RL-ADA's intents x concealment levels) is
+played in cycles of its ``S`` strata. Each cycle is a permutation of the cycle's ``S`` starts drawn
+from the run's seed (:class:`EvaluationOrder`), so the first ``n`` episodes of a run play every
+stratum ``n // S`` or ``n // S + 1`` times, and each facet of the strata (cooperation, trust, tool,
+concealment, ...) close to its share. A run of a multiple of ``S`` episodes plays exactly the starts
+(and seeds) of the cycles in full, whatever the order, so its numbers do not depend on the order.
 """
 
 from __future__ import annotations
 
+import copy
 import json
+import os
+from collections import Counter
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import gymnasium as gym
+import numpy as np
 
 from dialogue_gym.envs.driver import CounterpartDriver
 from dialogue_gym.envs.single import DialogueEnv
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, is_privileged
+from dialogue_gym.health import UNHEALTHY_THRESHOLD, mark_unhealthy
+from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
+
+ORDER_STREAM = 0x6F72646572
+"""Seeds the evaluation order apart from every other use of the run's seed (``"order"`` in ASCII)."""
 
 
 def _make_env(env_id: str, learner: str, env_kwargs: dict[str, Any]) -> DialogueEnv:
+    if "learner" in env_kwargs:
+        raise ConfigError(
+            f"env_kwargs hold learner={env_kwargs['learner']!r}; the role the agent plays is the learner argument "
+            "(`--learner` on the command line), so leave it out of the env kwargs."
+        )
     try:
         environment = gym.make(env_id, learner=learner, disable_env_checker=True, **env_kwargs).unwrapped
     except gym.error.Error as exc:
@@ -37,11 +59,123 @@ def _check_count(value: Any, name: str, minimum: int) -> int:
     return value
 
 
+def check_output_path(path: str | Path, *, append: bool, name: str = "out") -> Path:
+    """``path`` as a file a run may write: its folder exists, it is not a folder, and an existing
+    non-empty file is refused unless ``append`` (so running twice never silently doubles a file)."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise ConfigError(f"{name}={str(path)!r} is a folder; give a file path such as {str(target / 'run.jsonl')!r}.")
+    if not folder.is_dir():
+        raise ConfigError(f"{name}={str(path)!r}: the folder {str(folder)!r} does not exist; create it first (mkdir -p {folder}).")
+    if not os.access(folder, os.W_OK):
+        raise ConfigError(f"{name}={str(path)!r}: the folder {str(folder)!r} is not writable.")
+    if not append and target.exists() and target.stat().st_size > 0:
+        raise ConfigError(
+            f"{name}={str(path)!r} already exists ({target.stat().st_size} bytes); choose a new path, delete it, "
+            "or append to it on purpose (append=True, `--append`)."
+        )
+    return target
+
+
+def stratified_permutation(strata: Sequence[dict[str, Any]], seed: int) -> list[int]:
+    """A permutation of ``range(len(strata))`` whose every prefix is close to proportional on each facet.
+
+    Greedy: each pick takes, among the strata not picked yet, one whose facet values are the most
+    under-represented so far (the sum over facets of played count minus expected count, the expected
+    count being the prefix length times the value's share of all strata), ties broken by a random
+    priority drawn from ``seed``. With no facets it is a uniform random permutation.
+    """
+    count = len(strata)
+    priority = np.random.default_rng(seed).permutation(count)
+    facets = sorted({facet for stratum in strata for facet in stratum})
+    columns = []
+    for facet in facets:
+        values = [repr(stratum.get(facet)) for stratum in strata]
+        codes = {value: code for code, value in enumerate(dict.fromkeys(values))}
+        index = np.array([codes[value] for value in values])
+        columns.append((index, np.bincount(index) / count, np.zeros(len(codes))))
+    taken = np.zeros(count, dtype=bool)
+    order = []
+    for length in range(1, count + 1):
+        deficit = np.zeros(count)
+        for index, share, played in columns:
+            deficit += played[index] - length * share[index]
+        deficit[taken] = np.inf
+        candidates = np.flatnonzero(deficit <= deficit.min() + 1e-9)
+        pick = int(candidates[np.argmin(priority[candidates])])
+        taken[pick] = True
+        order.append(pick)
+        for index, _, played in columns:
+            played[index[pick]] += 1
+    return order
+
+
+class EvaluationOrder:
+    """Which start of the fixed evaluation set a run with ``seed`` plays at each position.
+
+    Position ``i`` lies in cycle ``b = i // S`` (``S = len(strata)``); the cycle plays starts
+    ``b * S .. b * S + S - 1`` in the order of :func:`stratified_permutation` seeded by ``(seed, b)``,
+    so start ``p`` plays stratum ``p % S`` (:meth:`~dialogue_gym.game.Game.evaluation_strata`). With
+    no strata, position ``i`` plays start ``i``.
+    """
+
+    def __init__(self, strata: Sequence[dict[str, Any]], seed: int):
+        self.strata = tuple(strata)
+        self.seed = seed
+        self._cycles: dict[int, list[int]] = {}
+
+    def start(self, position: int) -> int:
+        size = len(self.strata)
+        if not size:
+            return position
+        cycle, offset = divmod(position, size)
+        if cycle not in self._cycles:
+            self._cycles[cycle] = stratified_permutation(self.strata, mix_seed(self.seed, cycle, ORDER_STREAM))
+        return cycle * size + self._cycles[cycle][offset]
+
+    def starts(self, count: int, first: int = 0) -> list[int]:
+        return [self.start(position) for position in range(first, first + count)]
+
+
+def episode_seed(seed: int, start: int, repeat: int) -> int:
+    """The reset seed of ``repeat`` of ``start`` in a run with ``seed``: ``seed + start`` for the first
+    play (as before repeats existed), a derived seed for the others."""
+    return seed + start if repeat == 0 else mix_seed(seed, start, repeat)
+
+
+def coverage_note(strata: Sequence[dict[str, Any]], episodes: int, seed: int, what: str = "strata") -> str | None:
+    """What a run of ``episodes`` starts covers when ``episodes`` is not a multiple of ``len(strata)``
+    (None when it is, or when there is no fixed set): how many strata are played how often, and each
+    facet's played counts beside the counts proportional to its share."""
+    size = len(strata)
+    if not size or episodes % size == 0:
+        return None
+    played = Counter(start % size for start in EvaluationOrder(strata, seed).starts(episodes))
+    times = Counter(played.get(stratum, 0) for stratum in range(size))
+    spread = ", ".join(f"{times[n]} played {n}x" for n in sorted(times, reverse=True))
+    lines = [
+        f"note: {episodes} episodes is not a multiple of the {size} {what}, so they are not played equally often: "
+        f"{spread} (the order is stratified; a multiple of {size} plays each equally often).",
+    ]
+    for facet in sorted({facet for stratum in strata for facet in stratum}):
+        share = Counter(str(stratum.get(facet)) for stratum in strata)
+        counts = Counter(str(strata[stratum].get(facet)) for stratum, n in played.items() for _ in range(n))
+        cells = [f"{value} {counts.get(value, 0)}/{episodes * total / size:.1f}" for value, total in share.items()]
+        if len(cells) > 8:
+            gaps = [counts.get(value, 0) - episodes * total / size for value, total in share.items()]
+            lines.append(f"  {facet} ({len(cells)} values): played minus proportional from {min(gaps):+.1f} to {max(gaps):+.1f}")
+        else:
+            lines.append(f"  {facet} (played/proportional): " + ", ".join(cells))
+    return "\n".join(lines)
+
+
 class Evaluator:
     """Plays episodes of one env's fixed evaluation sequence with every role played by a policy.
 
     Builds the env and the policies (an LLM backend, say) once, so many :meth:`run` calls, e.g. the
-    chunks a Ray rollout worker is handed, share them. :func:`evaluate` is one run of a fresh one.
+    chunks a Ray rollout worker is handed, share them; :meth:`for_agent` evaluates another agent on
+    the same env and counterparts. :func:`evaluate` is one run of a fresh one.
     """
 
     def __init__(
@@ -53,55 +187,86 @@ class Evaluator:
         env_kwargs: dict[str, Any] | None = None,
         agent_backend: Any = None,
         batch_size: int = 32,
+        unhealthy_threshold: float | None = None,
     ):
         self.batch_size = _check_count(batch_size, "batch_size", 1)
+        self.unhealthy_threshold = unhealthy_threshold
+        """When set, an episode whose counterpart failed its health checks on more than this share of
+        its turns is marked (``meta["unhealthy"]``, see :func:`dialogue_gym.health.mark_unhealthy`)
+        before it is written, so a saved run says which episodes a benchmark should leave out."""
         self.env_id = env_id
         self.learner = learner
         self.environment = _make_env(env_id, learner, dict(env_kwargs or {}))
+        self.strata = self.environment.game.evaluation_strata()
+        """The game's evaluation strata (see :class:`EvaluationOrder`)."""
+        self._orders: dict[int, EvaluationOrder] = {}
+        self._pool: list[Game] = []
+        self._bind(agent, agent_backend)
+
+    def _bind(self, agent: Any, agent_backend: Any) -> None:
         policies = {
             **self.environment.driver.policies,
-            learner: self.environment.make_role_policy(learner, agent, agent_backend),
+            self.learner: self.environment.make_role_policy(self.learner, agent, agent_backend),
         }
         self.driver = CounterpartDriver(policies, learner=None)
         self.agent_name = agent if isinstance(agent, str) else type(agent).__name__
-        self.privileged = is_privileged(policies[learner])
+        self.privileged = is_privileged(policies[self.learner])
         """Whether the evaluated policy reads the privileged channel (its trajectories say so in
         ``meta["privileged"]`` and result tables mark its row): an upper bound, not a fair entry."""
-        self._pool: list[Game] = []
+
+    def for_agent(self, agent: Any, agent_backend: Any = None) -> Evaluator:
+        """An evaluator of ``agent`` that shares this one's env, counterpart policies (and so an LLM
+        counterpart's loaded model) and game pool; building it checks the agent before anything runs."""
+        other = copy.copy(self)
+        other._bind(agent, agent_backend)
+        return other
+
+    def order(self, seed: int) -> EvaluationOrder:
+        if seed not in self._orders:
+            self._orders[seed] = EvaluationOrder(self.strata, seed)
+        return self._orders[seed]
 
     def run(
         self,
         episodes: int,
         seed: int = 0,
         *,
+        repeats: int = 1,
         first_episode: int = 0,
         out: str | Path | None = None,
         on_episode: Callable[[Trajectory], None] | None = None,
     ) -> list[Trajectory]:
-        """Episodes ``first_episode .. first_episode + episodes - 1`` (see :func:`evaluate`)."""
+        """The starts at positions ``first_episode .. first_episode + episodes - 1`` of the run, each
+        played ``repeats`` times (see :func:`evaluate`); ``out`` is appended to."""
         _check_count(episodes, "episodes", 1)
+        _check_count(repeats, "repeats", 1)
         _check_count(first_episode, "first_episode", 0)
-        while len(self._pool) < min(self.batch_size, episodes):
+        order = self.order(seed)
+        plays = [(start, repeat) for start in order.starts(episodes, first_episode) for repeat in range(repeats)]
+        while len(self._pool) < min(self.batch_size, len(plays)):
             self._pool.append(self.environment.game.spawn())
         trajectories: list[Trajectory] = []
         sink = open(out, "a", encoding="utf-8") if out is not None else None
         try:
-            stop = first_episode + episodes
-            for start in range(first_episode, stop, self.batch_size):
-                indices = range(start, min(stop, start + self.batch_size))
-                games = self._pool[: len(indices)]
-                for game, episode in zip(games, indices):
-                    game.reset(seed=seed + episode, options=game.evaluation_options(episode, seed))
+            for offset in range(0, len(plays), self.batch_size):
+                batch_plays = plays[offset : offset + self.batch_size]
+                games = self._pool[: len(batch_plays)]
+                for game, (start, repeat) in zip(games, batch_plays):
+                    game.reset(seed=episode_seed(seed, start, repeat), options=game.evaluation_options(start, seed))
                 memories = [self.driver.start(game) for game in games]
                 self.driver.advance(games, memories)
                 batch = []
-                for game in games:
+                for game, (start, repeat) in zip(games, batch_plays):
                     trajectory = game.trajectory()
                     trajectory.learner = self.learner
-                    trajectory.meta = {**trajectory.meta, "agent": self.agent_name, "env_id": self.env_id}
+                    trajectory.meta = {
+                        **trajectory.meta, "agent": self.agent_name, "env_id": self.env_id, "start": start, "repeat": repeat,
+                    }
                     if self.privileged:
                         trajectory.meta["privileged"] = True
                     batch.append(trajectory)
+                if self.unhealthy_threshold is not None:
+                    mark_unhealthy(batch, self.unhealthy_threshold)
                 if sink is not None:
                     # Serialised before writing, so a trajectory that is not strict JSON leaves no partial batch.
                     sink.writelines([trajectory.to_json() + "\n" for trajectory in batch])
@@ -126,27 +291,46 @@ def evaluate(
     env_kwargs: dict[str, Any] | None = None,
     agent_backend: Any = None,
     batch_size: int = 32,
+    repeats: int = 1,
     out: str | Path | None = None,
+    append: bool = False,
     on_episode: Callable[[Trajectory], None] | None = None,
     first_episode: int = 0,
+    invalid_on_unhealthy: bool = False,
 ) -> list[Trajectory]:
-    """Play ``episodes`` episodes of ``env_id`` with ``agent`` in the ``learner`` role.
+    """Play ``episodes`` starts of ``env_id``'s fixed evaluation sequence with ``agent`` in the ``learner`` role.
 
-    Episode ``i`` uses seed ``seed + i`` and the game's fixed evaluation options (for SEAD: every
-    initial state equally often), so runs with the same arguments give the same trajectories.
-    ``first_episode`` plays episodes ``first_episode .. first_episode + episodes - 1`` of that same
-    fixed sequence, so shards of a run (e.g. on several Ray workers) add up to the whole run.
+    The starts come in the stratified order of :class:`EvaluationOrder` (seeded by ``seed``); start
+    ``p`` uses the game's evaluation options for ``p`` (for SEAD: initial state ``p % 120``, behaviors
+    drawn from ``(seed, p)``) and reset seed ``seed + p``, so runs with the same arguments give the
+    same trajectories. ``repeats`` plays each start that many times, repeat ``r > 0`` with seed
+    :func:`episode_seed` ``(seed, p, r)`` (for pass^k and repeated-seed variance); ``meta["start"]``
+    and ``meta["repeat"]`` of each trajectory say which. ``first_episode`` plays the starts at
+    positions ``first_episode .. first_episode + episodes - 1`` of that same sequence, so shards of a
+    run (e.g. on several Ray workers) add up to the whole run.
+
+    ``out`` is a JSONL file the trajectories are written to; an existing non-empty file is refused
+    unless ``append=True``.
+
+    ``invalid_on_unhealthy`` marks the episodes in which an LLM-played counterpart failed its health
+    checks on more than :data:`~dialogue_gym.health.UNHEALTHY_THRESHOLD` of its turns (not those the
+    learner provoked) with ``meta["unhealthy"]``; :func:`dialogue_gym.health.benchmark_split` leaves
+    them out of a benchmark.
 
     Every episode is returned: one whose LLM-played role failed after the backend's bounded retries
     ends with outcome ``backend_failure`` and the cause in ``meta["failure"]`` (the metrics'
     ``summary`` counts those apart from the completed ones).
     """
     _check_count(episodes, "episodes", 1)
+    _check_count(repeats, "repeats", 1)
     _check_count(first_episode, "first_episode", 0)
+    if out is not None:
+        check_output_path(out, append=append)
     evaluator = Evaluator(
-        env_id, agent, learner=learner, env_kwargs=env_kwargs, agent_backend=agent_backend, batch_size=batch_size
+        env_id, agent, learner=learner, env_kwargs=env_kwargs, agent_backend=agent_backend, batch_size=batch_size,
+        unhealthy_threshold=UNHEALTHY_THRESHOLD if invalid_on_unhealthy else None,
     )
-    return evaluator.run(episodes, seed, first_episode=first_episode, out=out, on_episode=on_episode)
+    return evaluator.run(episodes, seed, repeats=repeats, first_episode=first_episode, out=out, on_episode=on_episode)
 
 
 def load_trajectories(path: str | Path) -> list[Trajectory]:
@@ -161,5 +345,3 @@ def load_trajectories(path: str | Path) -> list[Trajectory]:
             except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
                 raise ConfigError(f"{path}: line {number}: not a trajectory record ({exc}).") from exc
     return trajectories
-
-

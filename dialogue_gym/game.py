@@ -3,11 +3,12 @@ vector) drive a :class:`Game` and never re-implement its rules."""
 
 from __future__ import annotations
 
+import difflib
 import math
 import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
-from typing import Any, Protocol
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 from gymnasium import logger
@@ -53,13 +54,18 @@ class StepResult:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def build_config(config_class: type, kwargs: dict[str, Any]) -> Any:
-    """Instantiate a config dataclass, naming unknown keywords and the accepted ones."""
-    accepted = [f.name for f in fields(config_class)]
+def build_config(config_class: type, kwargs: dict[str, Any], role_keywords: Sequence[str] = ()) -> Any:
+    """Instantiate a config dataclass, naming unknown keywords, the closest accepted one, and the
+    accepted ones: the config's fields and the ``role_keywords`` the view took before (``learner``,
+    ``user``, ``user_backend``, ...)."""
+    accepted = [*role_keywords, *(f.name for f in fields(config_class))]
     unknown = sorted(set(kwargs) - set(accepted))
     if unknown:
+        close = {name: difflib.get_close_matches(name, accepted, n=1) for name in unknown}
+        hints = [f"{match[0]!r} for {name!r}" for name, match in close.items() if match]
+        hint = f" Did you mean {', '.join(hints)}?" if hints else ""
         raise ConfigError(
-            f"Unknown keyword(s) {unknown} for {config_class.__name__}; accepted keywords: {accepted}."
+            f"Unknown keyword(s) {unknown} for {config_class.__name__}.{hint} Accepted keywords: {accepted}."
         )
     return config_class(**kwargs)
 
@@ -228,8 +234,13 @@ class Game(ABC):
 
     @abstractmethod
     def episode_profile(self) -> dict[str, Any]:
-        """JSON form of how this episode started (``reset(options={"profile": ...})`` replays it; the
-        trajectory keeps it). Privileged: a policy's ``start`` receives :meth:`role_profile` instead."""
+        """JSON form of how this episode started (``reset(options=start_options(profile))`` replays it;
+        the trajectory keeps it). Privileged: a policy's ``start`` receives :meth:`role_profile` instead."""
+
+    def start_options(self, profile: dict[str, Any]) -> dict[str, Any]:
+        """The ``reset`` options that start the episode :meth:`episode_profile` returned ``profile`` for
+        (with the same seed, the same episode): how a recorded trajectory is replayed."""
+        return {"profile": profile}
 
     def role_profile(self, role: str) -> dict[str, Any]:
         """What ``role`` knows of how the episode started: the part of :meth:`episode_profile` a person
@@ -292,8 +303,16 @@ class Game(ABC):
         return self.config.invalid_action == "end"
 
     def evaluation_options(self, episode: int, seed: int) -> dict[str, Any] | None:
-        """Reset options of the ``episode``-th episode of a fixed evaluation set (``None``: sample from the seed)."""
+        """Reset options of the ``episode``-th start of a fixed evaluation set (``None``: sample from the seed)."""
         return None
+
+    def evaluation_strata(self) -> tuple[dict[str, Any], ...]:
+        """The strata of the fixed evaluation set, one per start of a cycle: start ``episode`` of
+        :meth:`evaluation_options` plays stratum ``episode % len(strata)``, described by its facets (e.g.
+        an initial state's three dimensions). :mod:`dialogue_gym.evaluation` plays the starts in a
+        seeded order whose every prefix is balanced over the strata and, as far as it can be, over each
+        facet. Empty (no fixed set): the starts are played in their own order."""
+        return ()
 
     @property
     def started(self) -> bool:

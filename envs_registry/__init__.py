@@ -32,6 +32,11 @@ class Entry:
     """``"module:function"``: ``{agent: trajectories}`` -> extra text printed after the table (or None)."""
     audits: str | None = None
     """``"module:function"``: ``() -> list[ScenarioAudit]``, the exploit audits ``dialogue-gym audit`` runs."""
+    episode_scores: str | None = None
+    """``"module:function"``: trajectory -> ``{key: (numerator, denominator)}``, the per-episode parts of the
+    headline metrics (see :mod:`dialogue_gym.metrics.episodes`), which bootstrap CIs and ``compare`` resample."""
+    pass_metric: str | None = None
+    """The ``episode_scores`` key that is 1 when the learner's episode succeeded: what pass^k counts."""
 
 
 REGISTRY: tuple[Entry, ...] = (
@@ -47,6 +52,8 @@ REGISTRY: tuple[Entry, ...] = (
         columns="dialogue_gym.metrics.sead:COLUMNS",
         report="dialogue_gym.metrics.sead:report",
         audits="dialogue_gym.scenarios.sead.audit:audits",
+        episode_scores="dialogue_gym.metrics.episodes:sead",
+        pass_metric="cr",
     ),
     Entry(
         id="TRACER-UserSim-v0",
@@ -60,6 +67,8 @@ REGISTRY: tuple[Entry, ...] = (
         columns="dialogue_gym.metrics.tracer:COLUMNS",
         report="dialogue_gym.metrics.tracer:report",
         audits="dialogue_gym.scenarios.tracer.audit:tracer_audits",
+        episode_scores="dialogue_gym.metrics.episodes:tracer",
+        pass_metric="acc",
     ),
     Entry(
         id="DMBench-Assistant-v0",
@@ -73,6 +82,8 @@ REGISTRY: tuple[Entry, ...] = (
         columns="dialogue_gym.metrics.dmbench:COLUMNS",
         report="dialogue_gym.metrics.dmbench:report",
         audits="dialogue_gym.scenarios.tracer.audit:audits",
+        episode_scores="dialogue_gym.metrics.episodes:dmbench",
+        pass_metric="cr",
     ),
     Entry(
         id="RLADA-Banking-v0",
@@ -86,6 +97,8 @@ REGISTRY: tuple[Entry, ...] = (
         columns="dialogue_gym.metrics.rlada:COLUMNS",
         report="dialogue_gym.metrics.rlada:report",
         audits="dialogue_gym.scenarios.rlada.audit:audits",
+        episode_scores="dialogue_gym.metrics.episodes:rlada_agent",
+        pass_metric="strict_pass",
     ),
     Entry(
         id="RLADA-Customer-v0",
@@ -99,6 +112,8 @@ REGISTRY: tuple[Entry, ...] = (
         columns="dialogue_gym.metrics.rlada:COLUMNS",
         report="dialogue_gym.metrics.rlada:report",
         audits="dialogue_gym.scenarios.rlada.audit:customer_audits",
+        episode_scores="dialogue_gym.metrics.episodes:rlada_customer",
+        pass_metric="customer_win",
     ),
 )
 
@@ -121,7 +136,11 @@ def get(env_id: str) -> Entry:
             return entry
     from dialogue_gym.errors import ConfigError
 
-    raise ConfigError(f"Unknown environment id {env_id!r}; registered ids: {[e.id for e in REGISTRY]}.")
+    import difflib
+
+    close = difflib.get_close_matches(str(env_id), [e.id for e in REGISTRY], n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    raise ConfigError(f"Unknown environment id {env_id!r}.{hint} Registered ids: {[e.id for e in REGISTRY]}.")
 
 
 def resolve(target: str) -> Any:

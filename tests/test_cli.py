@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from dialogue_gym.cli import main
 from dialogue_gym.evaluation import load_trajectories
 
@@ -18,7 +20,7 @@ def test_eval_prints_table_and_writes_jsonl(tmp_path, capsys):
     records = [json.loads(line) for line in out_file.read_text().splitlines()]
     assert len(records) == 48 and {r["meta"]["agent"] for r in records} == {"sop", "oracle"}
     trajectories = load_trajectories(out_file)
-    assert trajectories[0].seed == 3 and trajectories[0].turns[0].role == "agent"
+    assert trajectories[0].seed == 3 + trajectories[0].meta["start"] and trajectories[0].turns[0].role == "agent"
 
 
 def test_eval_errors_are_one_line(capsys):
@@ -31,8 +33,6 @@ def test_eval_errors_are_one_line(capsys):
 def test_load_trajectories_names_the_bad_line(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"scenario": "x", "profile": {}}\n{oops\n')
-    import pytest
-
     from dialogue_gym.errors import ConfigError
 
     with pytest.raises(ConfigError, match="bad.jsonl: line 2: not a trajectory record"):
@@ -45,7 +45,7 @@ def test_eval_tracer_prints_the_simulator_metrics(capsys):
     assert "| scripted " in printed and "| eager " in printed
     for label in ("PCR", "ACC", "F1", "Group-dPCR", "W1-Turns", "OT-DTW", "intent DTW"):
         assert f" {label} " in printed
-    assert "References: 40 sessions in 4 groups (SYNTHETIC sample)" in printed
+    assert "References: 40 sessions in 40 groups (SYNTHETIC sample)" in printed  # the stratified order spreads a short run over the groups
 
 
 def test_eval_dmbench_prints_cr_rq_and_their_spearman_correlation(capsys):
@@ -96,3 +96,137 @@ def test_audit_of_an_unaudited_id_is_a_one_line_error(capsys, monkeypatch):
     monkeypatch.setattr(cli, "get", lambda env_id: unaudited)
     assert main(["audit", "RLADA-Customer-v0", "--quiet"]) == 2
     assert "RLADA-Customer-v0 declares no exploit audit yet" in capsys.readouterr().err
+
+
+# -- results a researcher can cite --------------------------------------------------------------
+
+
+def _no_episode(monkeypatch):
+    from dialogue_gym.evaluation import Evaluator
+
+    monkeypatch.setattr(Evaluator, "run", lambda *args, **kwargs: pytest.fail("an episode ran before the arguments were checked"))
+
+
+def test_eval_save_json_holds_the_table_the_intervals_pass_k_and_the_provenance(tmp_path, capsys):
+    path = tmp_path / "results.json"
+    argv = ["eval", "SEAD-Outbound-v0", "--agent", "sop,adaptive", "--episodes", "12", "--repeats", "2", "--bootstrap", "200", "--seed", "4", "--save", str(path), "--quiet"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "12 episodes per agent x 2 repeats, seed 4" in printed and "pass^2 (CR)" in printed and f"results saved to {path}" in printed
+    data = json.loads(path.read_text())
+    provenance = data["provenance"]
+    assert {k: provenance[k] for k in ("env_id", "env_kwargs", "learner", "agents", "episodes", "repeats", "seed", "strata")} == {
+        "env_id": "SEAD-Outbound-v0", "env_kwargs": {}, "learner": "agent", "agents": ["sop", "adaptive"],
+        "episodes": 12, "repeats": 2, "seed": 4, "strata": 120,
+    }
+    assert provenance["dialogue_gym"] == "0.1.0" and provenance["python"] and {"gymnasium", "numpy"} <= set(provenance["libraries"])
+    assert provenance["git_revision"] is None or len(provenance["git_revision"]) == 40
+    assert provenance["started"] <= provenance["finished"] and provenance["command"].startswith("dialogue-gym eval SEAD-Outbound-v0")
+    assert provenance["bootstrap"] == {"resamples": 200, "seed": 0, "confidence": 0.95, "unit": "start"}
+    assert [row["agent"] for row in data["rows"]] == ["sop", "adaptive"] and len(data["episodes"]["sop"]) == 24
+    cr = data["headline"]["adaptive"]["cr"]
+    assert cr["value"] == pytest.approx(data["rows"][1]["cr"]) and cr["low"] <= cr["value"] <= cr["high"]
+    assert data["headline"]["adaptive"]["pass^2"]["value"] <= data["headline"]["adaptive"]["pass^1"]["value"]
+
+
+def test_eval_save_csv_writes_provenance_comments(tmp_path, capsys):
+    path = tmp_path / "results.csv"
+    assert main(["eval", "RLADA-Banking-v0", "--agent", "keyword", "--episodes", "6", "--save", str(path), "--quiet"]) == 0
+    lines = path.read_text().splitlines()
+    assert '# env_id: "RLADA-Banking-v0"' in lines and "# episodes: 6" in lines
+    header = next(line for line in lines if not line.startswith("#"))
+    assert header.startswith("agent,privileged,") and "strict_pass_ci_low" in header
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--save", "results.txt"], "the file must end in .json or .csv"),
+        (["--out", "missing/run.jsonl"], "the folder 'missing' does not exist; create it first"),
+        (["--save", "missing/r.json"], "--save='missing/r.json': the folder 'missing' does not exist"),
+        (["--episodes", "0"], "--episodes must be >= 1, got 0"),
+        (["--repeats", "0"], "--repeats must be >= 1, got 0"),
+        (["--agent", "sop,"], "--agent 'sop,' has an empty name; separate names by single commas"),
+        (["--agent", "sop,sop"], "names ['sop'] more than once"),
+        (["--agent", "sop,adaptive,random,oracel"], "agent='oracel' is not a known agent policy (did you mean 'oracle'?)"),
+        (["--env-kwargs", '{"usr": "llm"}'], "Did you mean 'user' for 'usr'?"),
+    ],
+)
+def test_every_argument_is_checked_before_the_first_episode_and_the_first_bar(tmp_path, monkeypatch, capsys, extra, message):
+    monkeypatch.chdir(tmp_path)
+    _no_episode(monkeypatch)
+    assert main(["eval", "SEAD-Outbound-v0", "--episodes", "3", *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "it/s" not in err and "%|" not in err  # an error, and no progress bar before it
+
+
+def test_role_keywords_are_in_the_accepted_list(capsys):
+    assert main(["eval", "SEAD-Outbound-v0", "--episodes", "1", "--env-kwargs", '{"usr": "llm"}']) == 2
+    accepted = capsys.readouterr().err.split("Accepted keywords: ", 1)[1]
+    for keyword in ("'learner'", "'user'", "'user_backend'", "'user_sampling'", "'agent_backend'", "'max_agent_turns'"):
+        assert keyword in accepted
+
+
+def test_out_is_refused_when_it_exists_unless_append(tmp_path, capsys):
+    out = tmp_path / "run.jsonl"
+    out.write_text("{}\n")
+    assert main(["eval", "SEAD-Outbound-v0", "--agent", "sop", "--episodes", "2", "--out", str(out), "--quiet"]) == 2
+    assert "already exists (3 bytes); choose a new path, delete it, or append to it on purpose" in capsys.readouterr().err
+    assert main(["eval", "SEAD-Outbound-v0", "--agent", "sop", "--episodes", "2", "--out", str(out), "--append", "--quiet"]) == 0
+    assert f"trajectories appended to {out}" in capsys.readouterr().out and len(out.read_text().splitlines()) == 3
+
+
+def test_a_short_run_says_it_does_not_fill_the_strata(capsys):
+    assert main(["eval", "SEAD-Outbound-v0", "--agent", "sop", "--episodes", "10", "--quiet", "--bootstrap", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert "note: 10 episodes is not a multiple of the 120 evaluation strata of SEAD-Outbound-v0" in printed
+    assert "10 played 1x, 110 played 0x" in printed and "cooperation (played/proportional): 0 2/2.0, 1 2/2.0" in printed
+    assert "Headline metrics" not in printed  # --bootstrap 0 and no repeats: no interval to show
+    assert main(["eval", "RLADA-Banking-v0", "--agent", "keyword", "--episodes", "234", "--quiet", "--bootstrap", "0"]) == 0
+    assert "note:" not in capsys.readouterr().out
+
+
+def test_compare_prints_the_paired_difference_and_refuses_runs_of_other_episodes(tmp_path, capsys):
+    sop, adaptive, short = tmp_path / "sop.json", tmp_path / "adaptive.json", tmp_path / "short.json"
+    for agent, path, episodes in (("sop", sop, "120"), ("adaptive", adaptive, "120"), ("adaptive", short, "60")):
+        assert main(["eval", "SEAD-Outbound-v0", "--agent", agent, "--episodes", episodes, "--bootstrap", "100", "--save", str(path), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(sop), str(adaptive), "--bootstrap", "500"]) == 0
+    printed = capsys.readouterr().out
+    assert "B = adaptive" in printed and "A = sop" in printed and "paired over the same 120 starts" in printed
+    cr_line = next(line for line in printed.splitlines() if line.startswith("| CR "))
+    assert cr_line.rstrip(" |").endswith("yes") and "| +0." in cr_line
+    assert "too few for a bootstrap interval" not in printed
+    assert main(["compare", str(sop), str(short)]) == 2
+    assert "Cannot compare runs that played different episodes (episodes: 120 vs 60)" in capsys.readouterr().err
+    assert main(["compare", str(sop), str(tmp_path / "nope.json")]) == 2
+    assert "nope.json: no such file" in capsys.readouterr().err
+
+
+def test_a_comparison_of_a_few_starts_says_its_interval_cannot_be_trusted(tmp_path, capsys):
+    """The cheapest 'significant' result: compare on two starts where B happened to win both."""
+    paths = [tmp_path / "sop.json", tmp_path / "oracle.json"]
+    for agent, path in zip(("sop", "oracle"), paths):
+        assert main(["eval", "SEAD-Outbound-v0", "--agent", agent, "--episodes", "4", "--save", str(path), "--quiet"]) == 0
+    assert "note: 4 starts are too few for a bootstrap interval to be trusted (use at least 30)" in capsys.readouterr().out
+    assert main(["compare", *map(str, paths)]) == 0
+    assert "note: 4 starts are too few for a bootstrap interval to be trusted" in capsys.readouterr().out
+
+
+def test_eval_reports_counterpart_health_and_leaves_unhealthy_episodes_out(tmp_path, capsys):
+    """An LLM owner that answers as the agent's side ("I'm Alex, how can I help you?") in no tag
+    format fails every turn: eval warns, prints its health block, and with --invalid-on-unhealthy
+    leaves those episodes out of the metrics and marks them in the written trajectories."""
+    from dialogue_gym.evaluation import load_trajectories
+
+    env_kwargs = json.dumps({"user": "llm", "user_backend": {"name": "canned", "replies": ["I'm Alex, how can I help you?"]}})
+    out = tmp_path / "run.jsonl"
+    argv = ["eval", "SEAD-Outbound-v0", "--agent", "sop", "--episodes", "4", "--bootstrap", "0", "--quiet", "--env-kwargs", env_kwargs]
+    assert main([*argv, "--out", str(out), "--invalid-on-unhealthy"]) == 0
+    printed = capsys.readouterr()
+    assert "counterpart health, sop" in printed.out and "| user |" in printed.out
+    assert "WARNING: sop:" in printed.err
+    assert "sop: 4 of 4 episodes left out (a counterpart failed its health checks)" in printed.out
+    assert all("unhealthy" in trajectory.meta for trajectory in load_trajectories(out))
+    assert main(argv) == 0
+    assert "episodes left out" not in capsys.readouterr().out

@@ -1,13 +1,26 @@
-"""evaluate(out=...) writes strict JSON, and never a partial batch."""
+"""evaluate: the stratified evaluation order, repeats, shards, and where trajectories go (strict
+JSON, never a partial batch, never appended to an existing file by accident)."""
 
 import json
 import math
+from collections import Counter
 
+import gymnasium as gym
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dialogue_gym  # noqa: F401
-from dialogue_gym.errors import ScenarioError
-from dialogue_gym.evaluation import evaluate, load_trajectories
+from dialogue_gym.errors import ConfigError, ScenarioError
+from dialogue_gym.evaluation import (
+    EvaluationOrder,
+    Evaluator,
+    coverage_note,
+    episode_seed,
+    evaluate,
+    load_trajectories,
+    stratified_permutation,
+)
 from dialogue_gym.scenarios.sead.game import SeadGame
 
 
@@ -23,15 +36,140 @@ def test_trajectories_are_written_as_strict_json(tmp_path):
 
 def test_a_non_finite_number_is_refused_and_no_partial_batch_is_written(tmp_path, monkeypatch):
     recorded = SeadGame.trajectory
+    second = EvaluationOrder(SeadGame().evaluation_strata(), 0).start(1)
 
     def with_a_nan_in_the_second_episode(game):
         trajectory = recorded(game)
-        if game.seed == 1:
+        if game.seed == second:
             trajectory.reward_terms["agent/probe"] = math.nan
         return trajectory
 
     monkeypatch.setattr(SeadGame, "trajectory", with_a_nan_in_the_second_episode)
     out = tmp_path / "run.jsonl"
-    with pytest.raises(ScenarioError, match=r"trajectory\['reward_terms'\]\['agent/probe'\] = nan .*seed 1\)"):
+    with pytest.raises(ScenarioError, match=rf"trajectory\['reward_terms'\]\['agent/probe'\] = nan .*seed {second}\)"):
         evaluate("SEAD-Outbound-v0", "sop", 2, out=out, batch_size=2)
     assert out.read_text() == ""
+
+
+# -- the evaluation order ------------------------------------------------------------------------
+
+def _strata(env_id, **kwargs):
+    return gym.make(env_id, **kwargs).unwrapped.game.evaluation_strata()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    strata=st.lists(st.fixed_dictionaries({}, optional={"a": st.integers(0, 2), "b": st.integers(0, 4)}), min_size=1, max_size=30),
+    seed=st.integers(0, 2**40),
+    cycles=st.integers(1, 3),
+)
+def test_every_prefix_plays_each_stratum_floor_or_ceil_of_its_share(strata, seed, cycles):
+    size = len(strata)
+    starts = EvaluationOrder(strata, seed).starts(cycles * size)
+    for cycle in range(cycles):
+        assert sorted(starts[cycle * size : (cycle + 1) * size]) == list(range(cycle * size, (cycle + 1) * size))
+    played = Counter()
+    for length, start in enumerate(starts, start=1):
+        played[start % size] += 1
+        low, high = length // size, -(-length // size)
+        assert all(low <= played[stratum] <= high for stratum in range(size)), (length, played)
+
+
+@pytest.mark.parametrize(
+    "env_id, kwargs", [("SEAD-Outbound-v0", {}), ("RLADA-Banking-v0", {}), ("TRACER-UserSim-v0", {}), ("RLADA-Banking-v0", {"scenario_set": "arena"})]
+)
+def test_every_prefix_is_within_one_and_a_half_episodes_of_each_facets_share(env_id, kwargs):
+    strata = _strata(env_id, **kwargs)
+    for seed in range(3):
+        order = stratified_permutation(strata, seed)
+        for facet in strata[0]:
+            share = Counter(stratum[facet] for stratum in strata)
+            played = Counter()
+            for length, pick in enumerate(order, start=1):
+                played[strata[pick][facet]] += 1
+                assert all(abs(played[value] - length * total / len(strata)) <= 1.5 for value, total in share.items())
+
+
+def test_ten_sead_episodes_play_every_cooperation_level_twice():
+    """The issue's case: the old order played the 10 cooperation-0 states first (sop CR 0.000 at 10 episodes)."""
+    strata = _strata("SEAD-Outbound-v0")
+    for seed in range(5):
+        cooperation = Counter(strata[start % 120]["cooperation"] for start in EvaluationOrder(strata, seed).starts(10))
+        assert cooperation == {level: 2 for level in range(5)}
+
+
+def test_a_multiple_of_the_strata_plays_the_same_starts_and_seeds_as_the_plain_order():
+    trajectories = evaluate("SEAD-Outbound-v0", "sop", 240, seed=4)
+    assert sorted(t.meta["start"] for t in trajectories) == list(range(240))
+    game = gym.make("SEAD-Outbound-v0").unwrapped.game
+    for trajectory in trajectories[:20]:
+        start = trajectory.meta["start"]
+        assert trajectory.seed == 4 + start
+        assert trajectory.profile == game.evaluation_options(start, 4)["profile"]
+    assert [t.meta["start"] for t in evaluate("SEAD-Outbound-v0", "sop", 12, seed=5)] != [t.meta["start"] for t in trajectories[:12]]
+
+
+def test_coverage_note_counts_the_strata_played_and_each_facet():
+    strata = _strata("SEAD-Outbound-v0")
+    assert coverage_note(strata, 240, 0) is None and coverage_note((), 7, 0) is None
+    note = coverage_note(strata, 130, 0)
+    assert "130 episodes is not a multiple of the 120 strata" in note and "10 played 2x, 110 played 1x" in note
+    # cooperation has 24 states per level: 130 * 24 / 120 = 26.0 proportional.
+    assert "cooperation (played/proportional): 0 26/26.0, 1 26/26.0" in note
+
+
+def test_repeats_replay_each_start_with_other_seeds():
+    trajectories = evaluate("SEAD-Outbound-v0", "adaptive", 4, seed=2, repeats=3)
+    assert [(t.meta["start"], t.meta["repeat"]) for t in trajectories[:3]] == [(trajectories[0].meta["start"], r) for r in range(3)]
+    assert len(trajectories) == 12 and len({t.seed for t in trajectories}) == 12
+    for trajectory in trajectories:
+        start, repeat = trajectory.meta["start"], trajectory.meta["repeat"]
+        assert trajectory.seed == episode_seed(2, start, repeat) and (repeat or trajectory.seed == 2 + start)
+    by_start = {}
+    for trajectory in trajectories:
+        by_start.setdefault(trajectory.meta["start"], []).append(trajectory)
+    assert all(len({json.dumps(t.profile) for t in group}) == 1 for group in by_start.values())
+    transcripts = {tuple(turn.text for turn in t.turns) for t in trajectories}
+    assert len(transcripts) > len(by_start)
+
+
+def test_shards_of_a_repeated_run_add_up_to_the_run():
+    whole = evaluate("RLADA-Banking-v0", "keyword", 6, seed=1, repeats=2)
+    evaluator = Evaluator("RLADA-Banking-v0", "keyword", batch_size=3)
+    shards = evaluator.run(2, 1, repeats=2) + evaluator.run(4, 1, repeats=2, first_episode=2)
+    assert [t.to_dict() for t in shards] == [t.to_dict() for t in whole]
+
+
+def test_for_agent_shares_the_env_and_plays_like_a_fresh_evaluator():
+    first = Evaluator("SEAD-Outbound-v0", "sop")
+    second = first.for_agent("adaptive")
+    assert second.environment is first.environment and second.agent_name == "adaptive" and first.agent_name == "sop"
+    assert [t.to_dict() for t in second.run(5, 3)] == [t.to_dict() for t in evaluate("SEAD-Outbound-v0", "adaptive", 5, seed=3)]
+    with pytest.raises(ConfigError, match=r"agent='adaptiv' is not a known agent policy \(did you mean 'adaptive'\?\)"):
+        first.for_agent("adaptiv")
+
+
+# -- where trajectories go -----------------------------------------------------------------------
+
+
+def test_out_refuses_an_existing_file_unless_append(tmp_path):
+    out = tmp_path / "run.jsonl"
+    evaluate("SEAD-Outbound-v0", "sop", 2, out=out)
+    with pytest.raises(ConfigError, match=r"run.jsonl' already exists \(\d+ bytes\); choose a new path, delete it, or append"):
+        evaluate("SEAD-Outbound-v0", "sop", 2, out=out)
+    assert len(out.read_text().splitlines()) == 2
+    evaluate("SEAD-Outbound-v0", "sop", 2, out=out, append=True)
+    assert len(out.read_text().splitlines()) == 4
+
+
+def test_a_bad_out_path_is_a_config_error_before_any_episode(tmp_path, monkeypatch):
+    monkeypatch.setattr(Evaluator, "run", lambda *a, **k: pytest.fail("an episode ran"))
+    with pytest.raises(ConfigError, match=r"the folder '.*missing' does not exist; create it first"):
+        evaluate("SEAD-Outbound-v0", "sop", 2, out=tmp_path / "missing" / "run.jsonl")
+    with pytest.raises(ConfigError, match="is a folder; give a file path"):
+        evaluate("SEAD-Outbound-v0", "sop", 2, out=tmp_path)
+
+
+def test_learner_in_env_kwargs_is_refused_with_the_fix():
+    with pytest.raises(ConfigError, match=r"env_kwargs hold learner='user'; .*`--learner`"):
+        evaluate("SEAD-Outbound-v0", "sop", 1, env_kwargs={"learner": "user"})

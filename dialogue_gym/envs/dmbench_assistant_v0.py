@@ -73,6 +73,11 @@ false, ``parsed["requested_intent_level"]`` kept), so ``max_user_turns`` must be
   once and have larger probe and empathy pools (``data/sop.json``); the SYNTHETIC reference sample
   was regenerated. ``dialogue-gym audit DMBench-Assistant-v0``
   passes at 600 episodes; baselines re-measured in the README.
+* v0, counterpart health (unreleased, no bump; issue 16): every user and assistant turn carries a
+  health record in ``turn.parsed["health"]`` (format, repairs, role reversal, rule violations:
+  ``scenarios/tracer/health.py``; the LLM judge's in ``meta["response_quality"]["health"]``). The
+  LLM-played user's prompt gained a few-shot turn in the exact format and a stay-in-role line, and an
+  LLM user stops at ``</reply>`` (an LLM assistant at a blank line). Scripted play is unchanged.
 """
 
 from __future__ import annotations

@@ -37,9 +37,11 @@ the intent 0), 0.5 each, plus ``inverse_agent`` = -0.5 x the agent's total rewar
 A turn a person would not understand (word salad, made-up words, a keyword list, a bare "?") or that
 near-repeats an earlier turn of the customer scores 0 on format, realism and concealment.
 ``inverse_agent`` is positive only for a customer that mentioned a fact of its case, told the truth about
-its problem (no turn asserting a problem another tool serves, side worries in one turn only: otherwise
-that turn scores realism and concealment 0 and the call's realism is halved) and did not withhold it
-(after three real questions before the agent's domain tool, it had stated it). A customer that
+its problem (no turn asserting a problem another tool serves, side worries in one turn only and beside
+a story that told its own problem, by its tools' cues or its family's signs, before the agent acted:
+otherwise that turn scores realism 0, the call's realism is halved and the call earns no concealment)
+and did not withhold it (after three real questions before the agent's domain tool, it had stated it).
+A customer that
 ends the call itself (hang-up) concedes it: ``conceded`` = -0.5 x max(agent total, 3.0) replaces
 ``inverse_agent``, so leaving before the agent can act (which earned +1.375, more than any style) is
 never worth more than staying and losing. The default opponent, the ``keyword`` router, routes only
@@ -78,6 +80,14 @@ As RLADA-Banking-v0; ``learner`` defaults to ``"customer"`` and ``agent`` ("keyw
   after three real questions. A blind script of fresh grounded misleading lines earned about 1.5 (agent
   PASS 0.0) against camouflage's ~1.0; it now earns 0.775. Camouflage 1.022 -> 1.017, direct and vague and
   every agent-side number unchanged. Turn records gain ``invents_problem`` and ``discloses``.
+* v0, a side worry needs the customer's own story (issue 9, unreleased, no bump): one hedged side worry and
+  never the real problem scored 1.473 against camouflage's 1.017 (the keyword router acts on the worry at
+  once), and a fluent false claim then acknowledgements 0.800 (above the degenerate bound, 0.767). A side worry in
+  a call whose story never told the customer's own problem before the agent acted (``lexicon.json``
+  ``problem_signs``, ``reading.told_problem``) now invents a problem, and an untruthful call earns no
+  concealment: the two score 0.56. Every packaged customer line tells its own problem, so the fair styles
+  keep their order and scores (camouflage loses 0.002: its one false-positive opener). Turn records gain
+  ``side_worry``; trajectories ``meta["customer_told_problem"]``.
 """
 
 from __future__ import annotations

@@ -21,6 +21,11 @@ from dialogue_gym.simulators.base import RolePolicy
 _ROLE_SUFFIXES = ("", "_backend", "_sampling")
 
 
+def role_keywords(roles: tuple[str, ...]) -> list[str]:
+    """The keywords the single-agent and vector views take for the roles (the rest are game config)."""
+    return ["learner", *(role + suffix for role in roles for suffix in _ROLE_SUFFIXES)]
+
+
 @dataclass(frozen=True)
 class RolePlayers:
     """Who plays which role: ``specs[role] = (policy spec, backend spec, sampling)``."""
@@ -31,7 +36,7 @@ class RolePlayers:
     @classmethod
     def split(cls, kwargs: dict[str, Any], roles: tuple[str, ...], defaults: dict[str, Any], learner: str) -> tuple[RolePlayers, dict[str, Any]]:
         """Separate role keywords from game-config keywords."""
-        names = {"learner"} | {role + suffix for role in roles for suffix in _ROLE_SUFFIXES}
+        names = set(role_keywords(roles))
         specs = {role: (kwargs.get(role, defaults.get(role)), kwargs.get(f"{role}_backend"), kwargs.get(f"{role}_sampling")) for role in roles}
         config = {key: value for key, value in kwargs.items() if key not in names}
         return cls(kwargs.get("learner", learner), specs), config
@@ -48,13 +53,10 @@ class ScenarioViews:
     default_players: dict[str, Any] = {}
 
     @classmethod
-    def new_game(cls, config: dict[str, Any]) -> Game:
-        return cls.game_class(build_config(cls.game_class.config_class, config))
-
-    @classmethod
     def split(cls, kwargs: dict[str, Any]) -> tuple[RolePlayers, Game]:
-        players, config = RolePlayers.split(kwargs, cls.game_class.roles, cls.default_players, cls.default_learner)
-        return players, cls.new_game(config)
+        roles = cls.game_class.roles
+        players, config = RolePlayers.split(kwargs, roles, cls.default_players, cls.default_learner)
+        return players, cls.game_class(build_config(cls.game_class.config_class, config, role_keywords(roles)))
 
 
 class ScenarioEnv(ScenarioViews, DialogueEnv):

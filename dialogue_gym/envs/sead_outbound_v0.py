@@ -71,6 +71,11 @@ the agent when the user learns), ``user`` ("scripted" | "llm"), ``agent_backend`
   lands (it used to be the guide keyword twice). The ``sop`` script now reads the offer and then the
   walkthrough twice in other words. Scripted baselines re-measured (1200 episodes, seed 0): CR
   random 0.072 -> 0.002, sop 0.360 -> 0.252, adaptive 0.629 -> 0.602, oracle 0.771 -> 0.677.
+* v0, counterpart health (unreleased, no bump; issue 16): every agent and user turn carries a
+  health record in ``turn.parsed["health"]`` (format, repairs, role reversal, rule violations:
+  ``scenarios/sead/health.py``, ``data/health.json``). Both roles' prompts gained a few-shot turn in
+  the exact format (the owner's also a stay-in-role line), and an LLM owner stops at ``</status>``
+  (an LLM caller at ``</trust_score>``). Scripted play is unchanged.
 """
 
 from __future__ import annotations

@@ -77,6 +77,11 @@ false, ``parsed["requested_intent_level"]`` kept), so ``max_user_turns`` must be
   R_fmt; the scripted users read the assistant sentence by sentence (``data/UNDERSTANDING.md``); the
   SYNTHETIC reference sample was regenerated with that user. ``dialogue-gym audit TRACER-UserSim-v0``
   plays degenerate and blind users against the fair ones; baselines re-measured in the README.
+* v0, counterpart health (unreleased, no bump; issue 16): every user and assistant turn carries a
+  health record in ``turn.parsed["health"]`` (format, repairs, role reversal, rule violations:
+  ``scenarios/tracer/health.py``; the LLM judge's in ``meta["response_quality"]["health"]``). The
+  LLM-played user's prompt gained a few-shot turn in the exact format and a stay-in-role line, and an
+  LLM user stops at ``</reply>`` (an LLM assistant at a blank line). Scripted play is unchanged.
 """
 
 from __future__ import annotations

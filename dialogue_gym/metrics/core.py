@@ -116,3 +116,66 @@ def split_failures(trajectories: Sequence[Trajectory]) -> tuple[list[Trajectory]
         "backend_failures": backend_failures(everything),
         "backend_failure_rate": backend_failure_rate(everything),
     }
+
+
+def pass_hat_k(successes: Sequence[int], trials: Sequence[int], k: int) -> float:
+    """tau-bench's pass^k: the chance that ``k`` trials of a start, drawn without replacement from its
+    ``trials``, all succeed, averaged over starts: mean of ``C(c, k) / C(n, k)`` for a start with ``c``
+    successes in ``n`` trials. With ``n == k`` it is the fraction of starts whose every trial succeeded;
+    pass^1 is the success rate. NaN for no starts."""
+    per_start = pass_hat_k_per_start(successes, trials, k)
+    return float(per_start.mean()) if per_start.size else math.nan
+
+
+def pass_hat_k_per_start(successes: Sequence[int], trials: Sequence[int], k: int) -> np.ndarray:
+    """``C(c, k) / C(n, k)`` per start (see :func:`pass_hat_k`), so starts can be resampled."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ConfigError(f"k must be an int >= 1, got {k!r}.")
+    if len(successes) != len(trials):
+        raise ConfigError(f"successes and trials must have one entry per start, got {len(successes)} and {len(trials)}.")
+    values = []
+    for start, (c, n) in enumerate(zip(successes, trials)):
+        if not 0 <= c <= n:
+            raise ConfigError(f"start {start}: successes must be in 0..trials, got {c} of {n}.")
+        if n < k:
+            raise ConfigError(f"pass^{k} needs at least {k} trials of every start; start {start} has {n}. Play more repeats.")
+        values.append(math.comb(c, k) / math.comb(n, k))
+    return np.asarray(values, dtype=float)
+
+
+def bootstrap_resamples(units: int, resamples: int = 1000, seed: int = 0) -> np.ndarray:
+    """Row indices of ``resamples`` bootstrap resamples of ``units`` units, shape ``(resamples, units)``,
+    drawn with replacement from a fixed-seed generator (so a report's intervals are reproducible)."""
+    for name, value, minimum in (("units", units, 1), ("resamples", resamples, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ConfigError(f"{name} must be an int >= {minimum}, got {value!r}.")
+    return np.random.default_rng(seed).integers(0, units, size=(resamples, units))
+
+
+def ratio_of_sums(numerators: Sequence[float], denominators: Sequence[float]) -> float:
+    """``sum(numerators) / sum(denominators)``: a rate or mean over episodes (denominators 1, or 0 for an
+    episode left out), or a mean over turns (denominators the turn counts). NaN when the denominator is 0."""
+    total = float(np.sum(denominators))
+    return float(np.sum(numerators)) / total if total else math.nan
+
+
+def resampled_ratios(numerators: Sequence[float], denominators: Sequence[float], resamples: np.ndarray) -> np.ndarray:
+    """:func:`ratio_of_sums` of every resample (a row of unit indices from :func:`bootstrap_resamples`);
+    NaN for a resample whose denominator is 0."""
+    numerators, denominators = np.asarray(numerators, dtype=float), np.asarray(denominators, dtype=float)
+    totals = denominators[resamples].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(totals > 0, numerators[resamples].sum(axis=1) / np.where(totals > 0, totals, 1), math.nan)
+
+
+def percentile_interval(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """The percentile bootstrap interval: the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2``
+    quantiles of the finite ``samples`` (NaN, NaN when there are none)."""
+    if not 0 < confidence < 1:
+        raise ConfigError(f"confidence must be in (0, 1), got {confidence!r}.")
+    finite = np.asarray(samples, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    if not finite.size:
+        return (math.nan, math.nan)
+    low, high = np.quantile(finite, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return (float(low), float(high))

@@ -19,16 +19,22 @@ The recurrence is tslearn's, ``D(i, j) = C(i, j) + min(D(i-1, j-1), D(i-1, j), D
 path is traced back from the end preferring the diagonal, then ``(i-1, j)``, then ``(i, j-1)`` on ties,
 so paths equal tslearn's too.
 
-Batches of univariate sequences (intent trajectories) run on one of four backends:
-``"numba"`` (a compiled kernel, the default: numba is already a dependency of tslearn), ``"numpy"``
-(a vectorised anti-diagonal wavefront over the whole batch), ``"torch"`` (the same wavefront in torch)
-and ``"tslearn"`` (one ``dtw_path_from_metric`` call per pair, the reference).
-``python benchmarks/dtw_throughput.py`` measures them side by side.
+**Batches** of univariate sequences (intent trajectories) come in any of three forms, none of which
+costs Python work per pair: a list of sequences of any lengths (lists or 1-D arrays, packed with one
+concatenation), a 2-D array with one equal-length sequence per row, or a :class:`PackedSequences`
+(``values`` laid end to end and ``offsets``), the layout the kernels read, which costs nothing to take.
+They run on one of four backends: ``"numba"`` (a compiled kernel over the packed layout, the default:
+numba is already a dependency of tslearn; ``n_jobs`` threads), ``"numpy"`` (a vectorised
+anti-diagonal wavefront over the whole batch), ``"torch"`` (the same wavefront in torch) and
+``"tslearn"`` (one ``dtw_path_from_metric`` call per pair, the reference). Every backend and every
+``n_jobs`` gives the same costs, bit for bit. ``python benchmarks/dtw_throughput.py`` measures them
+side by side, with dtaidistance as a peer.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -50,12 +56,21 @@ def _check_metric(metric: str, allowed: tuple[str, ...] = METRICS) -> str:
     return metric
 
 
-def _sequence(value: Any, name: str) -> np.ndarray:
-    """A non-empty finite float64 array of shape (T,) or (T, d)."""
+def _real(value: Any, name: str) -> np.ndarray:
+    """``value`` as a float64 array, converted as NumPy converts; complex numbers are refused rather
+    than cast (NumPy would drop the imaginary part)."""
     try:
-        array = np.asarray(value, dtype=np.float64)
+        array = np.asarray(value)
+        if array.dtype.kind != "c":
+            return array.astype(np.float64, copy=False)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{name} must be a sequence of numbers (or of equal-length vectors), got {value!r:.80}.") from exc
+    raise ConfigError(f"{name} must hold real numbers, got dtype {array.dtype}: {value!r:.80}.")
+
+
+def _sequence(value: Any, name: str) -> np.ndarray:
+    """A non-empty finite float64 array of shape (T,) or (T, d)."""
+    array = _real(value, name)
     if array.ndim not in (1, 2) or array.shape[0] == 0:
         raise ConfigError(
             f"{name} must be a non-empty 1-D sequence (T,) or a 2-D array (T, d), got shape {array.shape}: {value!r:.80}."
@@ -134,31 +149,81 @@ def _trace_path(acc: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
     return path[: k + 1][::-1]
 
 
-@numba.njit(cache=True, nogil=True)
-def _batch_kernel(values_a, offsets_a, values_b, offsets_b, index_a, index_b, squared, out):  # pragma: no cover
-    """DTW cost of the pairs ``(index_a[k], index_b[k])`` of flat-packed 1-D sequences, one rolling row.
+_PAIRED, _CROSS, _SELF = 0, 1, 2
+"""Which pairs a batch kernel computes: ``(a[k], b[k])``; every ``(a[i], b[j])`` into an
+``len(a) x len(b)`` matrix; every ``(a[i], a[j])``, ``i < j`` once, into a symmetric matrix with a zero diagonal."""
 
-    Same recurrence and operation order as :func:`_accumulate` (local + min of three), so equal to it."""
-    row = np.empty(64)
-    for k in range(index_a.shape[0]):
-        a0, a1 = offsets_a[index_a[k]], offsets_a[index_a[k] + 1]
-        b0, b1 = offsets_b[index_b[k]], offsets_b[index_b[k] + 1]
-        m = b1 - b0
-        if row.shape[0] < m:
-            row = np.empty(m)
-        for i in range(a1 - a0):
-            x = values_a[a0 + i]
-            diagonal = 0.0 if i == 0 else np.inf
-            left = np.inf
-            for j in range(m):
-                difference = x - values_b[b0 + j]
-                local = difference * difference if squared else abs(difference)
-                up = row[j] if i > 0 else np.inf
-                value = local + min(up, left, diagonal)
-                diagonal = up
-                row[j] = value
-                left = value
-        out[k] = row[m - 1]
+_BLOCK = 256
+"""Pairs per parallel work item: ~25 us of work, enough that handing it to a thread costs nothing,
+few enough that a thread slowed by another process does not hold up the batch."""
+
+
+@numba.njit(cache=True, nogil=True)
+def _pair_cost(a, b, squared, row):  # pragma: no cover - compiled
+    """DTW cost of ``a`` against ``b``, keeping one row of the cumulative matrix in ``row`` (at least
+    ``len(b)`` long).
+
+    Equal to :func:`_accumulate` (tslearn's recurrence), bit for bit: ``min`` is exact, and
+    ``local + min(x, y, z)`` is the same single rounding whichever order the minimum is taken in. The
+    first row and column have one finite predecessor each, so they are running sums and the inner loop
+    needs no branch."""
+    m = b.shape[0]
+    x = a[0]
+    left = 0.0
+    for j in range(m):
+        difference = x - b[j]
+        left = (difference * difference if squared else abs(difference)) + left
+        row[j] = left
+    for i in range(1, a.shape[0]):
+        x = a[i]
+        difference = x - b[0]
+        diagonal = row[0]
+        left = (difference * difference if squared else abs(difference)) + diagonal
+        row[0] = left
+        for j in range(1, m):
+            up = row[j]
+            difference = x - b[j]
+            left = (difference * difference if squared else abs(difference)) + min(left, min(up, diagonal))
+            diagonal = up
+            row[j] = left
+    return row[m - 1]
+
+
+@numba.njit(cache=True, nogil=True)
+def _costs_range(values_a, offsets_a, values_b, offsets_b, mode, squared, width, out, start, stop):  # pragma: no cover
+    """Costs ``start:stop`` of a batch into ``out`` (see ``_PAIRED``, ``_CROSS``, ``_SELF``; the
+    matrix modes number the pairs row by row, ``k = i * len(b) + j``). ``width`` is the longest ``b``."""
+    row = np.empty(width)
+    if mode == _PAIRED:
+        for k in range(start, stop):
+            out[k] = _pair_cost(values_a[offsets_a[k] : offsets_a[k + 1]], values_b[offsets_b[k] : offsets_b[k + 1]], squared, row)
+        return out
+    columns = offsets_b.shape[0] - 1
+    i, j = start // columns, start % columns
+    for k in range(start, stop):
+        if mode == _CROSS or j > i:
+            cost = _pair_cost(values_a[offsets_a[i] : offsets_a[i + 1]], values_b[offsets_b[j] : offsets_b[j + 1]], squared, row)
+            out[k] = cost
+            if mode == _SELF:
+                out[j * columns + i] = cost
+        elif j == i:
+            out[k] = 0.0
+        j += 1
+        if j == columns:
+            i, j = i + 1, 0
+    return out
+
+
+@numba.njit(cache=True, parallel=True)
+def _costs_parallel(values_a, offsets_a, values_b, offsets_b, mode, squared, width, out):  # pragma: no cover
+    """:func:`_costs_range` over the whole batch, ``_BLOCK`` pairs per work item, on numba's threads.
+
+    It keeps the GIL (no ``nogil``) so that two Python threads never start a parallel region at once,
+    which numba's ``workqueue`` threading layer does not survive."""
+    count = out.shape[0]
+    for block in numba.prange(-(-count // _BLOCK)):  # ceil(count / _BLOCK) blocks, the last one short
+        start = block * _BLOCK
+        _costs_range(values_a, offsets_a, values_b, offsets_b, mode, squared, width, out, start, min(count, start + _BLOCK))
     return out
 
 
@@ -191,8 +256,71 @@ def dtw_path_from_cost(cost: Any) -> tuple[list[tuple[int, int]], float]:
 
 
 # -- batches of univariate sequences ------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class PackedSequences:
+    """Univariate sequences of any lengths laid end to end: sequence ``k`` is
+    ``values[offsets[k]:offsets[k + 1]]``.
+
+    This is the layout the batch kernels read, so :func:`batch_dtw` and :func:`cdist_dtw` take it with
+    no packing at all. Build one with :func:`pack_sequences`, or from arrays already laid out this way:
+    ``values`` of any real dtype (kept as float64), ``offsets`` integers from 0 to ``len(values)``,
+    strictly increasing (every sequence has at least one point). Both are checked here and again on
+    each use (a few microseconds), since the arrays may be the caller's own and change later."""
+
+    values: np.ndarray
+    offsets: np.ndarray
+
+    def __post_init__(self) -> None:
+        values, offsets = _checked_layout(self.values, self.offsets, "PackedSequences")
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "offsets", offsets)
+
+    def __len__(self) -> int:
+        return self.offsets.size - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+
+def pack_sequences(seqs: Any) -> PackedSequences:
+    """``seqs`` (a list of univariate sequences, or a 2-D array of equal-length rows) as
+    :class:`PackedSequences`, to pack once and reuse."""
+    return PackedSequences(*_packed(seqs, "seqs"))
+
+
+def _checked_layout(values: Any, offsets: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, offsets)`` as contiguous float64 / int64 arrays, checked so that the kernels, which do
+    not bounds-check, only read inside ``values``; errors name the offending sequence ``name[k]``."""
+    values = np.ascontiguousarray(_real(values, f"{name} values"))
+    offsets = np.asarray(offsets)
+    if values.ndim != 1:
+        raise ConfigError(f"{name} values must be 1-D (sequences laid end to end), got shape {values.shape}.")
+    if offsets.ndim != 1 or offsets.size == 0 or offsets.dtype.kind not in "iu":
+        raise ConfigError(
+            f"{name} offsets must be a non-empty 1-D array of integers (len(sequences) + 1 of them), "
+            f"got dtype {offsets.dtype} and shape {offsets.shape}."
+        )
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    if offsets[0] != 0 or offsets[-1] != values.size:
+        raise ConfigError(
+            f"{name} offsets must run from 0 to len(values) = {values.size}, got {offsets[0]} to {offsets[-1]}."
+        )
+    lengths = np.diff(offsets)
+    if lengths.size and lengths.min() <= 0:
+        k = int(np.argmax(lengths <= 0))
+        if lengths[k] < 0:
+            raise ConfigError(f"{name} offsets must increase, got offsets[{k}] = {offsets[k]} > offsets[{k + 1}] = {offsets[k + 1]}.")
+        raise ConfigError(f"{name}[{k}] must be a non-empty 1-D sequence, got an empty one; DTW needs a point of each sequence.")
+    finite = np.isfinite(values)
+    if not finite.all():
+        k = int(np.searchsorted(offsets, np.argmin(finite), side="right")) - 1
+        raise ConfigError(f"{name}[{k}] must hold finite numbers, got {values[offsets[k] : offsets[k + 1]]!r:.80}.")
+    return values, offsets
+
+
 def _check_sequences(values: Any, name: str) -> None:
-    """Validate item by item, raising the precise error (the slow path of :func:`_packed`)."""
+    """Validate item by item, raising the precise error (the slow path of :func:`_packed_list`)."""
     for position, value in enumerate(values):
         sequence = _sequence(value, f"{name}[{position}]")
         if sequence.ndim != 1:
@@ -202,33 +330,54 @@ def _check_sequences(values: Any, name: str) -> None:
             )
 
 
-def _packed(values: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(flat values, offsets)`` of a list of univariate sequences, validated: sequence ``k`` is
-    ``flat[offsets[k]:offsets[k + 1]]``. One concatenation, so packing costs well under a microsecond a sequence."""
-    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
-        raise ConfigError(f"{name} must be a list of sequences, got {type(values).__name__}: {values!r:.80}.")
+def _packed_list(values: Sequence[Any], name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A list of sequences packed with one pass in C: the lengths through ``len``, the values by one
+    concatenation (arrays) or one ``fromiter`` (lists), well under a microsecond a sequence."""
     offsets = np.zeros(len(values) + 1, dtype=np.int64)
     if not len(values):
         return np.zeros(0), offsets
-    try:
-        np.cumsum(np.fromiter(map(len, values), dtype=np.int64, count=len(values)), out=offsets[1:])
-        if isinstance(values[0], np.ndarray):
-            flat = np.concatenate(values).astype(np.float64, copy=False)
-        else:
-            flat = np.fromiter(itertools.chain.from_iterable(values), dtype=np.float64, count=int(offsets[-1]))
-    except (TypeError, ValueError):
-        flat = None
-    lengths = np.diff(offsets)
-    if flat is None or flat.ndim != 1 or flat.size != offsets[-1] or not lengths.all() or not np.isfinite(flat).all():
+    flat = None
+    if not isinstance(values[0], (str, bytes)):  # fromiter would read "12" as the sequence 1, 2
+        try:
+            np.cumsum(np.fromiter(map(len, values), dtype=np.int64, count=len(values)), out=offsets[1:])
+            if isinstance(values[0], np.ndarray):
+                flat = np.concatenate(values)
+            else:
+                flat = np.fromiter(itertools.chain.from_iterable(values), dtype=np.float64, count=int(offsets[-1]))
+        except (TypeError, ValueError):
+            flat = None
+    if flat is None or flat.ndim != 1 or flat.dtype.kind == "c":
         _check_sequences(values, name)
         raise ConfigError(f"{name} must be a list of non-empty univariate numeric sequences, got {values!r:.80}.")
-    return flat, offsets
+    return _checked_layout(flat, offsets, name)
+
+
+def _packed(values: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(flat values, offsets)`` of a batch in any of its three forms (see the module doc), validated."""
+    if isinstance(values, PackedSequences):
+        return _checked_layout(values.values, values.offsets, name)
+    if isinstance(values, np.ndarray) and values.dtype != object:
+        if values.ndim != 2:
+            hint = ""
+            if values.ndim == 1:
+                hint = ": that is one sequence, pass [sequence] or call dtw()"
+            elif values.ndim == 3 and values.shape[2] == 1:
+                hint = ": for tslearn's (n, T, 1) layout pass array[..., 0]"
+            raise ConfigError(
+                f"{name} as an array must be 2-D, one equal-length sequence per row, got shape {values.shape}"
+                f"{hint}; sequences of different lengths go in a list or PackedSequences."
+            )
+        offsets = np.arange(values.shape[0] + 1, dtype=np.int64) * values.shape[1]
+        return _checked_layout(_real(values, name).reshape(-1), offsets, name)
+    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
+        raise ConfigError(f"{name} must be a list of sequences, got {type(values).__name__}: {values!r:.80}.")
+    return _packed_list(values, name)
 
 
 def _padded(values: np.ndarray, offsets: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The sequences ``index`` of a packed list as a zero-padded matrix, and their lengths."""
+    """The sequences ``index`` (at least one) of a packed list as a zero-padded matrix, and their lengths."""
     lengths = (offsets[index + 1] - offsets[index]).astype(np.int64)
-    width = int(lengths.max()) if lengths.size else 0
+    width = int(lengths.max())
     columns = np.arange(width)
     valid = columns[None, :] < lengths[:, None]
     padded = np.zeros((index.size, width))
@@ -302,48 +451,115 @@ def _check_backend(backend: str) -> str:
     return backend
 
 
-def _batch(packed_a, packed_b, index_a, index_b, metric: str, backend: str) -> np.ndarray:
+def _threads(n_jobs: Any) -> int:
+    """The number of threads ``n_jobs`` asks for: -1 all that numba may start, else 1 to that many."""
+    most = numba.config.NUMBA_NUM_THREADS
+    if not isinstance(n_jobs, bool) and isinstance(n_jobs, (int, np.integer)):
+        if n_jobs == -1:
+            return most
+        if 1 <= n_jobs <= most:
+            return int(n_jobs)
+    raise ConfigError(
+        f"n_jobs={n_jobs!r} is not a thread count here; use -1 for all {most} threads numba may start "
+        f"(NUMBA_NUM_THREADS) or a number from 1 to {most}."
+    )
+
+
+class _ThreadPool:
+    """Whether this process may start numba's threads. GNU OpenMP (numba's ``omp`` threading layer)
+    kills a forked child that starts a parallel region once its parent had ("fork() called from a
+    process already using GNU OpenMP"), so a child forked after the pool started runs the serial kernel."""
+
+    started = False
+    inherited = False
+
+
+def _after_fork_in_child() -> None:
+    _ThreadPool.inherited = _ThreadPool.started
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _numba_costs(packed_a, packed_b, mode: int, squared: bool, threads: int, size: int) -> np.ndarray:
+    out = np.empty(size)
+    if not size:
+        return out
+    width = int(np.diff(packed_b[1]).max())
+    if threads == 1 or size <= _BLOCK or _ThreadPool.inherited:
+        return _costs_range(*packed_a, *packed_b, mode, squared, width, out, 0, size)
+    _ThreadPool.started = True
+    previous = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        # Blocks handed out one at a time as threads free up, not split evenly in advance: on shared
+        # cores one thread can run at half speed.
+        with numba.parallel_chunksize(1):
+            return _costs_parallel(*packed_a, *packed_b, mode, squared, width, out)
+    finally:
+        numba.set_num_threads(previous)
+
+
+def _costs(packed_a, packed_b, mode: int, metric: str, backend: str, threads: int) -> np.ndarray:
+    """Flat costs of the pairs ``mode`` names: ``len(a)`` of them, or a row-major ``len(a) x len(b)`` matrix."""
+    count_a, count_b = packed_a[1].size - 1, packed_b[1].size - 1
     squared = metric == "sqeuclidean"
-    index_a, index_b = index_a.astype(np.int64, copy=False), index_b.astype(np.int64, copy=False)
     if backend == "numba":
-        return _batch_kernel(*packed_a, *packed_b, index_a, index_b, squared, np.empty(index_a.size))
+        return _numba_costs(packed_a, packed_b, mode, squared, threads, count_a if mode == _PAIRED else count_a * count_b)
+    if mode == _PAIRED:
+        index_a = index_b = np.arange(count_a, dtype=np.int64)
+    elif mode == _CROSS:
+        index_a, index_b = (index.ravel() for index in np.meshgrid(np.arange(count_a), np.arange(count_b), indexing="ij"))
+    else:
+        index_a, index_b = np.triu_indices(count_a, k=1)
     if backend == "numpy":
-        return _batch_numpy(*packed_a, *packed_b, index_a, index_b, squared)
-    if backend == "torch":
-        return _batch_torch(*packed_a, *packed_b, index_a, index_b, squared)
-    return _batch_tslearn(*packed_a, *packed_b, index_a, index_b, metric)
+        costs = _batch_numpy(*packed_a, *packed_b, index_a, index_b, squared)
+    elif backend == "torch":
+        costs = _batch_torch(*packed_a, *packed_b, index_a, index_b, squared)
+    else:
+        costs = _batch_tslearn(*packed_a, *packed_b, index_a, index_b, metric)
+    if mode != _SELF:
+        return costs
+    matrix = np.zeros((count_a, count_a))
+    matrix[index_a, index_b] = costs
+    matrix[index_b, index_a] = costs
+    return matrix.ravel()
 
 
-def batch_dtw(seqs_a: Any, seqs_b: Any, metric: str = "abs", backend: str = "numba") -> np.ndarray:
+def batch_dtw(seqs_a: Any, seqs_b: Any, metric: str = "abs", backend: str = "numba", *, n_jobs: int = -1) -> np.ndarray:
     """DTW costs of the pairs ``(seqs_a[k], seqs_b[k])`` of univariate, variable-length sequences.
 
-    Returns a float64 array of ``len(seqs_a)`` costs, each equal to :func:`dtw` of its pair (and so to
-    tslearn's) on every backend."""
+    ``seqs_a`` and ``seqs_b`` are lists of sequences, 2-D arrays (one sequence per row) or
+    :class:`PackedSequences`. Returns a float64 array of ``len(seqs_a)`` costs, each equal to :func:`dtw`
+    of its pair (and so to tslearn's) on every backend. ``n_jobs`` threads run the numba backend (-1:
+    all numba may start; batches of up to a few hundred pairs run on one, where starting threads costs
+    more than it saves); the other backends run as they are, ``n_jobs`` checked but unused. On cores
+    that other busy processes share, GNU OpenMP (numba's ``omp`` threading layer) waits for descheduled
+    threads at the end of each call and can run slower than one thread: pass ``n_jobs=1`` there, or set
+    ``OMP_WAIT_POLICY=passive`` (or ``NUMBA_THREADING_LAYER=workqueue``) before the first call."""
     _check_metric(metric, BATCH_METRICS)
     _check_backend(backend)
+    threads = _threads(n_jobs)
     packed_a, packed_b = _packed(seqs_a, "seqs_a"), _packed(seqs_b, "seqs_b")
-    if len(seqs_a) != len(seqs_b):
-        raise ConfigError(f"batch_dtw pairs seqs_a[k] with seqs_b[k]; got {len(seqs_a)} and {len(seqs_b)} sequences.")
-    index = np.arange(len(seqs_a), dtype=np.int64)
-    return _batch(packed_a, packed_b, index, index, metric, backend)
+    if packed_a[1].size != packed_b[1].size:
+        raise ConfigError(
+            f"batch_dtw pairs seqs_a[k] with seqs_b[k]; got {packed_a[1].size - 1} and {packed_b[1].size - 1} sequences."
+        )
+    return _costs(packed_a, packed_b, _PAIRED, metric, backend, threads)
 
 
-def cdist_dtw(seqs_a: Any, seqs_b: Any = None, metric: str = "abs", backend: str = "numba") -> np.ndarray:
+def cdist_dtw(seqs_a: Any, seqs_b: Any = None, metric: str = "abs", backend: str = "numba", *, n_jobs: int = -1) -> np.ndarray:
     """Matrix of DTW costs between every sequence of ``seqs_a`` and every one of ``seqs_b``
-    (``seqs_b=None``: ``seqs_a`` against itself, symmetric with a zero diagonal, each pair computed once)."""
+    (``seqs_b=None``: ``seqs_a`` against itself, symmetric with a zero diagonal, each pair computed once).
+    Inputs and ``n_jobs`` as in :func:`batch_dtw`."""
     _check_metric(metric, BATCH_METRICS)
     _check_backend(backend)
+    threads = _threads(n_jobs)
     packed_a = _packed(seqs_a, "seqs_a")
-    if seqs_b is None:
-        rows, columns = np.triu_indices(len(seqs_a), k=1)
-        matrix = np.zeros((len(seqs_a), len(seqs_a)))
-        costs = _batch(packed_a, packed_a, rows, columns, metric, backend)
-        matrix[rows, columns] = costs
-        matrix[columns, rows] = costs
-        return matrix
-    packed_b = _packed(seqs_b, "seqs_b")
-    rows, columns = np.meshgrid(np.arange(len(seqs_a)), np.arange(len(seqs_b)), indexing="ij")
-    return _batch(packed_a, packed_b, rows.ravel(), columns.ravel(), metric, backend).reshape(len(seqs_a), len(seqs_b))
+    packed_b = packed_a if seqs_b is None else _packed(seqs_b, "seqs_b")
+    shape = (packed_a[1].size - 1, packed_b[1].size - 1)
+    return _costs(packed_a, packed_b, _SELF if seqs_b is None else _CROSS, metric, backend, threads).reshape(shape)
 
 
 # -- TRACER's per-turn deviations ------------------------------------------------------------------
@@ -411,6 +627,7 @@ __all__ = [
     "Alignment",
     "BACKENDS",
     "METRICS",
+    "PackedSequences",
     "align",
     "batch_dtw",
     "cdist_dtw",
@@ -419,5 +636,6 @@ __all__ = [
     "dtw_path",
     "dtw_path_from_cost",
     "local_cost_matrix",
+    "pack_sequences",
     "turn_deviations",
 ]

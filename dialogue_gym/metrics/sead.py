@@ -10,6 +10,7 @@ import numpy as np
 from dialogue_gym.metrics.core import (
     MeanStd,
     _require,
+    completed,
     cr,
     cr_interval,
     invalid_action_rate,
@@ -142,20 +143,26 @@ COLUMNS = (
 """The summary keys ``dialogue-gym eval`` prints for SEAD, with their labels."""
 
 
+_SPREAD = (("min", 0.0), ("p10", 0.1), ("median", 0.5), ("p90", 0.9), ("max", 1.0))
+
+
 def state_spread(trajectories: Sequence[Trajectory]) -> dict[str, float]:
-    """Quantiles of the per-initial-state completion rate over the states played."""
+    """Quantiles of the per-initial-state completion rate over the states played (NaN when none was)."""
     rates = per_state_cr(trajectories).ravel()
     rates = rates[~np.isnan(rates)]
-    quantiles = np.quantile(rates, [0.0, 0.1, 0.5, 0.9, 1.0])
-    return {key: float(value) for key, value in zip(("min", "p10", "median", "p90", "max"), quantiles)}
+    if rates.size == 0:
+        return {key: math.nan for key, _ in _SPREAD}
+    quantiles = np.quantile(rates, [q for _, q in _SPREAD])
+    return {key: float(value) for (key, _), value in zip(_SPREAD, quantiles)}
 
 
 def report(results: dict[str, Sequence[Trajectory]]) -> str:
-    """Printed after the table: each agent's completion-rate spread over the initial states."""
+    """Printed after the table: each agent's completion-rate spread over the initial states, over its
+    completed episodes like the table (a backend failure is not a failed dialogue)."""
     from dialogue_gym.reporting import format_table
 
-    spreads = [{"name": agent, **state_spread(trajectories)} for agent, trajectories in results.items()]
-    table = format_table(spreads, [(k, k) for k in ("min", "p10", "median", "p90", "max")], "agent")
+    spreads = [{"name": agent, **state_spread(completed(trajectories))} for agent, trajectories in results.items()]
+    table = format_table(spreads, [(key, key) for key, _ in _SPREAD], "agent")
     return f"Completion rate per initial state (spread over the 5 x 4 x 6 grid):\n\n{table}"
 
 

@@ -14,12 +14,14 @@ Customer, at the end (means over its turns): ``format`` (1-2 spoken sentences), 
 role reversal or meta talk, halved when it never mentioned a fact of its case and again when it
 invented a problem), ``concealment`` (no explicit cue of its true tool), ``inverse_agent`` (minus the
 agent's total reward, positive only for a grounded, truthful customer that did not withhold its
-problem when asked; replaced by ``conceded`` when the customer itself ends the call), and per
-flagged turn ``role_reversal`` (and the
+problem when asked; replaced by ``conceded`` when the customer itself ends the call; an untruthful
+call also earns no ``concealment``), and per flagged turn ``role_reversal`` (and the
 game's ``invalid_action``). A turn a person would not understand (word salad, made-up words, a keyword
 list) or that near-repeats an earlier turn of the customer scores 0 on format, realism and concealment.
 A turn that invents a problem (asserts one another tool serves, or voices side worries a second time)
-scores 0 on realism and concealment (the game reads it, :func:`~dialogue_gym.scenarios.rlada.reading.misdirection`).
+scores 0 on realism and concealment (the game reads it, :func:`~dialogue_gym.scenarios.rlada.reading.misdirection`);
+so does a side worry in a call whose story never told the customer's own problem before the agent
+acted (:func:`~dialogue_gym.scenarios.rlada.reading.told_problem`).
 
 Strict PASS = correct routing AND lookup first AND agent reward >= 2.0 AND a clean ending.
 """
@@ -117,16 +119,20 @@ def customer_terminal_terms(
 
     It also needs a realistic customer (SPEC section 3: camouflage hides the problem, it does not invent
     others or refuse to ever state it): ``truthful`` (no turn asserted a problem another tool serves,
-    and side worries stood in one turn, not a new worry each turn) and not ``withheld`` (the agent
-    asked as many real questions as the camouflage customer needs to state its problem, and the
-    customer still had not stated it before the agent acted). A customer that won by lying or by
-    never answering beat no agent: its credit is capped at 0 like an ungrounded one's."""
+    side worries stood in one turn, not a new worry each turn, and beside a story that told the
+    customer's own problem before the agent acted) and not ``withheld`` (the agent asked as many real
+    questions as the camouflage customer needs to state its problem, and the customer still had not
+    stated it before the agent acted). A customer that won by lying or by never answering beat no
+    agent: its credit is capped at 0 like an ungrounded one's. An untruthful call also earns no
+    ``concealment``: what it kept from the agent, it kept behind a falsehood, which conceals nothing
+    (an invented problem, then acknowledgements, kept half the concealment and scored above the
+    audit's degenerate bound)."""
     mean = lambda values: sum(values) / len(values) if values else 0.0  # noqa: E731
     realism = mean(realism_scores) * (1.0 if grounded else 0.5) * (1.0 if truthful else 0.5)
     terms = {
         "format": weights.format_weight * mean(format_scores),
         "realism": weights.realism_weight * realism,
-        "concealment": weights.concealment_weight * mean(concealment_scores),
+        "concealment": weights.concealment_weight * mean(concealment_scores) if truthful else 0.0,
     }
     if conceded:
         terms["conceded"] = -weights.inverse_weight * max(agent_total, conceded_agent_reward)

@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Sequence
 
 from dialogue_gym.backends import GenerationRequest, SamplingParams, make_backend
-from dialogue_gym.errors import BackendError
+from dialogue_gym.errors import BackendError, ConfigError
+
+_CLOSING_TAG = re.compile(r"</(\w+)>")
+
+
+def restore_closing_stop(text: str, stop: Sequence[str]) -> str:
+    """``text`` with a closing-tag stop string written back where the backend cut it off.
+
+    Backends end an output *before* a stop string and drop it (as OpenAI-compatible servers do). A
+    role whose format ends in a tag (``</status>``) is stopped at that tag, so the record ends where
+    it should instead of running on; the tag belongs to the record, so it is put back when the text
+    ends inside the tag it closes (an opening ``<status>`` after the last ``</status>``)."""
+    for candidate in stop:
+        closing = _CLOSING_TAG.fullmatch(candidate)
+        if closing is None:
+            continue
+        opening = f"<{closing.group(1)}>"
+        if text.rfind(opening) > text.rfind(candidate):
+            return text.rstrip() + candidate
+    return text
 
 
 class LLMPolicy:
@@ -14,6 +34,8 @@ class LLMPolicy:
     The game already renders each role's prompt (system message with persona / SOP, history), so
     this policy only batches the requests; the game's parser reads (and repairs or flags) the output.
     ``backend`` is a backend object or a JSON spec such as ``{"name": "transformers", "model": "smollm2"}``.
+    ``sampling`` are :class:`~dialogue_gym.backends.SamplingParams` fields; a closing-tag ``stop``
+    string is written back into the text it ended (:func:`restore_closing_stop`).
 
     A backend may give up on single requests (``GenerationOutput.error``, after its bounded retries).
     :meth:`act_batch_with_errors` returns those causes beside the texts, and the env driver aborts the
@@ -23,7 +45,14 @@ class LLMPolicy:
 
     def __init__(self, backend: Any, sampling: dict[str, Any] | None = None):
         self.backend = make_backend(backend)
-        self.sampling = SamplingParams(**(sampling or {}))
+        sampling = dict(sampling or {})
+        stop = sampling.get("stop", ())
+        if isinstance(stop, str) or not isinstance(stop, (list, tuple)) or not all(isinstance(s, str) and s for s in stop):
+            raise ConfigError(f"sampling['stop'] must be a list of non-empty strings, got {stop!r}.")
+        try:
+            self.sampling = SamplingParams(**{**sampling, "stop": tuple(stop)})
+        except TypeError as exc:
+            raise ConfigError(f"sampling={sampling!r} has an unknown field ({exc}); use max_new_tokens, temperature, top_p, seed, stop.") from exc
         self.last_outputs: list[Any] = []
 
     def start(self, profile: dict[str, Any], seed: int) -> Any:
@@ -47,7 +76,9 @@ class LLMPolicy:
                 f"{len(requests)} requests; a backend must return exactly one output per request, in order."
             )
         errors = [getattr(output, "error", None) for output in self.last_outputs]
-        return [output.text if error is None else "" for output, error in zip(self.last_outputs, errors)], errors
+        stop = self.sampling.stop
+        texts = [restore_closing_stop(output.text, stop) if error is None else "" for output, error in zip(self.last_outputs, errors)]
+        return texts, errors
 
     def act_batch(
         self, observations: Sequence[dict[str, Any]], infos: Sequence[dict[str, Any]], memories: Sequence[Any]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Callable
 
 from dialogue_gym.errors import ConfigError
@@ -31,7 +32,10 @@ def named_policy(
         return LLMPolicy(backend, sampling)
     if isinstance(spec, str) and spec in scripted:
         return scripted[spec]()
+    known = [*scripted, "llm"]
+    close = difflib.get_close_matches(spec, known, n=1) if isinstance(spec, str) else []
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise ConfigError(
-        f"{role}={spec!r} is not a known {role} policy; use one of {[*scripted, 'llm']} "
+        f"{role}={spec!r} is not a known {role} policy{hint}; use one of {known} "
         "or pass an object with start() and act_batch()."
     )

@@ -70,7 +70,8 @@ def test_keys_cover_backend_model_sampling_seed_and_messages_only(tmp_path):
     assert cache.key(req("hi"))[0] == key
     for other in (req("ho"), req("hi", seed=1), req("hi", temperature=0.2), req("hi", stop=("</r>",))):
         assert cache.key(other)[0] != key
-    same_model_run_differently = CachedBackend({**base, "device": "cuda", "batch_size": 4}, tmp_path / "c.sqlite", mode="off")
+    run_differently = {"device": "cuda", "batch_size": 4, "prefix_cache": False, "prefix_cache_tokens": 8}
+    same_model_run_differently = CachedBackend({**base, **run_differently}, tmp_path / "c.sqlite", mode="off")
     assert same_model_run_differently.key(req("hi"))[0] == key
     for changed in ({"model": "other"}, {"name": "vllm"}, {"temperature": 0.9}):
         assert CachedBackend({**base, **changed}, tmp_path / "c.sqlite", mode="off").key(req("hi"))[0] != key

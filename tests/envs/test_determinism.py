@@ -37,4 +37,4 @@ def test_vector_agrees_with_single():
 def test_evaluate_agrees_with_single_view():
     trajectory = evaluate("SEAD-Outbound-v0", "adaptive", 1, seed=5)[0]
     options = {"profile": trajectory.profile}
-    assert transcript(play_single("SEAD-Outbound-v0", players, "agent", 5, options=options)) == transcript(trajectory)
+    assert transcript(play_single("SEAD-Outbound-v0", players, "agent", trajectory.seed, options=options)) == transcript(trajectory)

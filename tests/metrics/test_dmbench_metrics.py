@@ -51,5 +51,16 @@ def test_rescore_with_an_llm_judge_in_one_batch():
     scored = dmbench.rescore(trajectories, LLMJudge(backend))
     assert scored[0].meta["response_quality"] == {
         "accuracy": 5.0, "helpfulness": 4.0, "informativeness": 3.0, "empathy": 2.0, "rq": 3.5, "judge": "llm",
+        "health": {"judge": {"format_ok": True, "repaired": [], "role_reversal": [], "rule_violations": []}},
     }
     assert "response_quality" not in trajectories[0].meta, "the input is not modified"
+
+
+def test_spearman_leaves_out_agents_missing_either_score():
+    summaries = {
+        "a": {"cr": 0.1, "rq": 1.0}, "b": {"cr": 0.2, "rq": 3.0}, "c": {"cr": 0.3, "rq": 2.0},
+        "unjudged": {"cr": 0.9, "rq": math.nan}, "unplayed": {"cr": math.nan, "rq": 0.5},
+    }
+    # ranks (1, 2, 3) vs (1, 3, 2): rho = 1 - 6 * (0 + 1 + 1) / (3 * (9 - 1)) = 0.5
+    rho, _, n = dmbench.spearman(summaries)
+    assert n == 3 and rho == pytest.approx(0.5)

@@ -1,9 +1,10 @@
+import dataclasses
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tslearn.metrics import dtw as tslearn_dtw
-from tslearn.metrics import dtw_path_from_metric
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.metrics import batch_dtw, cdist_dtw, dtw, dtw_path
@@ -16,6 +17,8 @@ from dialogue_gym.metrics.dtw import (
     turn_deviations,
 )
 
+# tslearn, the reference, is imported in the tests that use it: importing it takes seconds (it loads
+# torch and scikit-learn), which the tests that need no reference, and mutation runs stopped by them, skip.
 levels = st.lists(st.integers(0, 5), min_size=1, max_size=15)
 reals = st.lists(st.floats(-100, 100, allow_nan=False, allow_infinity=False), min_size=1, max_size=12)
 
@@ -23,6 +26,8 @@ reals = st.lists(st.floats(-100, 100, allow_nan=False, allow_infinity=False), mi
 @settings(max_examples=150, deadline=None)
 @given(levels, levels)
 def test_abs_equals_tslearn_cityblock_path_and_cost(a, b):
+    from tslearn.metrics import dtw_path_from_metric
+
     path, cost = dtw_path(a, b)
     expected_path, expected_cost = dtw_path_from_metric(np.array(a, float), np.array(b, float), metric="cityblock")
     assert path == expected_path and cost == expected_cost
@@ -32,6 +37,9 @@ def test_abs_equals_tslearn_cityblock_path_and_cost(a, b):
 @settings(max_examples=100, deadline=None)
 @given(reals, reals)
 def test_sqeuclidean_equals_tslearn_and_tslearn_dtw_is_its_square_root(a, b):
+    from tslearn.metrics import dtw as tslearn_dtw
+    from tslearn.metrics import dtw_path_from_metric
+
     path, cost = dtw_path(a, b, "sqeuclidean")
     expected_path, expected_cost = dtw_path_from_metric(np.array(a), np.array(b), metric="sqeuclidean")
     assert path == expected_path and cost == expected_cost
@@ -46,6 +54,8 @@ def test_costs_by_hand():
 
 
 def test_multivariate_and_cosine_points():
+    from tslearn.metrics import dtw_path_from_metric
+
     a = np.array([[1.0, 0.0], [0.0, 1.0]])
     b = np.array([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]])
     cost = local_cost_matrix(a, b, "cosine")
@@ -57,8 +67,26 @@ def test_multivariate_and_cosine_points():
     assert dtw(a, b) == dtw_path_from_metric(a, b, metric="cityblock")[1]
 
 
+def test_cosine_distance_is_exact_at_its_ends_and_ignores_length():
+    # [1, 1, 2] normalised dots with itself to 1.0000000000000002 in floating point: the clip keeps its
+    # distance to itself at exactly 0 and to its opposite at exactly 2.
+    assert local_cost_matrix([[1.0, 1.0, 2.0]], [[1.0, 1.0, 2.0], [-1.0, -1.0, -2.0]], "cosine").tolist() == [[0.0, 2.0]]
+    # short vectors (norm below 1) are normalised too: (0.5, 0) points where (0.25, 0) does
+    assert local_cost_matrix([[0.5, 0.0]], [[0.25, 0.0], [0.0, 3.0]], "cosine").tolist() == [[0.0, 1.0]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a zero vector is never divided by its zero norm
+        assert local_cost_matrix([[0.0, 0.0], [1.0, 0.0]], [[0.0, 0.0]], "cosine").tolist() == [[0.0], [1.0]]
+
+
+def test_multivariate_squared_cost_by_hand():
+    # a = [(0, 0), (1, 2)] against b = [(1, 0)]: both points pair with b[0]; squared 1 + (0 + 4), abs 1 + 2
+    assert dtw([[0, 0], [1, 2]], [[1, 0]], "sqeuclidean") == 5.0 and dtw([[0, 0], [1, 2]], [[1, 0]]) == 3.0
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_batch_backends_equal_tslearn_exactly(backend):
+    from tslearn.metrics import dtw_path_from_metric
+
     rng = np.random.default_rng(3)
     a = [rng.integers(0, 6, size=n).astype(float) for n in rng.integers(1, 16, size=120)]
     b = [rng.integers(0, 6, size=n).astype(float) for n in rng.integers(1, 16, size=120)]
@@ -89,6 +117,8 @@ def test_paper_example_pacing_delay_is_not_an_error():
     alignment = align([3, 3, 4, 5], [3, 4, 5])
     assert alignment.cost == 0.0 and alignment.deviations == (0.0, 0.0, 0.0, 0.0)
     assert alignment.path == ((0, 0), (1, 0), (2, 1), (3, 2))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        alignment.cost = 1.0
 
 
 def test_turn_deviations_average_the_aligned_reference_turns():
@@ -105,8 +135,9 @@ def test_discounted_suffix():
     assert discounted_suffix([1.0, 0.0, 2.0], 0.0).tolist() == [1.0, 0.0, 2.0]
     assert discounted_suffix([1.0, 1.0], 1.0).tolist() == [2.0, 1.0]
     assert align([1, 2], [2, 2]).suffix(0.5).tolist() == [1.0, 0.0]
-    with pytest.raises(ConfigError, match=r"rho must be a number in \[0, 1\], got 1.5"):
-        discounted_suffix([1.0], 1.5)
+    for rho in (1.5, -0.5, True, "0.5"):  # a bool is not a discount factor, though True == 1
+        with pytest.raises(ConfigError, match=rf"^rho must be a number in \[0, 1\], got {rho!r}\.$"):
+            discounted_suffix([1.0], rho)
 
 
 @settings(max_examples=80, deadline=None)
@@ -126,6 +157,7 @@ def test_suffix_definition_and_deviations_bound(simulated, reference, rho):
         (lambda: dtw([1, float("nan")], [1]), "a must hold finite numbers"),
         (lambda: dtw([1], [1], metric="euclid"), r"metric='euclid' is not supported here; use one of \['abs', 'sqeuclidean', 'cosine'\]"),
         (lambda: dtw([1, 2], [1, 2], metric="cosine"), r"metric='cosine' needs 2-D arrays"),
+        (lambda: dtw(np.ones((2, 2)), [1, 2], metric="cosine"), r"metric='cosine' needs 2-D arrays of vectors \(T, d\), got shapes \(2, 2\) and \(2,\)"),
         (lambda: dtw(np.ones((2, 2)), np.ones((2, 3))), "same point dimension"),
         (lambda: batch_dtw([[1]], [[1], [2]]), "got 1 and 2 sequences"),
         (lambda: batch_dtw([[1]], [[1]], backend="cuda"), r"backend='cuda' is not supported; use one of \['numba', 'numpy', 'torch', 'tslearn'\]"),

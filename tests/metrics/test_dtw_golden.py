@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tslearn.metrics import dtw_path_from_metric
 
 from dialogue_gym.metrics.dtw import (
     BACKENDS,
@@ -61,6 +60,8 @@ def test_path_and_cost_by_hand(a, b, path, cost):
 
 @pytest.mark.parametrize("a, b, path, cost", EXAMPLES)
 def test_tslearn_takes_the_same_path(a, b, path, cost):
+    from tslearn.metrics import dtw_path_from_metric  # here, not at the top: importing tslearn takes seconds
+
     reference_path, reference_cost = dtw_path_from_metric(np.array(a, float), np.array(b, float), metric="cityblock")
     assert [tuple(p) for p in reference_path] == path and reference_cost == cost
 

@@ -7,7 +7,7 @@ import pytest
 import dialogue_gym  # noqa: F401
 from dialogue_gym.evaluation import evaluate
 from dialogue_gym.metrics import rlada
-from dialogue_gym.types import Trajectory
+from dialogue_gym.types import Outcome, Trajectory, Turn
 
 
 @pytest.fixture(scope="module")
@@ -56,3 +56,49 @@ def test_confusing_turns_are_counted_per_episode():
     # "?" then "?": the customer hangs up after the second, so two confusing turns per call.
     asking = rlada.summary(evaluate("RLADA-Banking-v0", QuestionsThenRoute(), 12, seed=0))
     assert asking["confusing_turns"] == pytest.approx(2.0) and asking["strict_pass"] == 0.0
+
+
+def judged(tool, routed, *, missed=False, consistency=1.0, rewards=None, customer=()):
+    """An episode with a stored verdict (no strict PASS flag), so every number below is set by hand."""
+    verdict = {
+        "routed_tools": list(routed), "routing_correct": list(routed) == [tool], "lookup_first": True,
+        "clean_ending": True, "wrong_escalation": False, "missed_escalation": missed, "confusing_turns": [],
+        "components": {"lookup_first": 1.0, "procedure": 1.0, "clean_ending": 1.0, "consistency": consistency, "routing": 1.0},
+    }
+    turns = [Turn("customer", text, text, parsed) for text, parsed in customer]
+    return Trajectory("RLADA-Banking-v0", 0, {"tool": tool}, turns, Outcome.SUCCESS, dict(rewards or {}), meta={"verdict": verdict})
+
+
+def test_missed_escalations_are_counted_among_human_intents_only():
+    trajectories = [
+        judged(rlada.ESCALATE, ["dispute_charge"], missed=True),
+        judged(rlada.ESCALATE, [rlada.ESCALATE]),
+        judged("dispute_charge", ["dispute_charge"]),
+        judged("check_card_status", ["check_card_status"]),
+    ]
+    assert rlada.missed_escalation_rate(trajectories) == 0.5
+    assert math.isnan(rlada.missed_escalation_rate(trajectories[2:])), "no human intent played"
+
+
+def test_passed_recomputes_strict_pass_against_the_threshold():
+    rewarded = judged("dispute_charge", ["dispute_charge"], rewards={"agent": 3.0})
+    assert rlada.passed(rewarded) and not rlada.passed(rewarded, threshold=3.5)
+    # A missing agent reward counts as 0, which fails even a low threshold.
+    assert not rlada.passed(judged("dispute_charge", ["dispute_charge"]), threshold=0.5)
+
+
+def test_missing_rewards_and_customer_fields_count_as_zero():
+    assert rlada.mean_reward([judged("dispute_charge", [], rewards={"agent": 3.0}), judged("dispute_charge", [])]) == 1.5
+    customer = (
+        ("My card got charged twice.", {"concealment": 0.5, "role_reversal": True}),
+        ("And it was at the cafe.", {}),
+        ("", {"concealment": 1.0, "role_reversal": True}),  # an empty turn says nothing and is not counted
+    )
+    trajectories = [judged("dispute_charge", [], customer=customer)]
+    assert rlada.customer_turn_rate(trajectories, "concealment") == 0.25
+    assert rlada.customer_turn_rate(trajectories, "role_reversal") == 0.5
+
+
+def test_hallucination_rate_is_the_complement_of_consistency():
+    trajectories = [judged("dispute_charge", ["dispute_charge"], consistency=c) for c in (1.0, 1.0, 1.0, 0.0)]
+    assert rlada.summary(trajectories)["hallucination_rate"] == 0.25

@@ -117,3 +117,62 @@ def test_upa_constant_is_the_best_constant_guess_in_hindsight(trajectories):
     assert sead.upa_constant(trajectories) == pytest.approx(expected)
     for guess in np.ndindex(5, 4, 6):
         assert 1 - (np.abs(states - guess) / ranges).mean(axis=0).sum() / 3 <= expected + 1e-12
+
+
+def test_upa_family_is_nan_without_agent_turns():
+    silent = [dialogue((2, 1, 3), [], Outcome.HANGUP)]
+    for metric in (sead.upa, sead.upa_answered, sead.upa_coverage, sead.upa_constant):
+        assert math.isnan(metric([])) and math.isnan(metric(silent)), metric.__name__
+
+
+def test_final_state_is_the_last_user_turn_that_recorded_one():
+    # The stored user reply of the second round lacks its state (e.g. a trajectory loaded from an older
+    # JSONL); the final state is then the last recorded user state (3, 2, 4), not that missing one.
+    trajectory = dialogue((1, 1, 1), [((1, 1, 1), (3, 2, 4)), ((3, 2, 4), (0, 0, 0))], Outcome.TIMEOUT)
+    trajectory.turns[-1] = Turn("user", "x y", "x y", {"status": 0}, None)
+    assert (sead.ci([trajectory]).mean, sead.ei([trajectory]).mean, sead.ti([trajectory]).mean) == (2, 1, 3)
+    # With no user state at all the dialogue changed nothing.
+    never = dialogue((1, 1, 1), [((1, 1, 1), (3, 2, 4))], Outcome.TIMEOUT)
+    never.turns[-1] = Turn("user", "x y", "x y", {"status": 0}, None)
+    assert sead.ci([never]).mean == 0
+
+
+def _played(state, outcomes):
+    return [dialogue(state, [], outcome) for outcome in outcomes]
+
+
+def test_per_state_cr_divides_successes_by_dialogues():
+    won, lost = Outcome.SUCCESS, Outcome.HANGUP
+    trajectories = _played((1, 2, 3), [won, lost]) + _played((4, 3, 5), [won, won, lost, lost, lost])
+    successes, counts = sead.per_state_counts(trajectories)
+    assert (successes[1, 2, 3], counts[1, 2, 3], successes[4, 3, 5], counts[4, 3, 5]) == (1, 2, 2, 5)
+    rates = sead.per_state_cr(trajectories)
+    assert rates[1, 2, 3] == 0.5 and rates[4, 3, 5] == pytest.approx(0.4)
+
+
+def test_state_spread_quantiles_by_hand():
+    won, lost = Outcome.SUCCESS, Outcome.HANGUP
+    trajectories = (
+        _played((0, 0, 0), [lost])                   # 0
+        + _played((0, 0, 1), [won, lost, lost])      # 1/3
+        + _played((0, 0, 2), [won, lost])            # 1/2
+        + _played((0, 0, 3), [lost, won])            # 1/2
+        + _played((0, 0, 4), [won, won, lost])       # 2/3
+        + _played((0, 0, 5), [won])                  # 1
+    )
+    # Six rates sorted 0, 1/3, 1/2, 1/2, 2/3, 1; linear interpolation at q * (6 - 1):
+    # p10 at 0.5 -> 1/6, median at 2.5 -> 1/2, p90 at 4.5 -> 5/6.
+    spread = sead.state_spread(trajectories)
+    assert spread == pytest.approx({"min": 0.0, "p10": 1 / 6, "median": 0.5, "p90": 5 / 6, "max": 1.0})
+    assert "| scripted" in sead.report({"scripted": trajectories})
+
+
+def test_state_spread_leaves_backend_failures_out_like_the_summary():
+    won = _played((2, 1, 3), [Outcome.SUCCESS])
+    failed = _played((2, 1, 3), [Outcome.BACKEND_FAILURE])
+    # Counted as a failed dialogue, the failure would put state (2, 1, 3) at 1/2.
+    row = sead.report({"scripted": won + failed}).splitlines()[-1]
+    assert [cell.strip() for cell in row.strip("|").split("|")] == ["scripted"] + ["1.000"] * 5
+    nothing = sead.state_spread([])
+    assert list(nothing) == ["min", "p10", "median", "p90", "max"] and all(math.isnan(v) for v in nothing.values())
+    assert "| broken" in sead.report({"broken": failed})

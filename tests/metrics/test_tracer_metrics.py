@@ -117,3 +117,28 @@ def test_minilm_embedder_separates_paraphrases_from_unrelated_replies():
     vectors = make_embedder("minilm").embed(["Where is your shop?", "What's the address of the store?", "My son is ten.", ""])
     assert vectors.shape == (4, 384) and not vectors[3].any()
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.2
+
+
+def test_conversion_f1_with_two_true_positives():
+    # paired (sim, real): (1,1), (1,1), (0,1), (1,0) -> TP 2, 3 simulated and 3 real conversions: 2*2 / 6
+    trajectories = [
+        session("a", "s1", [3, 5], [3, 5]),
+        session("a", "s2", [4, 5], [2, 5]),
+        session("a", "s3", [4, 5], [4, 1]),
+        session("a", "s4", [1, 0], [2, 5]),
+    ]
+    assert tracer.conversion_f1(trajectories) == pytest.approx(2 / 3)
+    assert math.isnan(tracer.conversion_f1([session("a", "s1", [3, 0], [2, 0])])), "no conversion on either side"
+
+
+def test_a_session_without_a_user_reward_counts_as_zero(trajectories):
+    unrewarded = Trajectory("TRACER-UserSim-v0", 1, {}, trajectories[0].turns, Outcome.SUCCESS, {}, meta=trajectories[0].meta)
+    assert tracer.mean_reward([trajectories[0], unrewarded]) == 0.25
+    assert tracer.summary([trajectories[0], unrewarded], embedder=None)["reward"] == 0.25
+
+
+def test_summary_without_an_embedder_skips_only_ot_dtw(trajectories):
+    result = tracer.summary(trajectories, embedder=None)
+    assert math.isnan(result["ot_dtw"]) and result["w1_turns"] == pytest.approx((1 / 6 + 1) / 2)
+    assert result["intent_dtw"] == pytest.approx(25 / 4) and result["user_turns"] == pytest.approx(10 / 4)
+    assert tracer.summary(trajectories)["ot_dtw"] == tracer.ot_dtw(trajectories)

@@ -79,11 +79,16 @@ def test_adversarial_credit_needs_the_customer_to_have_put_its_case():
 def test_adversarial_credit_needs_a_truthful_customer_that_did_not_withhold_its_problem():
     weights = CustomerWeights()
     # An untruthful call (a turn asserted a problem another tool serves): its realism is halved on top
-    # of the per-turn zeros the game recorded, and the agent's loss is no credit.
+    # of the per-turn zeros the game recorded, it earns no concealment (the truthful turn's 1 counts for
+    # nothing: what it hid, it hid behind the falsehood), and the agent's loss is no credit.
     liar = rlada.customer_terminal_terms(
         format_scores=[1, 1], realism_scores=[0, 1], concealment_scores=[0, 1], grounded=True, agent_total=-2.0, weights=weights, truthful=False
     )
-    assert liar == pytest.approx({"format": 0.5, "realism": 0.5 * 0.5 * 0.5, "concealment": 0.25, "inverse_agent": 0.0})
+    assert liar == pytest.approx({"format": 0.5, "realism": 0.5 * 0.5 * 0.5, "concealment": 0.0, "inverse_agent": 0.0})
+    # The same turns told truthfully keep the concealment of the turn that hid its problem (0.5 x 0.5).
+    assert rlada.customer_terminal_terms(
+        format_scores=[1, 1], realism_scores=[0, 1], concealment_scores=[0, 1], grounded=True, agent_total=-2.0, weights=weights
+    )["concealment"] == pytest.approx(0.25)
     # Ungrounded and untruthful: both halvings apply (0.5 x 1.0 x 0.5 x 0.5).
     assert rlada.customer_terminal_terms(
         format_scores=[1], realism_scores=[1], concealment_scores=[1], grounded=False, agent_total=-2.0, weights=weights, truthful=False

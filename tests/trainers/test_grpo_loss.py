@@ -92,15 +92,18 @@ def test_grpo_defaults_are_the_papers():
 def test_token_logprobs_score_the_next_token_of_the_temperature_scaled_distribution():
     class FixedLogits:
         def __call__(self, input_ids, attention_mask):
-            # two-token vocabulary; position 0 favours token 1 (logit ln 3), position 1 favours token 0
-            return type("Out", (), {"logits": torch.tensor([[[0.0, math.log(3)], [math.log(4), 0.0], [0.0, 0.0]]])})()
+            # three-token vocabulary; position 0 favours token 1 (logit ln 3), position 1 favours token 0
+            # (ln 4). Three tokens against two scored positions: a softmax over positions instead of the
+            # vocabulary gives other numbers (3/4 instead of 3/5 at position 0).
+            logits = [[0.0, math.log(3), 0.0], [math.log(4), 0.0, 0.0], [0.0, 0.0, 0.0]]
+            return type("Out", (), {"logits": torch.tensor([logits])})()
 
     input_ids, attention = torch.tensor([[0, 1, 0]]), torch.ones(1, 3)
     cold = token_logprobs(FixedLogits(), input_ids, attention, 1.0)[0].tolist()
-    assert cold == pytest.approx([math.log(3 / 4), math.log(4 / 5), 0.0], abs=1e-6)  # last position scores nothing
+    assert cold == pytest.approx([math.log(3 / 5), math.log(4 / 6), 0.0], abs=1e-6)  # last position scores nothing
     hot = token_logprobs(FixedLogits(), input_ids, attention, 2.0)[0].tolist()
-    # logits / 2: p(1) = sqrt 3 / (1 + sqrt 3) at position 0, p(0) = 2 / 3 at position 1
-    assert hot == pytest.approx([math.log(math.sqrt(3) / (1 + math.sqrt(3))), math.log(2 / 3), 0.0], abs=1e-6)
+    # logits / 2: p(1) = sqrt 3 / (2 + sqrt 3) at position 0, p(0) = 2 / 4 at position 1
+    assert hot == pytest.approx([math.log(math.sqrt(3) / (2 + math.sqrt(3))), math.log(2 / 4), 0.0], abs=1e-6)
 
 
 def test_the_statistics_average_over_learner_tokens_only():
@@ -110,3 +113,24 @@ def test_the_statistics_average_over_learner_tokens_only():
     assert stats["loss/ratio_mean"] == pytest.approx(1.1, abs=1e-6) and stats["loss/clip_fraction"] == 0.0
     _, stats = grpo_loss(new, old, None, torch.ones(1, 2), torch.ones(1, 2), 0.2, 0.0)
     assert stats["loss/ratio_mean"] == pytest.approx(2.05, abs=1e-6) and stats["loss/clip_fraction"] == 0.5
+
+
+def test_the_kl_statistic_averages_over_learner_tokens_only():
+    # new p = 0.5 everywhere; reference p = 0.25, 0.5, 0.125; the third position is not the learner's
+    new = torch.log(torch.tensor([[0.5, 0.5, 0.5]]))
+    reference = torch.log(torch.tensor([[0.25, 0.5, 0.125]]))
+    mask = torch.tensor([[1.0, 1.0, 0.0]])
+    _, stats = grpo_loss(new, new.clone(), reference, torch.zeros(1, 3), mask, clip_eps=0.2, kl_coef=0.1)
+    # k3 = exp(delta) - delta - 1 with delta = log(ref / new): 0.5 + log 2 - 1 at the first, 0 at the
+    # second; the masked third (0.25 + log 4 - 1 = 0.636) is left out: mean over the 2 learner tokens
+    assert stats["loss/kl"] == pytest.approx((0.5 + math.log(2) - 1 + 0.0) / 2, abs=1e-6)
+
+
+def test_a_ratio_on_the_edge_of_the_band_is_not_clipped():
+    # With clip_eps 0 the band is the single ratio 1: a token at exactly ratio 1 lies on its edge,
+    # where the clamp changes nothing, so it is not counted as clipped; any other ratio is.
+    new = torch.log(torch.tensor([[0.5, 0.6]]))
+    old = torch.log(torch.tensor([[0.5, 0.5]]))
+    loss, stats = grpo_loss(new, old, None, torch.ones(1, 2), torch.ones(1, 2), clip_eps=0.0, kl_coef=0.0)
+    assert stats["loss/clip_fraction"] == 0.5
+    assert float(loss) == pytest.approx(-(1.0 + 1.0) / 2, abs=1e-6)  # the second ratio 1.2 is clamped to 1

@@ -7,10 +7,13 @@ status 2, as ``dialogue-gym`` and argparse do (:func:`run_main`)."""
 from __future__ import annotations
 
 import argparse
+import ast
+import inspect
 import json
 import math
 import sys
-from dataclasses import fields
+import textwrap
+from dataclasses import MISSING, fields
 from typing import Any, Callable, Sequence
 
 from dialogue_gym.errors import ConfigError, DialogueGymError
@@ -18,12 +21,13 @@ from trainers.common.rundir import FieldKind, RunDir, RunFolderError, has_kind
 
 
 def boolean(text: str) -> bool:
+    """``true`` or ``false`` (any case) and nothing else: a typo such as ``flase`` is an error, not a value."""
     lowered = text.lower()
-    if lowered in ("1", "true", "yes"):
+    if lowered == "true":
         return True
-    if lowered in ("0", "false", "no"):
+    if lowered == "false":
         return False
-    raise ValueError(text)
+    raise argparse.ArgumentTypeError(f"invalid boolean value {text!r}: use true or false")
 
 
 def json_object(text: str) -> dict:
@@ -76,15 +80,56 @@ KINDS: dict[str, FieldKind] = {
 }
 
 
-def config_parser(config_class: type, prog: str, description: str) -> argparse.ArgumentParser:
+def field_docs(config_class: type) -> dict[str, str]:
+    """The docstring under each field of a dataclass (the string literal that follows its annotation)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(config_class)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    docs = {}
+    for field_node, doc_node in zip(body, body[1:]):
+        if (
+            isinstance(field_node, ast.AnnAssign) and isinstance(field_node.target, ast.Name)
+            and isinstance(doc_node, ast.Expr) and isinstance(doc_node.value, ast.Constant) and isinstance(doc_node.value.value, str)
+        ):
+            docs[field_node.target.id] = " ".join(doc_node.value.value.split())
+    return docs
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value)
+    if value is None or value == "":
+        return "none" if value is None else "''"
+    return str(value)
+
+
+def config_parser(
+    config_class: type, prog: str, description: str, presets: dict[str, dict[str, Any]] | None = None,
+    choices: dict[str, Sequence[Any]] | None = None,
+) -> argparse.ArgumentParser:
+    """``--field value`` for every field of ``config_class``, its help the field's docstring, its choices
+    (``choices[name]``; the preset names for ``preset``), its default and what each preset sets it to."""
+    presets, choices = presets or {}, {**(choices or {}), **({"preset": tuple(presets)} if presets else {})}
+    docs = field_docs(config_class)
     cli = argparse.ArgumentParser(prog=prog, description=description)
     cli.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run from its folder (with the config saved there)")
+    choices.update({spec.name: (True, False) for spec in fields(config_class) if str(spec.type) == "bool" and spec.name not in choices})
     for spec in fields(config_class):
+        default = spec.default if spec.default is not MISSING else spec.default_factory()  # type: ignore[misc]
+        parts = [docs.get(spec.name, f"See {config_class.__name__}.{spec.name}."), f"Default: {_shown(default)}"]
+        overridden = [f"{name} {_shown(values[spec.name])}" for name, values in presets.items() if spec.name in values]
+        if overridden:
+            parts.append("(preset " + ", ".join(overridden) + ")")
         cli.add_argument(
             "--" + spec.name.replace("_", "-"),
             type=CONVERTERS.get(str(spec.type), str),
             default=argparse.SUPPRESS,
-            help=f"{spec.type} (see {config_class.__name__}.{spec.name})",
+            metavar="{" + ",".join(_shown(c) for c in choices[spec.name]) + "}" if spec.name in choices else spec.name.upper(),
+            help=" ".join(parts).replace("%", "%%"),
         )
     return cli
 

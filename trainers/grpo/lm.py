@@ -32,7 +32,7 @@ class GRPOConfig:
     micro_batch_size: int = 8
     """Turn samples per forward/backward pass."""
     lora_rank: int = 0
-    """LoRA rank via peft (0: full fine-tuning)."""
+    """LoRA rank via peft (0: full fine-tuning); lora_alpha is 2 x rank, so adapters are scaled by 2."""
     temperature: float = 1.2
     """Rollout temperature; logprobs are of the temperature-scaled distribution on both sides of the ratio."""
     max_new_tokens: int = 96
@@ -127,7 +127,6 @@ class CausalLMPolicy:
         from dialogue_gym.backends.transformers_backend import TransformersBackend
 
         self.config = config or GRPOConfig()
-        self.seed = seed
         lora = self.config.lora_rank > 0
         weights = checkpoint if checkpoint and not lora else model
         loader = TransformersBackend(weights, device=device, temperature=self.config.temperature, top_p=1.0, max_new_tokens=self.config.max_new_tokens)
@@ -147,9 +146,10 @@ class CausalLMPolicy:
             self.reference = TransformersBackend(model, device=device).model.eval()
             for parameter in self.reference.parameters():
                 parameter.requires_grad_(False)
+        # ``seed`` only draws for requests without their own seed (act_batch always gives one)
         self.backend = TransformersBackend(
             self.model, tokenizer=self.tokenizer, device=device, temperature=self.config.temperature,
-            top_p=1.0, max_new_tokens=self.config.max_new_tokens,
+            top_p=1.0, max_new_tokens=self.config.max_new_tokens, seed=seed,
         )
         self.optimizer = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad], lr=self.config.learning_rate)
         if checkpoint and Path(checkpoint, "optimizer.pt").exists():

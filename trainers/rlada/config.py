@@ -10,9 +10,12 @@ from typing import Any
 
 from dialogue_gym.errors import ConfigError
 from trainers.common.cli import config_parser, preset_values, require_range
+from trainers.grpo.policy import ADVANTAGES
 
 POLICIES = ("strategy", "lm")
 SIDES = ("agent", "customer")
+CHOICES: dict[str, tuple[Any, ...]] = {"agent_policy": POLICIES, "customer_policy": POLICIES, "advantage": ADVANTAGES}
+"""The accepted values of the fields that take one of a few (checked by _check, listed by --help)."""
 
 
 @dataclass(frozen=True)
@@ -70,20 +73,27 @@ class RladaTrainConfig:
     agent_learning_rate: float = 3.0
     """Strategy: gradient step; lm: AdamW learning rate."""
     customer_learning_rate: float = 3.0
+    """As agent_learning_rate, for the customer."""
     agent_model: str = ""
     """lm agent: local model folder, "smollm2", or "tiny" (a random tiny model built in the run folder)."""
     customer_model: str = ""
     """lm customer: as agent_model."""
     device: str = "cpu"
+    """lm policies: torch device."""
     lora_rank: int = 0
     """lm policies: LoRA rank via peft (0 = full fine-tuning)."""
     agent_kl_coef: float = 0.01
+    """lm agent: weight of the KL to its frozen reference."""
     customer_kl_coef: float = 0.05
     """RL-ADA's CA gym uses a tighter KL (beta 0.05) to keep the customer natural-sounding."""
     clip_eps: float = 0.2
+    """lm policies: PPO-style ratio clipping."""
     temperature: float = 1.0
+    """lm policies: rollout temperature."""
     agent_max_new_tokens: int = 160
+    """lm agent: tokens per action."""
     customer_max_new_tokens: int = 64
+    """lm customer: tokens per turn."""
     max_agent_turns: int = 12
     """Agent actions per call."""
     # -- evaluation --------------------------------------------------------------------------------
@@ -128,7 +138,7 @@ def _check(config: RladaTrainConfig) -> RladaTrainConfig:
             raise ConfigError(f"{side}_policy={policy!r}; use one of {POLICIES}.")
         if policy == "lm" and not model:
             raise ConfigError(f"{side}_policy='lm' needs {side}_model=... (a local folder, 'smollm2' or 'tiny').")
-    if config.advantage not in ("group_standardized", "batch_mean"):
+    if config.advantage not in CHOICES["advantage"]:
         raise ConfigError(f"advantage={config.advantage!r}; use group_standardized or batch_mean.")
     if not 0.0 <= config.failure_fraction <= 1.0:
         raise ConfigError(f"failure_fraction must be in [0, 1], got {config.failure_fraction!r}.")
@@ -151,4 +161,6 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> RladaTrainCo
 
 def parser() -> argparse.ArgumentParser:
     """A CLI generated from the dataclass: --field value for every field, plus --resume."""
-    return config_parser(RladaTrainConfig, "python -m trainers.rlada", "RL-ADA co-evolution: arena matches, isolation gyms, stopping rule.")
+    return config_parser(
+        RladaTrainConfig, "python -m trainers.rlada", "RL-ADA co-evolution: arena matches, isolation gyms, stopping rule.", PRESETS, CHOICES
+    )

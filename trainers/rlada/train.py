@@ -37,6 +37,7 @@ from dialogue_gym.scenarios.rlada.game import RladaConfig, RladaGame
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
 from trainers.common import RunDir, RunFolderError
+from trainers.common.baselines import best_baseline, fair_baselines
 from trainers.common.cli import config_from_cli, run_main
 from trainers.common.rundir import STATE_FIX, has_kind
 from trainers.grpo.policy import advantages_for
@@ -241,16 +242,21 @@ class CoEvolution:
         trajectories = _episodes(self.run, step, self.resumed, self.game_config, players, plan, [])
         if greedy is not None:
             self.agent.greedy = greedy
-        result = {
-            "routing_accuracy": rlada_metrics.routing_accuracy(trajectories),
-            "strict_pass": rlada_metrics.strict_pass_rate(trajectories),
-            "agent_reward": rlada_metrics.mean_reward(trajectories, "agent"),
-            "episodes": len(trajectories),
-            "per_scenario": {k: v["strict_pass_rate"] for k, v in rlada_metrics.by_group(trajectories, "scenario").items()},
-            "per_scenario_routing": {k: v["routing_accuracy"] for k, v in rlada_metrics.by_group(trajectories, "scenario").items()},
-        }
+        result = heldout_result(trajectories)
         self.run.save_state(name, result)
         return {"updated": [], **{f"{name}/{k}": v for k, v in result.items() if not isinstance(v, dict)}}
+
+    def heldout_baseline(self) -> dict[str, Any]:
+        """The fair scripted agents on the same held-out episodes (scripted customer): the best one's
+        result by strict PASS, and every one's strict PASS (not stored as trajectories: nothing trains on them)."""
+        plan = heldout_plan(self.domain, self.config.heldout_repeats, self.config.eval_seed)
+        results = {}
+        for name, agent in fair_baselines("RLADA-Banking-v0").items():
+            played: dict[int, Trajectory] = {}
+            play(self.game_config, {"agent": agent, "customer": ScriptedCustomer(self.domain)}, plan, [], played.__setitem__)
+            results[name] = heldout_result([played[index] for index in range(len(plan))])
+        best, _ = best_baseline({name: result["strict_pass"] for name, result in results.items()}, lambda rate: -rate)
+        return {"agent": best, **results[best], "strict_pass_per_agent": {name: result["strict_pass"] for name, result in results.items()}}
 
     def match(self, step: int, number: int) -> dict[str, Any]:
         plan = match_plan(self.domain, self.config.episodes_per_scenario, self.config.seed, step)
@@ -298,6 +304,15 @@ class CoEvolution:
         (folder / f"match_{number:02d}.txt").write_text("\n".join(blocks), encoding="utf-8")
 
     # -- the schedule ----------------------------------------------------------------------------
+    def planned_steps(self) -> int:
+        """Steps of the whole run if it plays ``max_matches`` matches (with a gym between each two)."""
+        config = self.config
+        matches = config.max_matches
+        return (
+            bool(config.sft_episodes) + config.warmup_agent_iterations + 1 + config.warmup_customer_iterations
+            + matches + (matches - 1) * config.gym_iterations + 1
+        )
+
     def first_phase(self) -> dict[str, Any]:
         config = self.config
         if config.sft_episodes:
@@ -375,6 +390,18 @@ class CoEvolution:
                     shutil.rmtree(folder, ignore_errors=True)
 
 
+def heldout_result(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
+    groups = rlada_metrics.by_group(trajectories, "scenario")
+    return {
+        "routing_accuracy": rlada_metrics.routing_accuracy(trajectories),
+        "strict_pass": rlada_metrics.strict_pass_rate(trajectories),
+        "agent_reward": rlada_metrics.mean_reward(trajectories, "agent"),
+        "episodes": len(trajectories),
+        "per_scenario": {k: v["strict_pass_rate"] for k, v in groups.items()},
+        "per_scenario_routing": {k: v["routing_accuracy"] for k, v in groups.items()},
+    }
+
+
 def new_state() -> dict[str, Any]:
     """The progress record of a run that has committed nothing yet."""
     return {"step": -1, "next": None, "matches": [], "checkpoints": {}, "versions": {"agent": 0, "customer": 0}, "stop_reason": None}
@@ -383,6 +410,7 @@ def new_state() -> dict[str, Any]:
 PHASES = ("sft", "warmup_agent", "heldout_before", "warmup_customer", "match", "gym", "heldout_after", "done")
 PROGRESS_FIELDS = {"step": int, "next": dict, "matches": list, "checkpoints": dict, "versions": dict, "stop_reason": (str, type(None))}
 HELDOUT_FIELDS = {"routing_accuracy": (int, float), "strict_pass": (int, float)}
+BASELINE_FIELDS = {**HELDOUT_FIELDS, "agent": str, "strict_pass_per_agent": dict}
 
 
 def load_progress(run: RunDir) -> dict[str, Any] | None:
@@ -430,13 +458,17 @@ def _train(config: RladaTrainConfig, run: RunDir, resume: bool) -> None:
     evolution = CoEvolution(config, run, state, resumed=resume)
     if fresh:
         state["next"] = evolution.first_phase()
-    bar = tqdm(desc="RL-ADA", file=sys.stderr, initial=state["step"] + 1, unit="step")
+    bar = tqdm(desc="RL-ADA", file=sys.stderr, initial=state["step"] + 1, total=evolution.planned_steps(), unit="step")
     while state["next"]["phase"] != "done":
         row = evolution.step()
         bar.update(1)
         if "arena/win_rate" in row:
             bar.set_postfix(match=row["match"], win=f"{row['arena/win_rate']:.2f}")
+    bar.total = bar.n  # the stopping rule may end the run before max_matches
+    bar.refresh()
     bar.close()
+    if run.load_state("heldout_baseline", BASELINE_FIELDS) is None:
+        run.save_state("heldout_baseline", evolution.heldout_baseline())
     if config.plots:
         from trainers.rlada.plots import plot_run
 
@@ -454,8 +486,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"match {match['match']}: agent win rate {match['win_rate']:.3f} (safety {match['safety_pass_rate']:.3f})")
         print(f"stopped: {state['stop_reason']}")
         before, after = run.load_state("heldout_before", HELDOUT_FIELDS), run.load_state("heldout_after", HELDOUT_FIELDS)
+        baseline = run.load_state("heldout_baseline", BASELINE_FIELDS)
         if before and after:
-            print(f"held-out routing {before['routing_accuracy']:.3f} -> {after['routing_accuracy']:.3f}, strict PASS {before['strict_pass']:.3f} -> {after['strict_pass']:.3f}")
+            beside = (
+                f"; best scripted baseline {baseline['agent']}: routing {baseline['routing_accuracy']:.3f}, strict PASS {baseline['strict_pass']:.3f}"
+                if baseline else ""
+            )
+            print(f"held-out routing {before['routing_accuracy']:.3f} -> {after['routing_accuracy']:.3f}, strict PASS {before['strict_pass']:.3f} -> {after['strict_pass']:.3f}{beside}")
         print(f"run folder: {run.path}")
         return 0
 

@@ -30,7 +30,7 @@ def _one(job: tuple[str, int, int, int, str]) -> tuple[str, int, float]:
     mode, seed, iterations, eval_episodes, out = job
     config = build_config(
         "cpu-strategy", curriculum=mode, seed=seed, iterations=iterations, eval_episodes=eval_episodes,
-        run_dir=str(Path(out) / f"{mode}-seed{seed}"), plots=False,
+        run_dir=str(Path(out) / f"{mode}-seed{seed}"), plots=False, before_and_baselines=False,
     )
     resume = (Path(config.run_dir) / "config.json").exists()
     if resume and RunDir(config.run_dir).read_config() != config.to_dict():

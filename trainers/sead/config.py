@@ -9,6 +9,16 @@ from typing import Any
 
 from dialogue_gym.errors import ConfigError
 from trainers.common.cli import config_parser, preset_values, require_range
+from trainers.grpo.policy import ADVANTAGES
+
+CHOICES: dict[str, tuple[Any, ...]] = {
+    "curriculum": ("full", "uniform", "unstructured"),
+    "smoothing": (None, "beta"),
+    "advantage": ADVANTAGES,
+    "policy": ("strategy", "lm"),
+    "user": ("scripted", "llm"),
+}
+"""The accepted values of the fields that take one of a few (checked by build_config, listed by --help)."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,9 @@ class SeadTrainConfig:
     """Held-out evaluation after training (fixed stratified profiles, eval_seed); 0 skips it."""
     eval_seed: int = 10_000
     """Seed of the held-out profile set (disjoint from training seeds)."""
+    before_and_baselines: bool = True
+    """Also evaluate, on the same held-out set, the policy before training and the fair scripted
+    baselines: printed as before -> after, with the best baseline beside it (3 more held-out runs)."""
     plots: bool = True
     """Write PNG plots (needs matplotlib)."""
 
@@ -86,15 +99,15 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 def build_config(preset: str = "cpu-strategy", **overrides: Any) -> SeadTrainConfig:
     config = SeadTrainConfig(**preset_values(SeadTrainConfig, PRESETS, preset, overrides))
-    if config.curriculum not in ("full", "uniform", "unstructured"):
+    if config.curriculum not in CHOICES["curriculum"]:
         raise ConfigError(f"curriculum={config.curriculum!r}; use full, uniform or unstructured.")
-    if config.policy not in ("strategy", "lm"):
+    if config.policy not in CHOICES["policy"]:
         raise ConfigError(f"policy={config.policy!r}; use strategy or lm.")
     if config.policy == "lm" and not config.model:
         raise ConfigError("policy='lm' needs model=... (a local folder, 'smollm2' or 'tiny').")
-    if config.advantage not in ("batch_mean", "group_standardized"):
+    if config.advantage not in CHOICES["advantage"]:
         raise ConfigError(f"advantage={config.advantage!r}; use batch_mean or group_standardized.")
-    if config.smoothing not in (None, "beta"):
+    if config.smoothing not in CHOICES["smoothing"]:
         raise ConfigError(f"smoothing={config.smoothing!r}; use None or 'beta'.")
     require_range(config, ("batch_size", "n_max", "max_agent_turns", "max_new_tokens"), 1)
     require_range(config, ("iterations", "eval_episodes", "lora_rank", "kl_coef"), 0)
@@ -107,4 +120,4 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> SeadTrainCon
 
 def parser() -> argparse.ArgumentParser:
     """A CLI generated from the dataclass: --field value for every field, plus --resume."""
-    return config_parser(SeadTrainConfig, "python -m trainers.sead", "SEAD self-evolving training (four-phase loop).")
+    return config_parser(SeadTrainConfig, "python -m trainers.sead", "SEAD self-evolving training (four-phase loop).", PRESETS, CHOICES)

@@ -17,7 +17,7 @@ def _pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise DependencyNotInstalled("matplotlib", "train", "Plotting a training run") from exc
+        raise DependencyNotInstalled("matplotlib", "plots", "Plotting a training run") from exc
     return plt
 
 

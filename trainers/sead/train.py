@@ -35,6 +35,7 @@ from dialogue_gym.scenarios.sead.policies import make_policy
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
 from trainers.common import RunDir, RunFolderError
+from trainers.common.baselines import best_baseline, fair_baselines
 from trainers.common.cli import config_from_cli, run_main
 from trainers.common.rundir import STATE_FIX
 from trainers.grpo.policy import advantages_for
@@ -114,6 +115,7 @@ PROGRESS_FIELDS = {"iteration": int, "checkpoint": str, "controller": dict}
 PLAN_FIELDS = {"iteration": int, "profiles": list, "controller": dict}
 PLAN_FIX = "delete it and resume: the plan is drawn again, identically, from state/progress.json"
 EVAL_FIELDS = {"cr": (int, float), "cr_low": (int, float), "cr_high": (int, float), "episodes": int}
+BASELINE_FIELDS = {**EVAL_FIELDS, "agent": str, "cr_per_agent": dict}
 
 
 def restore_controller(run: RunDir, name: str, controller: ProfileController, state: dict[str, Any], fix: str = STATE_FIX) -> None:
@@ -165,6 +167,8 @@ def _train(config: SeadTrainConfig, run: RunDir, controller: ProfileController, 
         run.truncate_metrics_after(progress["iteration"])
     policy = make_policy_for(config, run, checkpoint)
     driver = CounterpartDriver({"agent": policy, "user": user}, learner=None)
+    if config.eval_episodes and config.before_and_baselines and start == 0 and run.load_state("eval_before", EVAL_FIELDS) is None:
+        run.save_state("eval_before", held_out_evaluation(config, policy, "held-out before"))
 
     bar = tqdm(range(start, config.iterations), initial=start, total=config.iterations, desc="SEAD", file=sys.stderr)
     for iteration in bar:
@@ -204,25 +208,45 @@ def _train(config: SeadTrainConfig, run: RunDir, controller: ProfileController, 
     bar.close()
 
     if config.eval_episodes and run.load_state("eval", EVAL_FIELDS) is None:
-        run.save_state("eval", held_out_evaluation(config, policy))
+        run.save_state("eval", held_out_evaluation(config, policy, "held-out after"))
+    if config.eval_episodes and config.before_and_baselines and run.load_state("eval_baseline", BASELINE_FIELDS) is None:
+        run.save_state("eval_baseline", baseline_evaluation(config))
     if config.plots:
         from trainers.sead.plots import plot_run
 
         plot_run(run)
 
 
-def held_out_evaluation(config: SeadTrainConfig, policy) -> dict[str, Any]:
-    """Final CR on the fixed held-out profile set (stratified over the 120 states, eval_seed)."""
-    if hasattr(policy, "greedy"):
+def held_out_evaluation(config: SeadTrainConfig, policy: Any, label: str) -> dict[str, Any]:
+    """CR on the fixed held-out profile set (stratified over the 120 states, eval_seed), a trainable
+    policy played greedily: before training, after it, and for the scripted baselines alike."""
+    greedy = getattr(policy, "greedy", None)
+    if greedy is not None:
         policy.greedy = True
-    trajectories = evaluate(
-        "SEAD-Outbound-v0", policy, config.eval_episodes, seed=config.eval_seed,
-        env_kwargs={"max_agent_turns": config.max_agent_turns, "user": config.user, "user_backend": config.user_backend},
-    )
+    try:
+        with tqdm(total=config.eval_episodes, desc=label, file=sys.stderr) as bar:
+            trajectories = evaluate(
+                "SEAD-Outbound-v0", policy, config.eval_episodes, seed=config.eval_seed, on_episode=lambda _: bar.update(1),
+                env_kwargs={"max_agent_turns": config.max_agent_turns, "user": config.user, "user_backend": config.user_backend},
+            )
+    finally:
+        if greedy is not None:
+            policy.greedy = greedy
     low, high = sead_metrics.cr_interval(trajectories)
     summary = sead_metrics.summary(trajectories)
     return {"cr": summary["cr"], "cr_low": low, "cr_high": high, "episodes": len(trajectories),
             **{k: v for k, v in summary.items() if isinstance(v, float) and not math.isnan(v)}}
+
+
+def baseline_evaluation(config: SeadTrainConfig) -> dict[str, Any]:
+    """The best fair scripted agent's held-out result (the bar a trained policy should clear), and every one's CR."""
+    results = {name: held_out_evaluation(config, agent, f"baseline {name}") for name, agent in fair_baselines("SEAD-Outbound-v0").items()}
+    best, _ = best_baseline({name: result["cr"] for name, result in results.items()}, lambda cr: -cr)
+    return {"agent": best, **results[best], "cr_per_agent": {name: result["cr"] for name, result in results.items()}}
+
+
+def _with_interval(evaluation: dict[str, Any]) -> str:
+    return f"{evaluation['cr']:.3f} [{evaluation['cr_low']:.3f}, {evaluation['cr_high']:.3f}]"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -233,7 +257,11 @@ def main(argv: list[str] | None = None) -> int:
         run = train(config, resume=resume)
         evaluation = run.load_state("eval", EVAL_FIELDS)
         if evaluation:
-            print(f"held-out CR {evaluation['cr']:.3f} [{evaluation['cr_low']:.3f}, {evaluation['cr_high']:.3f}] over {evaluation['episodes']} episodes")
+            before, baseline = run.load_state("eval_before", EVAL_FIELDS), run.load_state("eval_baseline", BASELINE_FIELDS)
+            print(
+                f"held-out CR {_with_interval(before) + ' -> ' if before else ''}{_with_interval(evaluation)} over {evaluation['episodes']} episodes"
+                + (f"; best scripted baseline {baseline['agent']} {_with_interval(baseline)}" if baseline else "")
+            )
         print(f"run folder: {run.path}")
         return 0
 

@@ -11,6 +11,9 @@ from typing import Any
 from dialogue_gym.errors import ConfigError
 from trainers.common.cli import config_parser, preset_values, require_range
 
+CHOICES: dict[str, tuple[Any, ...]] = {"policy": ("strategy", "lm"), "assistant": ("sop", "llm")}
+"""The accepted values of the fields that take one of a few (listed by --help)."""
+
 
 @dataclass(frozen=True)
 class TracerTrainConfig:
@@ -112,7 +115,7 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> TracerTrainC
     if "reward_weights" in values:
         values["reward_weights"] = tuple(values["reward_weights"])
     config = TracerTrainConfig(**values)
-    if config.policy not in ("strategy", "lm"):
+    if config.policy not in CHOICES["policy"]:
         raise ConfigError(f"policy={config.policy!r}; use strategy or lm.")
     if config.policy == "lm" and not config.model:
         raise ConfigError("policy='lm' needs model=... (a local folder, 'smollm2' or 'tiny').")
@@ -135,5 +138,5 @@ def parser() -> argparse.ArgumentParser:
     """A CLI generated from the dataclass: ``--field value`` for every field, plus ``--resume RUN_DIR``."""
     return config_parser(
         TracerTrainConfig, "python -m trainers.tracer",
-        "TRACER: SFT on reference sessions, then multi-turn RL with deviation-aware advantages.",
+        "TRACER: SFT on reference sessions, then multi-turn RL with deviation-aware advantages.", PRESETS, CHOICES,
     )

@@ -35,6 +35,7 @@ from dialogue_gym.scenarios.tracer.policies import make_policy
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
 from trainers.common import RunDir, RunFolderError
+from trainers.common.baselines import best_baseline, fair_baselines
 from trainers.common.cli import config_from_cli, run_main
 from trainers.common.rundir import STATE_FIX
 from trainers.tracer.config import TracerTrainConfig, build_config, parser
@@ -142,15 +143,17 @@ def update(policy: Any, trajectories: Sequence[Trajectory], advantages: Sequence
     return policy.step(samples)
 
 
-def evaluation(config: TracerTrainConfig, policy: Any, session_ids: Sequence[str], full: bool = False) -> dict[str, Any]:
+def evaluation(config: TracerTrainConfig, policy: Any, session_ids: Sequence[str], full: bool = False, label: str | None = None) -> dict[str, Any]:
     """TRACER's metrics of ``policy`` over the evaluation sessions (fixed seeds: every call compares like
-    with like); ``full`` adds OT-DTW."""
+    with like); ``full`` adds OT-DTW; ``label`` shows a progress bar."""
     if config.eval_sessions:
         session_ids = list(session_ids)[:: max(1, len(session_ids) // config.eval_sessions)][: config.eval_sessions]
-    trajectories = evaluate(
-        "TRACER-UserSim-v0", policy, len(session_ids) * config.eval_rollouts, seed=config.eval_seed, learner="user",
-        env_kwargs={**env_kwargs(config), "sessions": list(session_ids), "assistant": config.assistant, "assistant_backend": config.assistant_backend},
-    )
+    episodes = len(session_ids) * config.eval_rollouts
+    with tqdm(total=episodes, desc=label, disable=label is None, file=sys.stderr) as bar:
+        trajectories = evaluate(
+            "TRACER-UserSim-v0", policy, episodes, seed=config.eval_seed, learner="user", on_episode=lambda _: bar.update(1),
+            env_kwargs={**env_kwargs(config), "sessions": list(session_ids), "assistant": config.assistant, "assistant_backend": config.assistant_backend},
+        )
     summary = tracer_metrics.summary(trajectories, embedder="hashing" if full else None)
     return summary if full else {name: summary[name] for name in EVAL_METRICS}
 
@@ -235,7 +238,10 @@ def _train(config: TracerTrainConfig, run: RunDir, template: TracerGame, assista
     bar.close()
 
     if run.load_state("eval", {}) is None:
-        run.save_state("eval", evaluation(config, policy, session_ids, full=True))
+        run.save_state("eval", evaluation(config, policy, session_ids, full=True, label="final evaluation"))
+    if run.load_state("eval_baselines", {}) is None:
+        baselines = fair_baselines("TRACER-UserSim-v0")
+        run.save_state("eval_baselines", {name: evaluation(config, name, session_ids, label=f"baseline {name}") for name in baselines})
     if config.plots:
         plot_run(run)
 
@@ -291,10 +297,17 @@ def main(argv: list[str] | None = None) -> int:
     def run_from_cli() -> int:
         config, resume = config_from_cli(cli, build_config, argv)
         run = train(config, resume=resume)
+        baselines = run.load_state("eval_baselines", {}) or {}
+        real = (run.load_state("eval", {}) or {}).get("real_pcr")
+        closeness = {"group_dpcr": lambda v: v, "intent_dtw": lambda v: v, "pcr": lambda v: abs(v - real) if real is not None else -v}
         for name, label in (("group_dpcr", "Group-dPCR"), ("intent_dtw", "intent DTW cost"), ("pcr", "PCR")):
             points = curves(run)[name]
             if points:
-                print(f"{label}: {points[0][1]:.3f} (iteration {points[0][0]}) -> {points[-1][1]:.3f} (after training)")
+                beside = ""
+                if baselines:
+                    best, value = best_baseline({agent: scores[name] for agent, scores in baselines.items()}, closeness[name])
+                    beside = f"; best scripted baseline {best} {value:.3f}" + (f" (real {real:.3f})" if name == "pcr" and real is not None else "")
+                print(f"{label}: {points[0][1]:.3f} (iteration {points[0][0]}) -> {points[-1][1]:.3f} (after training){beside}")
         print(f"run folder: {run.path}")
         return 0
 

@@ -9,10 +9,11 @@
   near-repetition, content-free questions, one fixed sentence as blind) plus a salad of the keyword
   router's cues, a fixed fluent sentence stuffed with misleading cues, and customers that lie about
   their problem: a new grounded worry about another tool's problem every turn, fresh lines all
-  pointing at one other tool, a false claim followed by grounded asides to every question, and the
-  real problem revealed only from the fourth turn (after the agent has acted), against the scripted
-  styles. (One hedged side worry and then nothing about the real problem is the scripted camouflage
-  customer's own tactic and is not in the audit: ``data/UNDERSTANDING.md``, "Known limits".)
+  pointing at one other tool, a false claim followed by grounded asides to every question, the real
+  problem revealed only from the fourth turn (after the agent has acted), one hedged side worry and
+  never the real problem, a fluent false claim then acknowledgements, every tool's problem voiced as
+  worries in one turn, a side worry beside a recital of many problems' signs, and a side worry with
+  the truth told only after the agent acted, against the scripted styles.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from dialogue_gym.scenarios.rlada.judge import LOOKUP
 from dialogue_gym.scenarios.rlada.cues import cue_hits
 from dialogue_gym.scenarios.rlada.data import load_domain
 from dialogue_gym.scenarios.rlada.parsing import render_agent_action
+from dialogue_gym.scenarios.rlada.reading import customer_turn_understood, misdirection
 from dialogue_gym.simulators.base import ScriptedPolicy
 
 TOOLS = ("lookup_account", "get_transactions", "dispute_charge", "check_card_status", "transfer_funds", "transfer_to_human")
@@ -290,10 +292,40 @@ SIDE_WORRY_ONLY = AuditPolicy(
     "side_worry_only", "degenerate", "the false claim as a hedged side worry, then every question dodged with a grounded fact",
     lambda: TextPolicy(_dodge(_hedged_worry), str),
 )
-"""The known limit, kept out of the audit: the scripted camouflage customer's own side-worry opener
-chosen every call, never followed by the real problem. The keyword router acts on the worry at once
-and never asks, so no rule that keeps the camouflage customer's score can tell the two apart
-(``data/UNDERSTANDING.md``; pinned in ``tests/scenarios/rlada/test_rlada_truthfulness.py``)."""
+"""The scripted camouflage customer's side-worry opener chosen every call, never followed by its
+real problem: the keyword router acts on the worry at once (it scored 1.473 against camouflage's
+1.017 before a side worry needed the customer's own story beside it)."""
+
+
+def _asserted_claim(observation) -> str:
+    """A worry line of another tool that the reader takes as an assertion (no hedge), in a sentence a
+    person understands: an attacker that knows the recogniser."""
+    intent = DOMAIN.intents[int(observation.get("intent", 0)) % len(DOMAIN.intents)]
+    lines = [line.format(**_facts(observation)) for line in WORRIES[_other_tools(observation)[0]]]
+    plain = [line for line in lines if customer_turn_understood(line, DOMAIN) and misdirection(line, intent, DOMAIN).asserted]
+    return (plain or lines)[0]
+
+
+SPRAY = (
+    "On {day} at {merchant}, maybe my card was declined or I was charged twice, or a payment is still pending. "
+    "I might need to check my balance or move money between my accounts, or maybe my card ending {last4} was stolen."
+)
+"""Every tool's problem voiced as a worry in one turn: whichever the real one is, it was "said"."""
+SIGN_RECITAL = "It has been sitting there since, the app changed its mind, I can't place that charge and the total cost me more than I expected."
+"""Signs of four families' problems (pending, reversal, unrecognised, charge_amount) in one sentence."""
+
+
+def _worry_then_recital(observation) -> str:
+    return f"{_hedged_worry(observation)} {SIGN_RECITAL}"
+
+
+def _truth_after_acting(observation, turn, rng) -> str:
+    """A hedged side worry; its real problem (from its prompt) from the second turn on: after the
+    keyword router, which acts on the worry at once, has acted."""
+    if turn == 1:
+        return _hedged_worry(observation)
+    found = _PROBLEM.search(_prompt(observation))
+    return found.group(1).strip() if found else "Okay, thanks."
 
 
 def customer_policies() -> tuple[AuditPolicy, ...]:
@@ -305,6 +337,20 @@ def customer_policies() -> tuple[AuditPolicy, ...]:
         AuditPolicy("one_wrong_tool", "blind", "fresh grounded lines every turn, all pointing at one other tool", lambda: TextPolicy(_one_wrong_tool, str)),
         AuditPolicy("dodge_questions", "degenerate", "a false grounded claim, then every question answered with an unrelated grounded fact", lambda: TextPolicy(_dodge(_false_claim), str)),
         AuditPolicy("reveal_last", "blind", "misleading worries, its real problem only from the fourth turn", lambda: TextPolicy(_reveal_last, str)),
+        SIDE_WORRY_ONLY,
+        AuditPolicy(
+            "false_claim_then_accept", "degenerate", "a fluent false claim stated as fact, then questions dodged and the answer accepted",
+            lambda: TextPolicy(_dodge(_asserted_claim), str),
+        ),
+        AuditPolicy(
+            "worry_spray", "degenerate", "every tool's problem voiced as a worry in one turn, then questions dodged",
+            lambda: TextPolicy(_dodge(lambda o: SPRAY.format(**_facts(o))), str),
+        ),
+        AuditPolicy(
+            "worry_and_sign_recital", "degenerate", "a hedged side worry beside signs of four families' problems, then questions dodged",
+            lambda: TextPolicy(_dodge(_worry_then_recital), str),
+        ),
+        AuditPolicy("truth_after_acting", "degenerate", "a hedged side worry, its real problem only once the agent has acted", lambda: TextPolicy(_truth_after_acting, str)),
     )
 
 

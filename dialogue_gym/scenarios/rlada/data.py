@@ -128,6 +128,10 @@ class Domain:
     context: tuple[tuple[str, re.Pattern[str]], ...]
     """Named context cues (``lexicon.json["context"]``): details of a story that point at no tool by
     themselves (an amount said twice, a card statement descriptor, an ATM); features for learned agents."""
+    signs: dict[str, tuple[re.Pattern[str], ...]]
+    """Signs of each family's problem (``lexicon.json["problem_signs"]``): how a customer tells that
+    problem in other words than its tool's cues ("it's been sitting there" for a pending payment). The
+    reward reads them against the customer's own family, which a counterpart does not know."""
     role_reversal: tuple[re.Pattern[str], ...]
     meta_talk: tuple[re.Pattern[str], ...]
     hangup_markers: tuple[re.Pattern[str], ...]
@@ -500,6 +504,16 @@ def _load_context(lexicon: dict[str, Any], path: Path) -> tuple[tuple[str, re.Pa
     return tuple((name, _compile([pattern], f"{path}: context.{name}")[0]) for name, pattern in context.items())
 
 
+def _load_signs(lexicon: dict[str, Any], path: Path, families: dict[str, Any]) -> dict[str, tuple[re.Pattern[str], ...]]:
+    signs = lexicon.get("problem_signs", {})
+    if not isinstance(signs, dict):
+        raise ScenarioError(f"{path}: field 'problem_signs' must be an object of family -> list of regular expressions, got {signs!r:.80}.")
+    unknown = sorted(set(signs) - set(families))
+    if unknown:
+        raise ScenarioError(f"{path}: problem_signs for unknown famil(ies) {unknown}; the families of customer.json are {sorted(families)}.")
+    return {family: _compile(patterns, f"{path}: problem_signs.{family}") for family, patterns in signs.items()}
+
+
 def _check_bank_numbers(bank: dict[str, Any], path: Path) -> None:
     """The generator's numbers: ``today`` a date, ``amount_range`` of at least a cent, counts and limits."""
     where = str(path)
@@ -569,6 +583,7 @@ def load_domain(data_dir: str | Path | None = None) -> Domain:
         cues=cues,
         cue_names=tuple(f"{tool}:{p.pattern}" for tool in tool_names for p in cues[tool]),
         context=_load_context(lexicon, lexicon_path),
+        signs=_load_signs(lexicon, lexicon_path, customer["families"]),
         role_reversal=_compile(lexicon.get("role_reversal"), f"{lexicon_path}: role_reversal"),
         meta_talk=_compile(lexicon.get("meta_talk"), f"{lexicon_path}: meta_talk"),
         hangup_markers=_compile(lexicon.get("hangup_markers"), f"{lexicon_path}: hangup_markers"),

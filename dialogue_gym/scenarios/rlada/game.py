@@ -50,7 +50,13 @@ from dialogue_gym.scenarios.rlada.parsing import (
     parse_agent_action,
     parse_customer_output,
 )
-from dialogue_gym.scenarios.rlada.reading import customer_turn_understood, misdirection, read_agent_turn, repeats_itself
+from dialogue_gym.scenarios.rlada.reading import (
+    customer_turn_understood,
+    misdirection,
+    read_agent_turn,
+    repeats_itself,
+    told_problem,
+)
 from dialogue_gym.scenarios.rlada.prompts import (
     agent_system_prompt,
     customer_system_prompt,
@@ -298,7 +304,14 @@ class RladaGame(Game):
         self._progress = {"lookup": False, "domain": False}
         self._customer_scores: dict[str, list[float]] = {"format": [], "realism": [], "concealment": []}
         self._grounded = False
-        self._worried_turns = 0
+        self._worry_turns: list[int] = []
+        """Indices (into the customer's per-turn scores) of its turns that voiced side worries."""
+        self._story: list[str] = []
+        """The customer's understood turns before the agent acted: what it acted on."""
+        self._acted = False
+        """Whether the agent made its routing decision: a domain tool call that passed schema validation
+        (accepted by the bank or not), as the judge counts routing."""
+        self._told: bool | None = None
         self._misled = False
         self._disclosed = False
         self._questions = 0
@@ -319,6 +332,14 @@ class RladaGame(Game):
             return {"profile": {"intent": intents[episode % len(intents)].name, "concealment": level, "bank_seed": bank_seed}}
         scenarios = self.scenarios()
         return {"profile": {**self._scenario_profile(scenarios[episode % len(scenarios)]), "bank_seed": bank_seed}}
+
+    def evaluation_strata(self) -> tuple[dict[str, Any], ...]:
+        """``taxonomy``: one stratum per intent at each concealment level played, faceted by the intent's
+        tool and the level; the arena / held-out sets: one per scenario, faceted by kind and level."""
+        if self.config.scenario_set == "taxonomy":
+            levels = (self.config.concealment,) if self.config.concealment else LEVELS
+            return tuple({"tool": intent.tool, "concealment": level} for level in levels for intent in self.domain.intents)
+        return tuple({"kind": scenario.kind, "concealment": scenario.concealment} for scenario in self.scenarios())
 
     # -- moves -------------------------------------------------------------------------------
 
@@ -345,6 +366,7 @@ class RladaGame(Game):
         self._agent_messages.append({"role": "assistant", "content": text})
         if problem is None and action.action_type == "tool_call":
             outcome = call_tool(self.bank, self._tools, action.tool, action.args)
+            self._acted = self._acted or (outcome.schema_ok and outcome.tool != LOOKUP)
             if not outcome.schema_ok:
                 problem = f"{outcome.error['code']}: {outcome.error['message']}"
             elif not outcome.ok:
@@ -400,11 +422,15 @@ class RladaGame(Game):
         # not have, or a second turn of side worries (a new worry each turn), invents problems: it scores
         # no realism and no concealment (misdirection by a falsehood hides nothing), and the call's realism
         # is halved and earns no adversarial credit. Stating its own problem before the agent
-        # acts is a disclosure (data/UNDERSTANDING.md).
+        # acts is a disclosure (data/UNDERSTANDING.md). Whether a side worry stood beside the
+        # customer's own story is known once the agent has acted (_finish).
         reading = misdirection(move.utterance, self.intent, domain) if understood else None
-        invents = reading is not None and (reading.asserted or (reading.worried and self._worried_turns > 0))
+        invents = reading is not None and (reading.asserted or (reading.worried and bool(self._worry_turns)))
         if reading is not None:
-            self._worried_turns += int(reading.worried)
+            if reading.worried:
+                self._worry_turns.append(len(self._customer_scores["realism"]))
+            if not self._acted:
+                self._story.append(move.utterance)
             self._disclosed = self._disclosed or (reading.disclosed and not self._progress["domain"])
         self._misled = self._misled or invents
         if move.utterance:
@@ -419,6 +445,7 @@ class RladaGame(Game):
             "names_intent": names_intent(move.utterance, self.intent, domain.tool_names),
             "grounded": is_grounded,
             "invents_problem": invents,
+            "side_worry": bool(reading is not None and reading.worried),
             "discloses": bool(reading is not None and reading.disclosed),
             "cue_hits": cue_hits(move.utterance, domain),
         }
@@ -456,12 +483,18 @@ class RladaGame(Game):
         if outcome is None and self.passed:
             self.outcome = Outcome.SUCCESS
         scores = self._customer_scores
+        # A side worry is contextual camouflage only beside the customer's own story: when what the agent
+        # heard before it acted never told the customer's problem, the worry was the whole story, a problem
+        # the customer does not have, and its turns score no realism (data/UNDERSTANDING.md).
+        self._told = told_problem(self._story, self.intent, self.domain)
+        worry_alone = bool(self._worry_turns) and not self._told
+        realism = [0.0 if worry_alone and index in self._worry_turns else value for index, value in enumerate(scores["realism"])]
         self._add(
             rewards, "customer",
             customer_terminal_terms(
-                format_scores=scores["format"], realism_scores=scores["realism"], concealment_scores=scores["concealment"],
+                format_scores=scores["format"], realism_scores=realism, concealment_scores=scores["concealment"],
                 grounded=self._grounded, agent_total=self.returns["agent"], weights=self._customer_weights,
-                truthful=not self._misled, withheld=self._questions >= self.domain.customer["reveal_after"]["camouflage"] and not self._disclosed,
+                truthful=not (self._misled or worry_alone), withheld=self._questions >= self.domain.customer["reveal_after"]["camouflage"] and not self._disclosed,
                 conceded=conceded, conceded_agent_reward=self._conceded_agent_reward,
             ),
         )
@@ -523,6 +556,7 @@ class RladaGame(Game):
         if self.verdict is not None:
             meta["verdict"] = self.verdict.to_dict()
             meta["strict_pass"] = self.passed
+            meta["customer_told_problem"] = self._told
         return Trajectory(
             scenario=self.id,
             seed=self.seed,

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from dialogue_gym.backends.base import GenerationRequest, SamplingParams
+from dialogue_gym.health import TurnHealth
 from dialogue_gym.scenarios.common import bound_text, safe_json_loads
 from dialogue_gym.scenarios.rlada.data import Domain
 from dialogue_gym.scenarios.rlada.reading import (
@@ -73,6 +74,8 @@ class Verdict:
     note: str | None = None
     confusing_turns: tuple[str, ...] = ()
     """Spoken agent turns the customer could not follow (``"turn 3: not_understood (empty)"``)."""
+    health: dict[str, Any] | None = None
+    """``{"judge": record}``: the health of a judge model's answer (:func:`judge_answer_health`); None for the rule judge."""
 
     @property
     def routed_tool(self) -> str | None:
@@ -347,7 +350,8 @@ def parse_judge_score(text: str, max_score: float = 3.0) -> tuple[float | None, 
         for pattern in (_SCORE, _FRACTION, _NUMBER):
             match = pattern.search(text)
             if match:
-                denominator = match.group(2) if pattern is not _NUMBER and match.lastindex and match.lastindex >= 2 else None
+                # _NUMBER has no second group; in the others it is None when no "/ N" followed
+                denominator = match.group(2) if pattern is not _NUMBER else None
                 candidates.append((float(match.group(1)), float(denominator) if denominator else None))
                 break
     if not candidates:
@@ -410,8 +414,43 @@ class LLMJudge:
         outputs = self.backend.generate([self.request(trajectory)])
         error = getattr(outputs[0], "error", None) if outputs else "no output"
         if error is not None:
-            return replace(verdict, judge="rule_fallback", note=f"judge backend failed: {error}")
-        score, problem = parse_judge_score(outputs[0].text, self.max_score)
+            failed = {"judge": TurnHealth(False, (f"judge backend failed ({error}); the rule judge's score used",)).to_dict()}
+            return replace(verdict, judge="rule_fallback", note=f"judge backend failed: {error}", health=failed)
+        text = outputs[0].text
+        score, problem = parse_judge_score(text, self.max_score)
+        health = {"judge": judge_answer_health(text, self.max_score).to_dict()}
         if score is None:
-            return replace(verdict, judge="rule_fallback", note=problem)
-        return replace(verdict, score=score, judge="llm", note=problem)
+            return replace(verdict, judge="rule_fallback", note=problem, health=health)
+        return replace(verdict, score=score, judge="llm", note=problem, health=health)
+
+
+RUBRIC_FIELDS = {"score": (int, float), "resolved": bool, "hallucination": bool, "reason": str}
+"""The rubric's answer (``data/judge.json``): its fields and their JSON types."""
+
+
+def judge_answer_health(text: str, max_score: float = 3.0) -> TurnHealth:
+    """The health of one judge answer: in format when it is the rubric's JSON object alone, every
+    field present with its type; repaired when the score had to be read another way (from text around
+    the object, from prose, as a fraction); a rule violation when the score lies outside 0-``max_score``.
+    Total: any ``str`` gives a record."""
+    bounded = bound_text(text)[0] if isinstance(text, str) else ""
+    stripped = bounded.strip()
+    loaded = safe_json_loads(stripped)[0] if stripped.startswith("{") else None
+    repaired = []
+    if not isinstance(loaded, dict):
+        first, last = stripped.find("{"), stripped.rfind("}")
+        embedded = safe_json_loads(stripped[first : last + 1])[0] if 0 <= first < last else None
+        if isinstance(embedded, dict):
+            loaded = embedded
+            repaired.append("JSON read from inside other text")
+    fields_ok = isinstance(loaded, dict) and all(
+        isinstance(loaded.get(name), kind) and not (kind is not bool and isinstance(loaded.get(name), bool))
+        for name, kind in RUBRIC_FIELDS.items()
+    )
+    score, problem = parse_judge_score(bounded, max_score)
+    if score is not None and not (isinstance(loaded, dict) and isinstance(loaded.get("score"), (int, float)) and not isinstance(loaded.get("score"), bool)):
+        repaired.append("score read from text, not from the JSON 'score' number")
+    if score is None:
+        repaired.append(f"{problem}; the rule judge's score used")
+    violations = (problem,) if score is not None and problem and "outside" in problem else ()
+    return TurnHealth(format_ok=fields_ok and not repaired and not violations, repaired=tuple(repaired), rule_violations=violations)

@@ -9,6 +9,13 @@ else is flagged.
 
 Customer: plain spoken text (one or two sentences); ``[hang up]`` ends the call.
 
+Each move carries its health record (:mod:`dialogue_gym.health`), which goes into ``turn.parsed``:
+the agent is in format with one bare JSON object of the four fields (a fence, surrounding text, an
+alias or a missing field is a repair) and reverses roles when a spoken turn says what only a
+customer says (``data/health.json``); the customer is in format with a spoken, markup-free turn,
+reverses roles on the domain's role-reversal and meta-talk patterns and the shared service-side
+phrases, and breaks its rule by speaking more than ``max_sentences`` sentences.
+
 Both parsers first cut their input to ``MAX_ACTION_CHARS`` characters (:mod:`dialogue_gym.scenarios.common`)
 and read JSON with :func:`~dialogue_gym.scenarios.common.safe_json_loads` (bounded nesting and
 integers, no NaN/Infinity), so one step costs time linear in a bounded text whatever the model emits.
@@ -19,11 +26,16 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, Sequence
 
+from dialogue_gym.errors import ScenarioError
+from dialogue_gym.health import MODEL_TALK, SERVICE_VOICE, RoleVoice, TurnHealth, check_patterns, said_phrases
 from dialogue_gym.scenarios.common import (
     bound_text,
     memoise_short_texts,
+    read_json,
     safe_json_loads,
     truncation_problem,
 )
@@ -38,6 +50,26 @@ _FENCE = "```"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _MARKUP = re.compile(r"</?\w+>|^\s*[{\[]")
 _SPEAKER = re.compile(r"^\s*(customer|caller|me|user)\s*:\s*", re.IGNORECASE)
+AGENT_FIELDS = ("thinking", "action_type", "content", "tool_args")
+HEALTH_FILE = Path(__file__).parent / "data" / "health.json"
+
+
+@lru_cache(maxsize=1)
+def agent_voice() -> RoleVoice:
+    """What only the customer says (``data/health.json``), heard in a spoken agent turn; an agent may
+    say it is an AI, so only model talk counts as out of character."""
+    data = read_json(HEALTH_FILE)
+    voices = data.get("role_voice")
+    if not isinstance(voices, dict) or "agent" not in voices:
+        raise ScenarioError(f"{HEALTH_FILE}: field 'role_voice' must hold an 'agent' list of patterns, got {voices!r:.120}.")
+    where = f"{HEALTH_FILE}: role_voice['agent']"
+    return RoleVoice(check_patterns(voices["agent"], where), where=where, breaks=MODEL_TALK)
+
+
+@lru_cache(maxsize=1)
+def customer_voice() -> RoleVoice:
+    """The shared service-side and out-of-character phrases, beside the domain's own role-reversal patterns."""
+    return RoleVoice(SERVICE_VOICE, where="customer voice")
 
 
 @dataclass(frozen=True)
@@ -51,9 +83,13 @@ class AgentAction:
     thinking: str
     format: str
     problem: str | None = None
+    health: TurnHealth = TurnHealth(False)
 
     def parsed(self) -> dict[str, Any]:
-        return {"action_type": self.action_type, "content": self.content, "tool": self.tool, "args": self.args, "thinking": self.thinking, "format": self.format}
+        return {
+            "action_type": self.action_type, "content": self.content, "tool": self.tool, "args": self.args, "thinking": self.thinking,
+            "format": self.format, "health": self.health.to_dict(),
+        }
 
 
 def _unfence(text: str) -> str | None:
@@ -88,17 +124,41 @@ def parse_agent_action(text: str, max_chars: int = 2000) -> AgentAction:
     on the bounded text."""
     bounded, truncated = bound_text(text)
     if truncated:
-        return AgentAction(None, "", None, {}, "", "text", truncation_problem(len(text), "answer with one short JSON object"))
+        problem = truncation_problem(len(text), "answer with one short JSON object")
+        return AgentAction(None, "", None, {}, "", "text", problem, TurnHealth(False))
     return _parse_agent_action(bounded, max_chars)
+
+
+def _agent_health(loaded: dict[str, Any], fmt: str, action_type: str | None, content: str, problems: list[str], cut: bool) -> TurnHealth:
+    """In format: one bare JSON object with the four fields, an action type spelled as the prompt
+    spells it, and nothing the parser flagged; ``cut``: the content was truncated to be used."""
+    repaired = ["content truncated to max_utterance_chars"] if cut else []
+    if fmt == "json_fenced":
+        repaired.append("JSON read from inside a code fence")
+    elif fmt == "json_embedded":
+        repaired.append("JSON read from inside other text")
+    raw_type = loaded.get("action_type", loaded.get("action", loaded.get("type")))
+    if action_type is not None and raw_type != action_type:
+        repaired.append(f"action_type {raw_type!r} read as {action_type!r}")
+    missing = [name for name in AGENT_FIELDS if name not in loaded]
+    if missing:
+        repaired.append(f"no {', '.join(missing)} field(s); read with defaults")
+    spoken = content if action_type in ("speak", "end_call") else ""
+    return TurnHealth(
+        format_ok=not problems and not repaired,
+        repaired=tuple(repaired),
+        role_reversal=agent_voice().reversals(spoken) if spoken else (),
+    )
 
 
 @memoise_short_texts(maxsize=16384)
 def _parse_agent_action(text: str, max_chars: int) -> AgentAction:
     loaded, fmt, problem = _load_object(text)
     if problem is not None:
-        return AgentAction(None, "", None, {}, "", fmt, problem + "; answer with one JSON object {thinking, action_type, content, tool_args}")
+        problem += "; answer with one JSON object {thinking, action_type, content, tool_args}"
+        return AgentAction(None, "", None, {}, "", fmt, problem, TurnHealth(False))
     if not isinstance(loaded, dict):
-        return AgentAction(None, "", None, {}, "", fmt, f"expected a JSON object, got {type(loaded).__name__}")
+        return AgentAction(None, "", None, {}, "", fmt, f"expected a JSON object, got {type(loaded).__name__}", TurnHealth(False))
     problems: list[str] = []
     raw_type = loaded.get("action_type", loaded.get("action", loaded.get("type")))
     action_type = _ACTION_ALIASES.get(str(raw_type).strip().lower()) if isinstance(raw_type, str) else None
@@ -122,10 +182,12 @@ def _parse_agent_action(text: str, max_chars: int) -> AgentAction:
             args = {}
     elif action_type == "speak" and not content:
         problems.append("speak with empty content")
-    if len(content) > max_chars:
+    cut = len(content) > max_chars
+    if cut:
         problems.append(f"content of {len(content)} characters exceeds max_utterance_chars={max_chars}; truncated")
         content = content[:max_chars]
-    return AgentAction(action_type, content, tool, args, thinking, fmt, "; ".join(problems) or None)
+    health = _agent_health(loaded, fmt, action_type, content, problems, cut)
+    return AgentAction(action_type, content, tool, args, thinking, fmt, "; ".join(problems) or None, health)
 
 
 def render_agent_action(action_type: str, content: str, tool_args: dict[str, Any] | None = None, thinking: str = "") -> str:
@@ -145,6 +207,7 @@ class CustomerMove:
     meta_talk: bool = False
     problem: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    health: TurnHealth = TurnHealth(False)
 
     def parsed(self) -> dict[str, Any]:
         return {
@@ -154,6 +217,7 @@ class CustomerMove:
             "role_reversal": list(self.role_reversal),
             "meta_talk": self.meta_talk,
             "notes": list(self.notes),
+            "health": self.health.to_dict(),
         }
 
 
@@ -176,7 +240,14 @@ def parse_customer_output(
     cut there (and noted, so the turn fails the format check): the agent hears, and the cue, role and
     grounding checks read, at most ``max_chars`` characters."""
     bounded, truncated = bound_text(text)
-    utterance = _SPEAKER.sub("", bounded.strip()).strip().strip('"').strip()
+    stripped = bounded.strip()
+    unlabelled = _SPEAKER.sub("", stripped).strip()
+    utterance = unlabelled.strip('"').strip()
+    repaired = [truncation_problem(len(text))] if truncated else []
+    if unlabelled != stripped:
+        repaired.append("speaker label removed")
+    if utterance != unlabelled:
+        repaired.append("quotes removed")
     hangup = False
     for marker in hangup_markers:
         if marker.search(utterance):
@@ -189,11 +260,19 @@ def parse_customer_output(
         notes.append(f"{sentences} sentences (the customer speaks 1-{max_sentences})")
     if len(utterance) > max_chars:
         notes.append(f"{len(utterance)} characters (at most {max_chars}); cut to {max_chars}")
+        repaired.append(notes[-1])
         utterance = utterance[:max_chars].rstrip()
-    if _MARKUP.search(utterance):
+    markup = bool(_MARKUP.search(utterance))
+    if markup:
         notes.append("markup or JSON in a spoken turn")
     reversal = tuple(p.pattern for p in role_reversal if p.search(utterance))
     meta = any(p.search(utterance) for p in meta_talk)
     problem = "empty utterance" if not utterance and not hangup else None
     format_ok = bool(utterance) and not notes
-    return CustomerMove(utterance, hangup, sentences, format_ok, reversal, meta, problem, tuple(notes))
+    health = TurnHealth(
+        format_ok=(bool(utterance) or hangup) and not markup and not truncated,
+        repaired=tuple(repaired),
+        role_reversal=tuple(dict.fromkeys((*said_phrases(role_reversal, utterance), *customer_voice().reversals(utterance), *said_phrases(meta_talk, utterance)))),
+        rule_violations=(f"{sentences} sentences (the customer speaks 1-{max_sentences})",) if sentences > max_sentences else (),
+    )
+    return CustomerMove(utterance, hangup, sentences, format_ok, reversal, meta, problem, tuple(notes), health)

@@ -33,7 +33,14 @@ SCRIPTED: dict[str, dict[str, Callable[[Domain], RolePolicy]]] = {
 
 
 
+LLM_STOPS = {"customer": ("\n\n",), "agent": ()}
+"""Stop strings of an LLM-played role: the customer speaks one short paragraph (the agent's JSON has no safe stop)."""
+
+
 def make_policy(role: str, spec: Any, domain: Domain, backend: Any = None, sampling: dict[str, Any] | None = None) -> RolePolicy:
-    """Build the policy that plays ``role`` from its kwarg: a name, ``"llm"`` (+ backend spec), or a policy object."""
+    """Build the policy that plays ``role`` from its kwarg: a name, ``"llm"`` (+ backend spec), or a policy
+    object. An LLM gets the role's stop strings unless ``sampling`` sets ``stop``."""
     scripted = {name: (lambda factory=factory: factory(domain)) for name, factory in SCRIPTED[role].items()}
+    if spec == "llm":
+        sampling = {"stop": list(LLM_STOPS[role]), **(sampling or {})}
     return named_policy(role, spec, scripted, backend, sampling)

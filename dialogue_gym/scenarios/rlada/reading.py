@@ -15,6 +15,9 @@ keywords. ``data/UNDERSTANDING.md`` documents what each reader understands and w
 * :func:`misdirection` reads a customer turn against its own problem (an asserted problem another
   tool serves, a side worry, or a disclosure of its own problem): the customer's adversarial credit
   needs a customer that tells the truth about its problem.
+* :func:`told_problem` reads the customer's story before the agent acted against its own problem (a cue
+  of its own tools or a sign of its family's problem, beside at most :data:`MAX_SIDE_PROBLEMS` others):
+  a side worry is camouflage only in a story that also tells the customer's own problem.
 * :func:`spoken_claims` lists the claims of fact in an agent turn (claim patterns of
   ``data/judge.json`` in declarative sentences that are not negated and not offers) and
   :func:`quoted_values` the amounts and ids it states; the judge checks both against the tool results.
@@ -406,3 +409,34 @@ def _misdirection(text: str, name: str, domain: Domain) -> Misdirection:
     best = max(hits.values())
     disclosed = best > 0 and hits[intent.tool] == best and sum(1 for value in hits.values() if value == best) == 1
     return Misdirection(asserted, worried and not asserted, disclosed)
+
+
+# -- whether the customer told its problem before the agent acted -----------------------------------
+MAX_SIDE_PROBLEMS = 2
+"""A story may point at up to this many other problems beside its own (other tools by their cues, other
+families by their signs): contextual camouflage's side worries. More is a recital of every problem,
+which tells none (the scripted customers' stories point at two other tools and one other family at most)."""
+
+
+def problem_signs(text: str, domain: Domain) -> frozenset[str]:
+    """The families whose problem signs (``lexicon.json["problem_signs"]``) ``text`` carries."""
+    return _problem_signs(bound_text(text)[0], domain)
+
+
+@memoise_short_texts(maxsize=16384)
+def _problem_signs(text: str, domain: Domain) -> frozenset[str]:
+    return frozenset(family for family, patterns in domain.signs.items() if any(p.search(text) for p in patterns))
+
+
+def told_problem(story: Iterable[str], intent: Intent, domain: Domain) -> bool:
+    """Whether ``story`` (the customer's understood turns before the agent acted) told the customer's
+    own problem, plainly or buried: a cue of one of its :func:`own_tools` or a sign of its family's
+    problem, in a story that points at no more than :data:`MAX_SIDE_PROBLEMS` other tools and other
+    families. A side worry is camouflage only beside the customer's own story; a story of side worries
+    alone tells a problem the customer does not have."""
+    story = tuple(bound_text(text)[0] for text in story)
+    tools = {tool for text in story for tool, hits in cue_hits(text, domain).items() if hits}
+    families = frozenset().union(*(problem_signs(text, domain) for text in story))
+    mine = own_tools(intent, domain)
+    own = bool(tools & mine) or intent.family in families
+    return own and len(tools - mine) <= MAX_SIDE_PROBLEMS and len(families - {intent.family}) <= MAX_SIDE_PROBLEMS

@@ -18,6 +18,7 @@ from gymnasium import spaces
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, StepResult, check_invalid_action_mode
+from dialogue_gym.health import HEALTH_KEY
 from dialogue_gym.scenarios.common import check_max_utterance_chars, config_number
 from dialogue_gym.scenarios.sead.data import (
     DEFAULT_BEHAVIORS_FILE,
@@ -25,11 +26,13 @@ from dialogue_gym.scenarios.sead.data import (
     load_behaviors,
     load_campaign,
 )
+from dialogue_gym.scenarios.sead.health import agent_turn_health, load_health_rules, user_turn_health
 from dialogue_gym.scenarios.sead.parsing import parse_agent_output, parse_user_output
 from dialogue_gym.scenarios.sead.prompts import agent_system_prompt, user_system_prompt
 from dialogue_gym.scenarios.sead.state import (
     ALL_STATES,
     STATE_DIMS,
+    STATE_NAMES,
     Profile,
     UserState,
     sample_profile,
@@ -88,6 +91,7 @@ class SeadGame(Game):
         self.campaign = load_campaign(self.config.scenario_file or DEFAULT_SCENARIO_FILE)
         self.library = load_behaviors(self.config.behaviors_file or DEFAULT_BEHAVIORS_FILE)
         self._agent_system = agent_system_prompt(self.campaign)
+        self.health_rules = load_health_rules(self.campaign, self.library)
         self._utterance_space = Utterance(max_length=max(4096, self.config.max_utterance_chars * 2))
         turn_space = spaces.Discrete(self.config.max_agent_turns + 1)
         self._observation_spaces = {
@@ -128,6 +132,8 @@ class SeadGame(Game):
         ]
         self._user_messages: list[dict[str, str]] = []
         self._user_prompts: dict[UserState, str] = {}
+        self._user_replies: list[str] = []
+        self._profile_categories = frozenset(self.library[b].category for b in self.profile.behaviors)
         self._behavior_mask = np.zeros(len(self.library.behaviors), dtype=np.int8)
         for behavior_id in self.profile.behaviors:
             self._behavior_mask[self.library.index(behavior_id)] = 1
@@ -152,7 +158,8 @@ class SeadGame(Game):
         if role == "agent":
             move = parse_agent_output(text, self.config.max_utterance_chars)
             heard = move.utterance or SILENCE
-            self.turns.append(Turn("agent", text, heard, move.parsed(), self.state, move.problem, token_ids, logprobs))
+            parsed = {**move.parsed(), HEALTH_KEY: agent_turn_health(move, self.health_rules).to_dict()}
+            self.turns.append(Turn("agent", text, heard, parsed, self.state, move.problem, token_ids, logprobs))
             self.agent_turns += 1
             self._agent_messages.append({"role": "assistant", "content": text})
             self._user_messages.append({"role": "user", "content": heard})
@@ -162,6 +169,10 @@ class SeadGame(Game):
                 self._role = "user"
         else:
             move = parse_user_output(text, self.state)
+            health = user_turn_health(
+                move, self.state, self._profile_categories, self.health_rules, self._user_replies, self.turns[-1].text
+            )
+            self._user_replies.append(move.reply)
             problem = move.problem
             status = move.status
             if status == 1 and move.state.cooperation < MIN_COOPERATION_TO_ACT:
@@ -170,7 +181,7 @@ class SeadGame(Game):
                 )
                 status = 0
             self.state = move.state
-            parsed = {"status": status, "think": move.think}
+            parsed = {"status": status, "think": move.think, HEALTH_KEY: health.to_dict()}
             self.turns.append(Turn("user", text, move.reply, parsed, self.state, problem, token_ids, logprobs))
             self._user_messages.append({"role": "assistant", "content": text})
             self._agent_messages.append({"role": "user", "content": move.reply or SILENCE})
@@ -226,6 +237,10 @@ class SeadGame(Game):
         rng = random.Random(mix_seed(seed, episode))
         profile = sample_profile(rng, self.library.ids, ALL_STATES[episode % len(ALL_STATES)])
         return {"profile": profile.to_dict()}
+
+    def evaluation_strata(self) -> tuple[dict[str, Any], ...]:
+        """The 120 initial states, faceted by cooperation, emotion and trust."""
+        return tuple(dict(zip(STATE_NAMES, state)) for state in ALL_STATES)
 
     def episode_profile(self) -> dict[str, Any]:
         return self.profile.to_dict()

@@ -68,6 +68,10 @@ class UserMove:
     status: int
     think: str
     problem: str | None = None
+    repairs: tuple[str, ...] = ()
+    """What the parser fixed to use the output, one entry each (``problem`` joins them)."""
+    missing: tuple[str, ...] = ()
+    """The record's tags the output lacks (a missing ``<status>`` reads as 0 without a problem)."""
 
 
 
@@ -160,7 +164,9 @@ def parse_user_output(text: str, previous: UserState) -> UserMove:
     an output over ``MAX_ACTION_CHARS`` is read from its head and flagged. Total: any ``str`` gives a move."""
     bounded, truncated = bound_text(text)
     move = _parse_user_output(bounded, previous)
-    return dataclasses.replace(move, problem=truncation_problem(len(text), move.problem)) if truncated else move
+    if not truncated:
+        return move
+    return dataclasses.replace(move, problem=truncation_problem(len(text), move.problem), repairs=(truncation_problem(len(text)), *move.repairs))
 
 
 def _canonical_user(text: str, spans: list[TagSpan]) -> UserMove | None:
@@ -210,7 +216,8 @@ def _parse_user_output(text: str, previous: UserState) -> UserMove:
     reply = " ".join(reply.split())
     if not reply:
         problems.append("empty reply")
-    return UserMove(reply, raw_state.clamped(), status, fields.get("think", ""), "; ".join(problems) or None)
+    missing = tuple(name for name in _USER_TAGS if name not in fields)
+    return UserMove(reply, raw_state.clamped(), status, fields.get("think", ""), "; ".join(problems) or None, tuple(problems), missing)
 
 
 def render_user_output(reply: str, state: tuple[int, int, int], status: int, think: str = "") -> str:

@@ -12,6 +12,7 @@ from dialogue_gym.scenarios.sead.agents import (
     SopAgent,
 )
 from dialogue_gym.scenarios.sead.data import BehaviorLibrary
+from dialogue_gym.scenarios.sead.prompts import LLM_STOPS
 from dialogue_gym.scenarios.sead.scripted_user import ScriptedUser
 from dialogue_gym.simulators.base import RolePolicy
 from dialogue_gym.simulators.named import named_policy
@@ -35,6 +36,9 @@ def make_policy(
     backend: Any = None,
     sampling: dict[str, Any] | None = None,
 ) -> RolePolicy:
-    """Build the policy that plays ``role`` from its kwarg: a name, ``"llm"`` (+ backend spec), or a policy object."""
+    """Build the policy that plays ``role`` from its kwarg: a name, ``"llm"`` (+ backend spec), or a policy
+    object. An LLM stops at the closing tag of its record unless ``sampling`` sets ``stop``."""
     scripted = {name: partial(factory, library) for name, factory in SCRIPTED[role].items()}
+    if spec == "llm":
+        sampling = {"stop": list(LLM_STOPS[role]), **(sampling or {})}
     return named_policy(role, spec, scripted, backend, sampling)

@@ -3,7 +3,24 @@
 from __future__ import annotations
 
 from dialogue_gym.scenarios.sead.data import BehaviorLibrary, Campaign
+from dialogue_gym.scenarios.sead.parsing import render_agent_output, render_user_output
 from dialogue_gym.scenarios.sead.state import STATE_DIMS, Profile, UserState
+
+AGENT_EXAMPLE_UTTERANCE = "Hello, this is {agent_name} from {company}. Am I speaking with the owner?"
+AGENT_EXAMPLE_ESTIMATE = (2, 2, 3)
+USER_EXAMPLE_CALLER = "Hi, I'm calling about a free advertising offer for your restaurant."
+USER_EXAMPLE = render_user_output(
+    "I'm in the middle of lunch service. What offer is this?", (2, 1, 2), 0, think="A sales call while I am busy; I will listen a little."
+)
+"""The owner's few-shot turn: the exact record format, from another call (small models copy the form, not the words)."""
+LLM_STOPS = {"user": ("</status>",), "agent": ("</trust_score>",)}
+"""Stop strings of an LLM-played role: each record ends with that closing tag (written back by the policy)."""
+
+
+def agent_example(campaign: Campaign) -> str:
+    """The caller's few-shot turn in the exact tagged format."""
+    utterance = AGENT_EXAMPLE_UTTERANCE.format(agent_name=campaign.agent_name, company=campaign.company)
+    return render_agent_output(utterance, AGENT_EXAMPLE_ESTIMATE)
 
 
 def agent_system_prompt(campaign: Campaign) -> str:
@@ -16,7 +33,8 @@ def agent_system_prompt(campaign: Campaign) -> str:
         f"Facts you may state:\n{facts}\n\nStandard operating procedure:\n{sop}\n\n"
         "Each turn, say one short spoken utterance and estimate the owner's current state. Answer in this format:\n"
         "<response>what you say</response>"
-        f"<cooperation_score>0-{c}</cooperation_score><emotion_score>0-{e}</emotion_score><trust_score>0-{tr}</trust_score>"
+        f"<cooperation_score>0-{c}</cooperation_score><emotion_score>0-{e}</emotion_score><trust_score>0-{tr}</trust_score>\n"
+        f"Example of a first turn:\n{agent_example(campaign)}"
     )
 
 
@@ -40,8 +58,11 @@ def user_system_prompt(campaign: Campaign, profile: Profile, state: UserState, l
         + (f"Who you are: {profile.persona}\n" if profile.persona else "")
         + f"Your current state: cooperation {state.cooperation}/{c}, emotion {state.emotion}/{e}, trust {state.trust}/{tr}.\n"
         f"Your behaviors in this call:\n{behaviors}\n{REFERENCE_RULES}\n\n"
+        f"You are the owner, not the caller: never offer help, never speak for {campaign.company}, never call yourself "
+        f"{campaign.agent_name}.\n\n"
         "Each turn, think, reply in one or two spoken sentences, and update your state. Answer in this format:\n"
         "<think>your private reasoning</think><reply>what you say</reply>"
         f"<cooperation>0-{c}</cooperation><emotion>0-{e}</emotion><trust>0-{tr}</trust>"
-        "<status>1 if you completed the operation, -1 if you hang up, else 0</status>"
+        "<status>1 if you completed the operation, -1 if you hang up, else 0</status>\n"
+        f"Example (another call):\nCaller: {USER_EXAMPLE_CALLER}\nYou: {USER_EXAMPLE}"
     )

@@ -37,6 +37,7 @@ from gymnasium import spaces
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, StepResult, check_invalid_action_mode
+from dialogue_gym.health import HEALTH_KEY
 from dialogue_gym.metrics.dtw import Alignment, align
 from dialogue_gym.rewards.tracer import TracerReward, tracer_reward
 from dialogue_gym.scenarios.common import check_max_utterance_chars, config_number
@@ -52,6 +53,7 @@ from dialogue_gym.scenarios.tracer.data import (
 )
 
 from dialogue_gym.scenarios.tracer.acts import reply_problem
+from dialogue_gym.scenarios.tracer.health import assistant_turn_health, load_health_rules, user_turn_health
 from dialogue_gym.scenarios.tracer.judges import JUDGES, make_judge
 from dialogue_gym.scenarios.tracer.parsing import (
     parse_assistant_output,
@@ -163,6 +165,7 @@ class TracerGame(Game):
             references = load_sessions(self.config.sessions_file or DEFAULT_SESSIONS_FILE)
         self.references = references.subset(tuple(self.config.sessions)) if self.config.sessions else references
         self.judge = make_judge(self.config.judge, self.config.judge_backend)
+        self.health_rules = load_health_rules()
         self._utterance_space = Utterance(max_length=max(4096, self.config.max_utterance_chars * 2))
         self._observation_space = spaces.Dict(
             {"messages": ChatMessages(), "turn": spaces.Discrete(self.config.max_user_turns + 1)}
@@ -196,6 +199,7 @@ class TracerGame(Game):
         self.turns: list[Turn] = []
         self.intents: list[int] = []
         self.format_ok: list[bool] = []
+        self._user_replies: list[str] = []
         self.outcome: Outcome | None = None
         self.failure: str | None = None
         self.alignment: Alignment | None = None
@@ -242,7 +246,8 @@ class TracerGame(Game):
             move = parse_assistant_output(text, self.config.max_utterance_chars)
             heard = move.utterance or SILENCE
             state = (current,) if current is not None else None
-            self.turns.append(Turn("assistant", text, heard, {}, state, move.problem, token_ids, logprobs))
+            parsed = {HEALTH_KEY: assistant_turn_health(move, self.health_rules).to_dict()}
+            self.turns.append(Turn("assistant", text, heard, parsed, state, move.problem, token_ids, logprobs))
             self._messages["assistant"].append({"role": "assistant", "content": text})
             self._messages["user"].append({"role": "user", "content": heard})
             if self.flag_invalid(role, move.problem, rewards):
@@ -252,6 +257,8 @@ class TracerGame(Game):
         else:
             move = parse_user_output(text, current if current is not None else self.config.fallback_intent_level)
             language = reply_problem(move.reply, self._messages["user"][-1]["content"])
+            health = user_turn_health(move, language, self.health_rules, self._user_replies)
+            self._user_replies.append(move.reply)
             if language is not None:
                 move = dataclasses.replace(move, format_ok=False, problem="; ".join(p for p in (move.problem, language) if p))
             level, format_ok = move.intent_level, move.format_ok
@@ -262,6 +269,7 @@ class TracerGame(Game):
             self.intents.append(level)
             self.format_ok.append(format_ok)
             parsed.update(intent_level=level, think=move.think, format_ok=format_ok)
+            parsed[HEALTH_KEY] = health.to_dict()
             self.turns.append(Turn("user", text, move.reply, parsed, (level,), move.problem, token_ids, logprobs))
             self._messages["user"].append({"role": "assistant", "content": text})
             self._messages["assistant"].append({"role": "user", "content": move.reply or NO_REPLY})
@@ -330,8 +338,16 @@ class TracerGame(Game):
         """Every reference session in turn: episode ``i`` starts from session ``i % len(sessions)``."""
         return {"session_id": self.references.sessions[episode % len(self.references)].session_id}
 
+    def evaluation_strata(self) -> tuple[dict[str, Any], ...]:
+        """One stratum per reference session, faceted by its group and its real outcome."""
+        return tuple({"group": session.group_id, "outcome": session.outcome} for session in self.references.sessions)
+
     def episode_profile(self) -> dict[str, Any]:
         return self.profile
+
+    def start_options(self, profile: dict[str, Any]) -> dict[str, Any]:
+        """A reference session starts the episode, so its id is the whole start."""
+        return {"session_id": profile["session_id"]}
 
     def trajectory(self) -> Trajectory:
         session = self.session

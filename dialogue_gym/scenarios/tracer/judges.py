@@ -21,6 +21,7 @@ import re
 from typing import Any, Sequence
 
 from dialogue_gym.errors import ConfigError
+from dialogue_gym.health import TurnHealth
 from dialogue_gym.scenarios.common import bound_text, safe_json_loads
 from dialogue_gym.scenarios.tracer.acts import TurnReading, analyze, read_turn, relevant_facts
 from dialogue_gym.scenarios.tracer.data import load_phrases
@@ -48,6 +49,10 @@ def _scores(values: dict[str, float]) -> dict[str, float]:
 
 def _unscored() -> dict[str, float | None]:
     return {**{name: None for name in DIMENSIONS}, "rq": None}
+
+
+def _judge_health(record: TurnHealth) -> dict[str, Any]:
+    return {"judge": record.to_dict()}
 
 
 class HeuristicJudge:
@@ -126,23 +131,31 @@ class LLMJudge:
         self.sampling = SamplingParams(**{"temperature": 0.0, "max_new_tokens": 96, **(sampling or {})})
 
     @staticmethod
-    def parse(text: str) -> dict[str, float]:
+    def parse(text: str) -> dict[str, Any]:
         """The four scores from the judge's JSON answer (the first ``{...}`` of it, which may not nest
-        objects); unscored (``None`` scores and an ``error``) when unreadable. Total: any ``str`` gives scores."""
+        objects); unscored (``None`` scores and an ``error``) when unreadable. Total: any ``str`` gives scores.
+
+        ``health`` holds the answer's record (:mod:`dialogue_gym.health`) under ``"judge"``: in format
+        when the answer is the rubric's JSON object alone; repaired when it was read from inside other
+        text; a rule violation for a score outside the rubric's 1-5."""
         if not isinstance(text, str):
-            return {**_unscored(), "error": f"judge output is a {type(text).__name__}, not text"}
+            return {**_unscored(), "error": f"judge output is a {type(text).__name__}, not text", "health": _judge_health(TurnHealth(False))}
         bounded, _ = bound_text(text)
         opening = bounded.find("{")
         closing = bounded.find("}", opening) if opening >= 0 else -1
         loaded, problem = safe_json_loads(bounded[opening : closing + 1]) if closing >= 0 else (None, "no JSON object")
+        alone = opening >= 0 and not bounded[:opening].strip() and not bounded[closing + 1 :].strip()
+        repaired = () if alone or not isinstance(loaded, dict) else ("JSON read from inside other text",)
         values = {}
         for name in DIMENSIONS:
             value = loaded.get(name) if isinstance(loaded, dict) else None
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1 <= value <= 5:
                 detail = f" ({problem})" if problem else ""
-                return {**_unscored(), "error": f"judge output is not the rubric's JSON{detail}: {text[:120]!r}"}
+                numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+                health = TurnHealth(False, repaired, rule_violations=(f"{name} {value!r} outside the rubric's 1-5",) if numeric else ())
+                return {**_unscored(), "error": f"judge output is not the rubric's JSON{detail}: {text[:120]!r}", "health": _judge_health(health)}
             values[name] = float(value)
-        return _scores(values)
+        return {**_scores(values), "health": _judge_health(TurnHealth(not repaired, repaired))}
 
     def score_batch(self, items: Sequence[tuple[Transcript, dict[str, Any]]]) -> list[dict[str, float]]:
         from dialogue_gym.backends import GenerationRequest
@@ -150,7 +163,9 @@ class LLMJudge:
         requests = [GenerationRequest(tuple(judge_prompt(list(t), m)), self.sampling) for t, m in items]
         outputs = self.backend.generate(requests)
         return [
-            self.parse(output.text) if getattr(output, "error", None) is None else {**_unscored(), "error": output.error}
+            self.parse(output.text)
+            if getattr(output, "error", None) is None
+            else {**_unscored(), "error": output.error, "health": _judge_health(TurnHealth(False))}
             for output in outputs
         ]
 

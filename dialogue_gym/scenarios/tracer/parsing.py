@@ -45,6 +45,10 @@ class UserMove:
     think: str
     format_ok: bool
     problem: str | None = None
+    repairs: tuple[str, ...] = ()
+    """What a lenient read fixed (empty when the output is in the canonical format)."""
+    inconsistency: str | None = None
+    """How the reply contradicts its intent level (:func:`_consistency`), if it does."""
 
 
 def _consistency(reply: str, level: int) -> str | None:
@@ -61,7 +65,9 @@ def parse_user_output(text: str, fallback_level: int) -> UserMove:
     bounded, truncated = bound_text(text)
     move = _parse_user_output(bounded, fallback_level)
     if truncated:
-        return dataclasses.replace(move, format_ok=False, problem=truncation_problem(len(text), move.problem))
+        return dataclasses.replace(
+            move, format_ok=False, problem=truncation_problem(len(text), move.problem), repairs=(truncation_problem(len(text)), *move.repairs)
+        )
     return move
 
 
@@ -79,7 +85,7 @@ def _canonical_user(text: str, spans: list[TagSpan]) -> UserMove | None:
     level = int(level_digit.group(1))
     reply = " ".join(reply.split())
     problem = _consistency(reply, level)
-    return UserMove(reply, level, think.strip(), problem is None, problem)
+    return UserMove(reply, level, think.strip(), problem is None, problem, inconsistency=problem)
 
 
 @memoise_short_texts(maxsize=16384)
@@ -112,11 +118,12 @@ def _parse_user_output(text: str, fallback_level: int) -> UserMove:
             f"intent_level {short_repr(fields.get('intent_level'))} is not an int 0-{LEVELS - 1}; kept {fallback_level}"
         )
         level = fallback_level
+    repairs = tuple(problems)
     consistency = _consistency(reply, level)
     if consistency:
         problems.append(consistency)
     think = fields.get("think", "")
-    return UserMove(reply, level, think if isinstance(think, str) else short_repr(think, 200), False, "; ".join(problems))
+    return UserMove(reply, level, think if isinstance(think, str) else short_repr(think, 200), False, "; ".join(problems), repairs, consistency)
 
 
 def render_user_output(reply: str, level: int, think: str = "") -> str:

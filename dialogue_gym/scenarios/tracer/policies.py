@@ -11,6 +11,7 @@ from dialogue_gym.scenarios.tracer.assistants import (
     RandomAssistant,
     SopAssistant,
 )
+from dialogue_gym.scenarios.tracer.prompts import LLM_STOPS
 from dialogue_gym.scenarios.tracer.users import (
     FlatUser,
     IntentDynamicsUser,
@@ -44,5 +45,8 @@ def policy_names(role: str) -> list[str]:
 
 
 def make_policy(role: str, spec: Any, backend: Any = None, sampling: dict[str, Any] | None = None) -> RolePolicy:
-    """The policy that plays ``role`` from its kwarg: a name, ``"llm"`` (+ backend spec), or a policy object."""
+    """The policy that plays ``role`` from its kwarg: a name, ``"llm"`` (+ backend spec), or a policy object.
+    An LLM gets the role's stop strings unless ``sampling`` sets ``stop``."""
+    if spec == "llm":
+        sampling = {"stop": list(LLM_STOPS[role]), **(sampling or {})}
     return named_policy(role, spec, SCRIPTED[role], backend, sampling)

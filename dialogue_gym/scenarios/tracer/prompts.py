@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from dialogue_gym.scenarios.tracer.data import load_levels, load_phrases
-from dialogue_gym.scenarios.tracer.parsing import USER_FORMAT
+from dialogue_gym.scenarios.tracer.parsing import USER_FORMAT, render_user_output
+
+USER_EXAMPLE_ASSISTANT = "Hi! We have a free trial lesson this week. Would you like to hear more?"
+USER_EXAMPLE = render_user_output("how much is it after the trial", 2, think="Sounds cheap but I want the price first.")
+"""The user's few-shot turn: the exact output format, from another chat (small models copy the form)."""
+LLM_STOPS = {"user": ("</reply>",), "assistant": ("\n\n",)}
+"""Stop strings of an LLM-played role: the user's output ends with ``</reply>`` (written back by the
+policy); the assistant speaks one short paragraph."""
 
 _PROFILE_FIELDS = (
     ("age_group", "age group"), ("gender", "gender"), ("education", "education"), ("occupation", "occupation"),
@@ -32,8 +39,10 @@ def user_system_prompt(profile: dict[str, Any]) -> str:
         "give their contact information unless they want to be contacted.\n\n"
         f"Each turn, first think about how willing you are now, then rate it as an intent level:\n{levels}\n"
         "Level 5 means you give your phone number or WeChat id in this reply; level 0 means you leave "
-        "(your reply may then be empty). Answer in exactly this format:\n"
-        f"{USER_FORMAT}"
+        "(your reply may then be empty). You are the user, not the assistant: never offer help and never "
+        "speak for the merchant. Answer in exactly this format:\n"
+        f"{USER_FORMAT}\n"
+        f"Example (another chat):\nAssistant: {USER_EXAMPLE_ASSISTANT}\nYou: {USER_EXAMPLE}"
     )
 
 

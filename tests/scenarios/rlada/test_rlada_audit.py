@@ -16,7 +16,8 @@ def test_the_customer_margin_is_half_a_component():
     names = {policy.name for policy in audit.policies}
     assert {"hang_up", "empty", "echo", "word_salad", "made_up_words", "keyword_stuffing", "near_repetition",
             "content_free_questions", "fixed_sentence"} <= names
-    assert {"fresh_misleading", "one_wrong_tool", "dodge_questions", "reveal_last"} <= names
+    assert {"fresh_misleading", "one_wrong_tool", "dodge_questions", "reveal_last", "side_worry_only", "false_claim_then_accept",
+            "worry_spray", "worry_and_sign_recital", "truth_after_acting"} <= names
 
 
 def test_misleading_customers_score_below_the_camouflage_customer():
@@ -25,8 +26,11 @@ def test_misleading_customers_score_below_the_camouflage_customer():
     # A blind script of fresh, grounded, misleading lines scored about 1.7 (1.49 over 120 episodes for this version)
     # against camouflage's 1.0-1.2: nothing checked that the customer told the truth about its problem.
     # Asserted problems it does not have, and a new worry each turn, now cost realism, concealment
-    # and the adversarial credit.
-    for name in ("fresh_misleading", "one_wrong_tool", "dodge_questions", "reveal_last", "misleading_grounded"):
+    # and the adversarial credit. One hedged side worry and never the real problem scored 1.473 (camouflage
+    # 1.017 at 600 episodes) and a fluent false claim then acknowledgements 0.937: a side worry now needs
+    # the customer's own story beside it, and an untruthful call earns no concealment.
+    for name in ("fresh_misleading", "one_wrong_tool", "dodge_questions", "reveal_last", "misleading_grounded", "side_worry_only",
+                 "false_claim_then_accept", "worry_spray", "worry_and_sign_recital", "truth_after_acting"):
         assert scores[name] < scores["camouflage"] - 0.2, (name, scores[name], scores["camouflage"])
 
 

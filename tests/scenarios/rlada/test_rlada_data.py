@@ -156,3 +156,25 @@ def test_claim_targets_beyond_tools(data_dir):
     _edit_json(data_dir / "judge.json", lambda d: d["claims"][0].update(requires="unblock_card"))
     with pytest.raises(ScenarioError, match=r"claims\[0\]: field 'requires' is 'unblock_card'; use one of \['any_domain_tool', .*'never'"):
         load_domain(str(data_dir))
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: d["problem_signs"].update(pets=["my dog"]),
+         r"lexicon.json: problem_signs for unknown famil\(ies\) \['pets'\]; the families of customer.json are \['account_change', .*'unrecognised'\]"),
+        (lambda d: d.update(problem_signs=["sitting there"]), r"lexicon.json: field 'problem_signs' must be an object of family -> list of regular expressions, got \['sitting there'\]"),
+        (lambda d: d["problem_signs"].update(pending=[]), r"lexicon.json: problem_signs.pending: must be a non-empty list of regular expressions, got \[\]"),
+        (lambda d: d["problem_signs"].update(pending=["sitting .* there"]), r"problem_signs.pending\[0\]: 'sitting \.\* there' has the unbounded gap '\.\*'"),
+    ],
+    ids=["unknown-family", "not-an-object", "empty-list", "quadratic-pattern"],
+)
+def test_problem_sign_errors_name_the_family_and_the_fix(data_dir, change, message):
+    _edit_json(data_dir / "lexicon.json", change)
+    with pytest.raises(ScenarioError, match=message):
+        load_domain(str(data_dir))
+
+
+def test_a_domain_without_problem_signs_tells_problems_by_cues_alone(data_dir):
+    _edit_json(data_dir / "lexicon.json", lambda d: d.pop("problem_signs"))
+    assert load_domain(str(data_dir)).signs == {}

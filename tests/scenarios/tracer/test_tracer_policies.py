@@ -131,8 +131,10 @@ def test_llm_judge_parses_the_rubric_json_in_one_batch():
     backend = CannedBackend(['{"accuracy": 4, "helpfulness": 5, "informativeness": 3, "empathy": 4}', "I think it was fine."])
     judge = make_judge("llm", backend)
     first, second = judge.score_batch([([("user", "hi"), ("assistant", "hello")], MERCHANT)] * 2)
+    health = first.pop("health")
     assert first == {"accuracy": 4.0, "helpfulness": 5.0, "informativeness": 3.0, "empathy": 4.0, "rq": 4.0}
-    assert second["rq"] is None and "not the rubric's JSON" in second["error"]
+    assert health == {"judge": {"format_ok": True, "repaired": [], "role_reversal": [], "rule_violations": []}}
+    assert second["rq"] is None and "not the rubric's JSON" in second["error"] and not second["health"]["judge"]["format_ok"]
     assert isinstance(make_judge("heuristic"), HeuristicJudge) and make_judge("none") is None
     assert isinstance(judge, LLMJudge)
     with pytest.raises(ConfigError, match="judge='llm' needs judge_backend"):

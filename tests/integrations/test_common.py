@@ -1,0 +1,105 @@
+"""What every integration shares: learner-driven episodes, training starts, silence, replay."""
+
+import json
+
+import numpy as np
+import pytest
+
+from dialogue_gym.envs.driver import role_seed
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.integrations.common import LearnerEpisodes, make_learner_env, replay
+from dialogue_gym.types import Trajectory
+from envs_registry import REGISTRY
+
+
+def play(episodes, policy, episode, seed, slot=0):
+    """``policy`` in the learner role of training episode ``episode``; returns the learner's return."""
+    episodes.start(slot, episode, seed)
+    game = episodes.games[slot]
+    memory = policy.start(game.role_profile(episodes.learner), role_seed(game.seed, episodes.learner, game.roles))
+    while episodes.learners_turn(slot):
+        episodes.move([slot], [policy.act(game.observe(episodes.learner), game.info(episodes.learner), memory)])
+    return episodes.reward(slot)
+
+
+@pytest.mark.parametrize("entry", REGISTRY, ids=lambda e: e.id)
+def test_a_learner_that_goes_silent_earns_less_than_every_baseline(entry):
+    """The cheapest policy of every integration that hands the model the mic: say nothing (a model that
+    never calls the env's tool, a rollout out of budget). The rules score the silence below every fair
+    baseline, random included, so stopping early is never a way around a scenario's costs."""
+    episodes = LearnerEpisodes(entry.id)
+    silent = []
+    for episode in range(30):
+        episodes.start(0, episode, 900)
+        episodes.finish_silently([0])
+        silent.append(episodes.reward(0))
+    environment = make_learner_env(entry.id, entry.default_learner, {})
+    for agent in entry.agents:
+        policy = environment.make_role_policy(entry.default_learner, agent)
+        if getattr(policy, "privileged", False):
+            continue
+        baseline = np.mean([play(episodes, policy, episode, 900) for episode in range(30)])
+        assert np.mean(silent) < baseline, (agent, np.mean(silent), baseline)
+
+
+def test_training_episode_i_starts_like_evaluation_episode_i():
+    episodes = LearnerEpisodes("SEAD-Outbound-v0")
+    game = episodes.games[0]
+    for episode in (0, 7, 121):
+        episodes.start(0, episode, 3)
+        assert game.seed == 3 + episode and game.episode_profile() == game.evaluation_options(episode, 3)["profile"]
+    with pytest.raises(ConfigError, match="episode must be a non-negative int"):
+        episodes.start(0, -1, 3)
+
+
+def test_move_returns_what_the_learner_hears_next():
+    episodes = LearnerEpisodes("RLADA-Banking-v0")
+    chat = episodes.start(0, 0, 5)
+    account = chat[0]["content"].split("matched account ")[1][:10]
+    lookup = json.dumps({"action_type": "tool_call", "content": "lookup_account", "tool_args": {"account_id": account}})
+    (heard,) = episodes.move([0], [lookup])
+    assert [m["role"] for m in heard] == ["tool"] and json.loads(heard[0]["content"])["ok"] is True
+    (heard,) = episodes.move([0], [json.dumps({"action_type": "speak", "content": "How can I help you today?"})])
+    assert [m["role"] for m in heard] == ["user"]
+    now = episodes.messages(0)
+    assert now[: len(chat)] == chat and now[len(chat)] == {"role": "assistant", "content": lookup}
+    assert [m["role"] for m in now[len(chat) :]] == ["assistant", "tool", "assistant", "user"] and now[-1] == heard[0]
+
+
+def test_episodes_in_slots_are_independent_and_batched():
+    episodes = LearnerEpisodes("SEAD-Outbound-v0")
+    first = episodes.start(0, 1, 0)
+    episodes.start(1, 2, 0)
+    episodes.move([0, 1], ["Hello, is this the owner?", "Hi there."])
+    alone = LearnerEpisodes("SEAD-Outbound-v0")
+    assert alone.start(0, 1, 0) == first
+    alone.move([0], ["Hello, is this the owner?"])
+    assert alone.trajectory(0).to_dict() == episodes.trajectory(0).to_dict()
+
+
+def test_replay_refuses_a_record_its_rules_do_not_give():
+    episodes = LearnerEpisodes("SEAD-Outbound-v0")
+    episodes.start(0, 0, 0)
+    episodes.finish_silently([0])
+    record = episodes.trajectory(0).to_dict()
+    assert replay(Trajectory.from_dict(record)).trajectory().to_dict()["turns"] == record["turns"]
+    swapped = {**record, "turns": [record["turns"][1], record["turns"][0], *record["turns"][2:]]}
+    with pytest.raises(ConfigError, match=r"turn 0 is by 'user' but the rules give the move to 'agent'"):
+        replay(Trajectory.from_dict(swapped))
+    with pytest.raises(ConfigError, match="the rules give other outcome for the same moves"):
+        replay(Trajectory.from_dict({**record, "outcome": "success"}))
+
+
+@pytest.mark.parametrize("env_id,role", [(entry.id, role) for entry in REGISTRY for role in entry.roles])
+def test_every_role_of_every_id_can_be_the_learner(env_id, role):
+    """Each integration drives LearnerEpisodes, so every (id, role) pair works in each: a move, then
+    silence, ends by the rules, and the record replays."""
+    episodes = LearnerEpisodes(env_id, learner=role)
+    chat = episodes.start(0, 4, 2)
+    assert chat and episodes.learners_turn(0)
+    episodes.move([0], ["Hello, could you tell me more?"])
+    episodes.finish_silently([0])
+    trajectory = episodes.trajectory(0)
+    assert episodes.done(0) and trajectory.learner == role and trajectory.outcome is not None
+    assert episodes.reward(0) == trajectory.rewards[role]
+    assert replay(trajectory).trajectory().to_dict()["turns"] == trajectory.to_dict()["turns"]
