@@ -238,8 +238,8 @@ def test_a_tokenizer_without_a_pad_token_pads_with_its_eos(tiny_model_dir, tmp_p
 def test_the_policy_seed_makes_unseeded_requests_reproducible(tiny_model_dir):
     from dialogue_gym.backends import GenerationRequest, SamplingParams
 
-    config = GRPOConfig(max_new_tokens=12, temperature=1.0, kl_coef=0.0)
-    requests = [GenerationRequest(({"role": "user", "content": "hello"},), SamplingParams())] * 4
+    config = GRPOConfig(max_new_tokens=8, temperature=1.0, kl_coef=0.0)
+    requests = [GenerationRequest(({"role": "user", "content": "hello"},), SamplingParams())] * 2
 
     def drawn(policy):
         return [output.token_ids for output in policy.generate(requests)]

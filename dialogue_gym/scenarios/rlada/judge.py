@@ -315,7 +315,7 @@ def _statuses(result: Any, keys: tuple[str, ...] = ("status", "kind")) -> set[st
 # A fraction starts where no digit or point precedes it: without that lookbehind, a long digit run
 # with no "/" after it is retried from every one of its digits (quadratic time). A score followed by
 # an exponent ("score": 1e999, which the JSON reader refused) is not read as its mantissa.
-_SCORE = re.compile(r"score\W{0,3}\s*(-?\d+(?:\.\d+)?)(?![\d.]|[eE][+-]?\d)(?:\s*(?:/|out of)\s*(\d+(?:\.\d+)?))?", re.IGNORECASE)
+_SCORE = re.compile(r"score[^\w-]{0,3}\s*(-?\d+(?:\.\d+)?)(?![\d.]|[eE][+-]?\d)(?:\s*(?:/|out of)\s*(\d+(?:\.\d+)?))?", re.IGNORECASE)
 _FRACTION = re.compile(r"(?<![\d.])(-?\d+(?:\.\d+)?)\s*(?:/|out of)\s*(\d+(?:\.\d+)?)")
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*$")
 

@@ -93,7 +93,8 @@ def test_a_value_of_another_tool_does_not_explain_the_routed_tools_result():
 def test_a_value_stated_before_the_result_explains_nothing():
     # A hand-built trajectory (the judge is a pure function of turns): the agent states the disputed
     # amount, then opens the dispute whose result holds it, then hangs up without a word about it.
-    game = play([lookup, lambda g: act("speak", f"I see the ${g.facts['amount']:,.2f} charge twice."), dispute, act("end_call", "Goodbye.")])
+    amount = lambda g: act("speak", f"I see the ${g.facts['amount']:,.2f} charge twice.")  # noqa: E731
+    game = play([lookup, amount, dispute, act("end_call", "Goodbye.")])
     turns = [turn for index, turn in enumerate(game.turns) if index != 3]  # drop the customer's reply to the speech
     assert [t.parsed.get("action_type") for t in turns[1:]] == ["tool_call", "speak", "tool_call", "end_call"]
     trajectory = dataclasses.replace(game.trajectory(), turns=turns)
@@ -222,21 +223,32 @@ def test_the_judge_reads_every_kind_of_turn_and_bounded_tool_results():
     history = lambda g: act("tool_call", "get_transactions", {"account_id": g.bank.customer_id})  # noqa: E731
     game = play([lookup, foreign, history, "{not json", dispute, EXPLAIN, BYE])
     lines = transcript_text(game.trajectory()).splitlines()
-    assert [line.split(" ")[0] for line in lines] == ["CUSTOMER:", "AGENT", "AGENT", "AGENT", "AGENT", "AGENT", "AGENT:", "CUSTOMER:", "AGENT"]
+    assert [line.split(" ")[0] for line in lines] == ["CUSTOMER:"] + ["AGENT"] * 5 + ["AGENT:", "CUSTOMER:", "AGENT"]
     assert lines[0] == "CUSTOMER: I was charged twice at the diner, can you fix it?"
-    customer_id = game.bank.customer_id
-    assert lines[2].startswith(f'AGENT calls get_transactions({{"account_id": "ACC-000001"}}) -> {{"code": "account_not_found"')
+    assert lines[2].startswith('AGENT calls get_transactions({"account_id": "ACC-000001"}) -> {"code": "account_not_found"')
     # a long result is cut to its first 600 characters of JSON
-    called = f'AGENT calls get_transactions({{"account_id": "{customer_id}"}}) -> '
+    called = f'AGENT calls get_transactions({{"account_id": "{game.bank.customer_id}"}}) -> '
     transactions = json.dumps(result_of(game, "get_transactions"))
     assert len(transactions) > 600 and lines[3] == called + transactions[:600]
     assert lines[4].startswith("AGENT (invalid output: malformed JSON")
-    assert lines[6:] == ["AGENT: I've opened a dispute for the duplicate charge; you'll get a provisional credit.", "CUSTOMER: Okay, thanks.",
-                         "AGENT (ends the call): Thanks for calling, goodbye."]
-
+    assert lines[6:] == [
+        "AGENT: I've opened a dispute for the duplicate charge; you'll get a provisional credit.",
+        "CUSTOMER: Okay, thanks.",
+        "AGENT (ends the call): Thanks for calling, goodbye.",
+    ]
 
 def test_the_judge_model_samples_greedily_with_128_tokens_unless_told():
     domain = RladaGame().domain
     assert LLMJudge(domain, CannedBackend(["{}"])).sampling == SamplingParams(temperature=0.0, max_new_tokens=128)
     told = LLMJudge(domain, CannedBackend(["{}"]), sampling={"max_new_tokens": 64})
     assert told.sampling == SamplingParams(temperature=0.0, max_new_tokens=64)
+
+
+@pytest.mark.parametrize("answer", ["Score: -1", "score -2", "SCORE = -0.5 out of 3"])
+def test_a_negative_score_in_text_is_clamped_to_zero_not_read_as_positive(answer):
+    """The separator after "score" must not swallow the minus sign: a judge model that gives a
+    negative score would otherwise hand the agent points."""
+    from dialogue_gym.scenarios.rlada.judge import parse_judge_score
+
+    score, problem = parse_judge_score(answer)
+    assert score == 0.0 and problem is not None
