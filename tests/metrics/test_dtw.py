@@ -68,9 +68,9 @@ def test_multivariate_and_cosine_points():
 
 
 def test_cosine_distance_is_exact_at_its_ends_and_ignores_length():
-    # [1, 1, 2] normalised dots with itself to 1.0000000000000002 in floating point: the clip keeps its
-    # distance to itself at exactly 0 and to its opposite at exactly 2.
-    assert local_cost_matrix([[1.0, 1.0, 2.0]], [[1.0, 1.0, 2.0], [-1.0, -1.0, -2.0]], "cosine").tolist() == [[0.0, 2.0]]
+    # (13, 7, 12) normalised dots with itself to 1 + 2**-51 in floating point: the clip keeps its distance
+    # to itself at exactly 0 (not -4.4e-16) and to its opposite at exactly 2 (not 2.0000000000000004).
+    assert local_cost_matrix([[13.0, 7.0, 12.0]], [[13.0, 7.0, 12.0], [-13.0, -7.0, -12.0]], "cosine").tolist() == [[0.0, 2.0]]
     # short vectors (norm below 1) are normalised too: (0.5, 0) points where (0.25, 0) does
     assert local_cost_matrix([[0.5, 0.0]], [[0.25, 0.0], [0.0, 3.0]], "cosine").tolist() == [[0.0, 1.0]]
     with warnings.catch_warnings():
@@ -165,6 +165,9 @@ def test_suffix_definition_and_deviations_bound(simulated, reference, rho):
         (lambda: batch_dtw([[1], [[1, 2]]], [[1], [2]]), r"seqs_a\[1\] has shape \(1, 2\); batch_dtw / cdist_dtw take univariate"),
         (lambda: batch_dtw("abc", ["a"]), "seqs_a must be a list of sequences, got str"),
         (lambda: cdist_dtw([[1]], metric="cosine"), "not supported here"),
+        (lambda: dtw_path_from_cost([1.0, 2.0]), r"^cost must be a non-empty finite 2-D matrix, got shape \(2,\)\.$"),
+        (lambda: dtw_path_from_cost(np.zeros((0, 3))), r"^cost must be a non-empty finite 2-D matrix, got shape \(0, 3\)\.$"),
+        (lambda: dtw_path_from_cost([[0.0, np.inf]]), r"^cost must be a non-empty finite 2-D matrix, got shape \(1, 2\)\.$"),
     ],
 )
 def test_errors_name_the_value_and_the_fix(call, message):

@@ -19,8 +19,8 @@ import numba
 import numpy as np
 import pytest
 
-from dialogue_gym.errors import ConfigError
-from dialogue_gym.metrics.dtw import PackedSequences, batch_dtw, cdist_dtw, dtw, pack_sequences
+from dialogue_gym.errors import ConfigError, DependencyNotInstalled
+from dialogue_gym.metrics.dtw import BACKENDS, PackedSequences, batch_dtw, cdist_dtw, dtw, pack_sequences
 
 module = importlib.import_module("dialogue_gym.metrics.dtw")  # the package re-exports the function dtw under the same name
 BLOCK = module._BLOCK
@@ -197,6 +197,7 @@ def parallel_calls(monkeypatch):
         return real(*args)
 
     monkeypatch.setattr(module, "_costs_parallel", spy)
+    monkeypatch.setattr(module._ThreadPool, "started", False)
     monkeypatch.setattr(module._ThreadPool, "inherited", False)
     return calls
 
@@ -210,13 +211,13 @@ def test_the_threaded_kernel_runs_with_n_jobs_threads_and_equals_the_serial_one(
     assert parallel_calls == []
     assert serial.tolist() == [dtw(x, y) for x, y in zip(a, b)]
     before = numba.get_num_threads()
-    module._ThreadPool.started = False
+    assert not module._ThreadPool.started
     assert np.array_equal(batch_dtw(a, b, n_jobs=2), serial)
     assert parallel_calls == [(2, 1)] and module._ThreadPool.started
     assert numba.get_num_threads() == before  # the caller's setting comes back
-    assert np.array_equal(batch_dtw(a, b), serial) and parallel_calls[-1] == (MOST_THREADS, 1)  # n_jobs=-1: all
+    assert np.array_equal(batch_dtw(a, b), serial)  # the default, n_jobs=-1: every thread
     cdist_dtw(a[:17])
-    assert parallel_calls[-1] == (MOST_THREADS, 1)
+    assert parallel_calls == [(2, 1), (MOST_THREADS, 1), (MOST_THREADS, 1)]
 
 
 @needs_two_threads
@@ -248,6 +249,28 @@ def test_matrices_split_across_blocks(n_jobs):
     assert cross.shape == (23, 25)
     assert np.array_equal(cross, [[dtw(x, y, "sqeuclidean") for y in other] for x in seqs])
     assert np.array_equal(cross, cdist_dtw(seqs, other, "sqeuclidean", backend="numpy"))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_each_backend_runs_its_own_implementation(backend, monkeypatch):
+    ran = []
+    for name in ("_numba_costs", "_batch_numpy", "_batch_torch", "_batch_tslearn"):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *args, real=real, name=name: ran.append(name) or real(*args))
+    seqs = [[0, 1, 2], [2, 2], [5, 4, 3, 2], [1], [3, 0]]
+    expected = [[dtw(x, y) if i != j else 0.0 for j, y in enumerate(seqs)] for i, x in enumerate(seqs)]
+    assert cdist_dtw(seqs, backend=backend).tolist() == expected  # the upper triangle, mirrored, on every backend
+    assert cdist_dtw(seqs[:2], seqs, backend=backend).tolist() == expected[:2]
+    assert batch_dtw(seqs, seqs[::-1], backend=backend).tolist() == [expected[i][-1 - i] for i in range(5)]
+    implementation = {"numba": "_numba_costs", "numpy": "_batch_numpy", "torch": "_batch_torch", "tslearn": "_batch_tslearn"}
+    assert ran == [implementation[backend]] * 3
+
+
+def test_the_torch_backend_names_its_extra_when_torch_is_missing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now fails
+    message = r"^batch_dtw\(backend='torch'\) needs the optional package 'torch', .* pip install 'dialogue_gym\[llm\]'$"
+    with pytest.raises(DependencyNotInstalled, match=message):
+        batch_dtw([[1]], [[1]], backend="torch")
 
 
 def test_matrix_shapes_of_empty_inputs():
