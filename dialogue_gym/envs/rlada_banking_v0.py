@@ -77,7 +77,8 @@ failure, so a termination), or on an invalid output with ``invalid_action="end"`
 ## Arguments
 ``learner`` ("agent" | "customer"), ``agent`` ("keyword" | "always_escalate" | "random" | "oracle" |
 "llm"; plays the agent when the customer learns), ``customer`` ("scripted" | "direct" | "vague" |
-"camouflage" | "llm"), ``agent_backend`` / ``customer_backend`` (backend specs such as ``{"name": "transformers",
+"camouflage" | "contextual" | "llm"; "contextual" is camouflage that always opens with a side worry beside
+a hint of its own problem), ``agent_backend`` / ``customer_backend`` (backend specs such as ``{"name": "transformers",
 "model": "smollm2"}``), ``agent_sampling`` / ``customer_sampling``, ``render_mode``, and every
 :class:`~dialogue_gym.scenarios.rlada.game.RladaConfig` field (``max_agent_turns``, ``invalid_action``,
 ``invalid_action_penalty``, ``judge`` ("rule" | "llm") with ``judge_backend`` / ``judge_sampling``,

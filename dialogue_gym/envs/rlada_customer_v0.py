@@ -88,6 +88,11 @@ As RLADA-Banking-v0; ``learner`` defaults to ``"customer"`` and ``agent`` ("keyw
   concealment: the two score 0.56. Every packaged customer line tells its own problem, so the fair styles
   keep their order and scores (camouflage loses 0.002: its one false-positive opener). Turn records gain
   ``side_worry``; trajectories ``meta["customer_told_problem"]``.
+* v0, the contextual customer (issue 9, unreleased, no bump): a new scripted customer, ``contextual``
+  (camouflage that always opens with a hedged worry about another tool's problem beside a hint of its own),
+  1.430 over the 234 starts against camouflage's 0.988. The same opening fixed for every call scored 1.349,
+  above the old audit baseline (camouflage) + 0.05 while telling the truth: the customer audit's bounds are
+  now relative to ``contextual`` (1.412 over 600 episodes). Rewards, rules and every other style unchanged.
 """
 
 from __future__ import annotations

@@ -12,8 +12,10 @@
   pointing at one other tool, a false claim followed by grounded asides to every question, the real
   problem revealed only from the fourth turn (after the agent has acted), one hedged side worry and
   never the real problem, a fluent false claim then acknowledgements, every tool's problem voiced as
-  worries in one turn, a side worry beside a recital of many problems' signs, and a side worry with
-  the truth told only after the agent acted, against the scripted styles.
+  worries in one turn, a side worry beside a recital of many problems' signs, a side worry with
+  the truth told only after the agent acted, and (blind) the contextual customer's opening fixed for
+  every call, against the scripted styles; the bounds are relative to ``contextual``, the strongest
+  fair style (camouflage that always opens with a side worry beside a hint of its own problem).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from dialogue_gym.audit import (
 from dialogue_gym.scenarios.rlada.agents import ESCALATE, KeywordRouterAgent, account_id, procedure_action
 from dialogue_gym.scenarios.rlada.judge import LOOKUP
 from dialogue_gym.scenarios.rlada.cues import cue_hits
+from dialogue_gym.scenarios.rlada.customers import family_lines
 from dialogue_gym.scenarios.rlada.data import load_domain
 from dialogue_gym.scenarios.rlada.parsing import render_agent_action
 from dialogue_gym.scenarios.rlada.reading import customer_turn_understood, misdirection
@@ -328,6 +331,21 @@ def _truth_after_acting(observation, turn, rng) -> str:
     return found.group(1).strip() if found else "Okay, thanks."
 
 
+def _worry_beside_hint(observation) -> str:
+    """The hedged false claim beside the first hint line of the customer's own family: the contextual
+    customer's opening, fixed (the same worry every call, whatever the case)."""
+    intent = DOMAIN.intents[int(observation.get("intent", 0)) % len(DOMAIN.intents)]
+    facts = {**_HINT_FACTS, **_facts(observation)}
+    return f"{_hedged_worry(observation)} {family_lines(DOMAIN, intent, 'hint')[0].format(**facts)}"
+
+
+_HINT_FACTS = {
+    "person": "my friend", "country": "Spain", "atm": "the ATM", "company": "a company", "descriptor": "the line",
+    "source": "checking", "target": "savings",
+}
+"""Stand-ins for the hint lines' slots the customer's prompt does not list."""
+
+
 def customer_policies() -> tuple[AuditPolicy, ...]:
     return (
         AuditPolicy("cue_salad", "degenerate", "five of the router's cue words a turn, no sentence", lambda: TextPolicy(_cue_salad, str)),
@@ -351,6 +369,10 @@ def customer_policies() -> tuple[AuditPolicy, ...]:
             lambda: TextPolicy(_dodge(_worry_then_recital), str),
         ),
         AuditPolicy("truth_after_acting", "degenerate", "a hedged side worry, its real problem only once the agent has acted", lambda: TextPolicy(_truth_after_acting, str)),
+        AuditPolicy(
+            "worry_beside_hint", "blind", "the same hedged side worry beside a hint of its own problem every call, then questions dodged",
+            lambda: TextPolicy(_dodge(_worry_beside_hint), str),
+        ),
     )
 
 
@@ -376,8 +398,8 @@ def customer_audits() -> list[ScenarioAudit]:
             learner="customer",
             score="customer_reward",
             score_kind="reward",
-            baseline="camouflage",
-            fair_order=("direct", "vague", "camouflage"),
+            baseline="contextual",
+            fair_order=("direct", "vague", "camouflage", "contextual"),
             policies=(*generic_policies(CUSTOMER_VOCABULARY), *customer_policies()),
             reward_margin=CUSTOMER_MARGIN,
             margin_rationale="half of one customer component (weights 0.5); 600-episode standard error ~0.04",

@@ -8,6 +8,13 @@ never speaks as the bank, at one of three concealment levels.
   (merchant names, amounts, what happened that day) with side worries that point at other tools;
   reveals it plainly after ``reveal_after["camouflage"]`` questions.
 
+The ``contextual`` customer (:class:`ScriptedCustomer` with ``side_worry_first=True``) is camouflage
+that always opens the way RL-ADA's trained customer wins (the paper's section 5.3 and appendix C.1):
+a hedged worry about another tool's problem (``customer.json["side_worries"]``) beside a hint of its
+own problem, so a router that acts on the first cue acts on the worry; after that it plays camouflage.
+It tells the truth (the worry is voiced as a worry, its own problem is in the story), so it is the
+strongest fair scripted customer, the one the customer-side exploit audit measures attackers against.
+
 The customer reacts to what the agent's turn means (:func:`~dialogue_gym.scenarios.rlada.reading.read_agent_turn`),
 not to a ``"?"``: only a real, on-topic clarifying question counts as a question and earns
 disclosure; a statement gets an acknowledgement; a confusing turn (not understood, content-free,
@@ -25,7 +32,7 @@ from typing import Any
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.scenarios.rlada.data import LEVELS, Domain, Intent
 from dialogue_gym.scenarios.rlada.prompts import render
-from dialogue_gym.scenarios.rlada.reading import read_agent_turn
+from dialogue_gym.scenarios.rlada.reading import misdirection, own_tools, read_agent_turn, repeats_itself
 from dialogue_gym.simulators.base import ScriptedPolicy
 
 
@@ -95,17 +102,62 @@ def customer_turn(domain: Domain, memory: dict[str, Any], style: str, observatio
     return render(_pick(rng, family_lines(domain, intent, kind), memory), facts)
 
 
-class ScriptedCustomer(ScriptedPolicy):
-    """Plays the customer at a fixed concealment ``level``, or at the episode profile's level (``None``)."""
+def side_worry_opener(domain: Domain, memory: dict[str, Any]) -> str | None:
+    """The contextual customer's first turn: a hedged worry about the problem of a tool outside the
+    intent's :func:`~dialogue_gym.scenarios.rlada.reading.own_tools`, then the family's hint line (two
+    sentences). None when ``side_worries`` has no line for any other tool."""
+    rng, intent, facts = memory["rng"], memory["intent"], memory["facts"]
+    worries = domain.customer.get("side_worries", {})
+    tools = [tool for tool in sorted(worries) if worries[tool] and tool not in own_tools(intent, domain)]
+    if not tools:
+        return None
+    worry = _pick(rng, worries[tools[rng.randrange(len(tools))]], memory)
+    return render(worry, facts) + " " + render(_pick(rng, family_lines(domain, intent, "hint"), memory), facts)
 
-    def __init__(self, domain: Domain, level: str | None = None):
+
+class ScriptedCustomer(ScriptedPolicy):
+    """Plays the customer at a fixed concealment ``level``, or at the episode profile's level (``None``);
+    ``side_worry_first`` opens every call with :func:`side_worry_opener` (the ``contextual`` customer)."""
+
+    def __init__(self, domain: Domain, level: str | None = None, side_worry_first: bool = False):
         if level is not None and level not in LEVELS:
             raise ConfigError(f"level={level!r} is not a concealment level; use one of {list(LEVELS)} or None (the profile's).")
+        if side_worry_first and not any(domain.customer.get("side_worries", {}).values()):
+            raise ConfigError(
+                "side_worry_first=True needs side-worry lines: add a 'side_worries' object (tool -> lines) to the "
+                "data folder's customer.json, or use side_worry_first=False."
+            )
         self.domain = domain
         self.level = level
+        self.side_worry_first = side_worry_first
 
     def start(self, profile: dict[str, Any], seed: int) -> dict[str, Any]:
         return start_memory(self.domain, profile, seed)
 
     def act(self, observation: dict[str, Any], info: dict[str, Any], memory: dict[str, Any]) -> str:
-        return customer_turn(self.domain, memory, self.level or memory["profile"]["concealment"], observation)
+        said = [m["content"] for m in observation["messages"] if m["role"] == "assistant"]
+        if self.side_worry_first and not said:
+            opener = side_worry_opener(self.domain, memory)
+            if opener is not None:
+                return opener
+        line = customer_turn(self.domain, memory, self.level or memory["profile"]["concealment"], observation)
+        if self.side_worry_first and repeats_itself(line, said, self.domain):
+            return self._elaborate(memory, said) or line
+        return line
+
+    def _elaborate(self, memory: dict[str, Any], said: list[str]) -> str | None:
+        """A camouflage follow-up can near-repeat the hint the contextual opener already said: tell more
+        of the story instead, from the family's camouflage lines that carry no side worry (a second worry
+        would invent a problem), or, when every one would repeat too, the problem plainly."""
+        intent, facts = memory["intent"], memory["facts"]
+        stories = {line: render(line, facts) for line in family_lines(self.domain, intent, "camouflage")}
+        plain = {line: _restate(render(line, facts), "Like I said, ") for line in intent.direct}
+        for options in (stories, plain):
+            fresh = [
+                template for template, line in options.items()
+                if not repeats_itself(line, said, self.domain) and not misdirection(line, intent, self.domain).worried
+                and not misdirection(line, intent, self.domain).asserted
+            ]
+            if fresh:
+                return options[_pick(memory["rng"], fresh, memory)]
+        return None

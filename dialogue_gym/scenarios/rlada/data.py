@@ -450,6 +450,18 @@ def _load_customer(path: Path) -> dict[str, Any]:
     return data
 
 
+def _check_side_worries(customer: dict[str, Any], tools: tuple[str, ...], path: Path) -> None:
+    """``side_worries`` (optional; the ``contextual`` customer needs it): tool -> worry templates."""
+    worries = customer.get("side_worries", {})
+    if not isinstance(worries, dict):
+        raise ScenarioError(f"{path}: field 'side_worries' must be an object of tool -> list of lines, got {type(worries).__name__}.")
+    unknown = sorted(set(worries) - set(tools))
+    if unknown:
+        raise ScenarioError(f"{path}: side_worries for unknown tool(s) {unknown}; tools are {list(tools)}.")
+    for tool in worries:
+        _templates(worries, tool, f"{path}: side_worries")
+
+
 def _load_judge(path: Path, tools: tuple[str, ...]) -> tuple[dict[str, Any], tuple[tuple[str, str, str, re.Pattern[str]], ...]]:
     data = read_json(path)
     components = require(data, "components", dict, str(path))
@@ -552,6 +564,7 @@ def load_domain(data_dir: str | Path | None = None) -> Domain:
     tools = _load_tools(_path(folder, "tools.json"))
     tool_names = tuple(tool.name for tool in tools)
     customer = _load_customer(_path(folder, "customer.json"))
+    _check_side_worries(customer, tool_names, _path(folder, "customer.json"))
     intents = _load_intents(_path(folder, "intents.jsonl"), tool_names, set(customer["families"]))
     lexicon_path = _path(folder, "lexicon.json")
     lexicon = read_json(lexicon_path)

@@ -27,9 +27,11 @@ SCRIPTED: dict[str, dict[str, Callable[[Domain], RolePolicy]]] = {
         "direct": lambda domain: ScriptedCustomer(domain, "direct"),
         "vague": lambda domain: ScriptedCustomer(domain, "vague"),
         "camouflage": lambda domain: ScriptedCustomer(domain, "camouflage"),
+        "contextual": lambda domain: ScriptedCustomer(domain, "camouflage", side_worry_first=True),
     },
 }
-"""``scripted`` plays the episode profile's concealment level; ``direct`` / ``vague`` / ``camouflage`` fix it."""
+"""``scripted`` plays the episode profile's concealment level; ``direct`` / ``vague`` / ``camouflage`` fix it;
+``contextual`` is camouflage that always opens with a side worry beside a hint of its own problem."""
 
 
 

@@ -17,7 +17,9 @@ def test_the_customer_margin_is_half_a_component():
     assert {"hang_up", "empty", "echo", "word_salad", "made_up_words", "keyword_stuffing", "near_repetition",
             "content_free_questions", "fixed_sentence"} <= names
     assert {"fresh_misleading", "one_wrong_tool", "dodge_questions", "reveal_last", "side_worry_only", "false_claim_then_accept",
-            "worry_spray", "worry_and_sign_recital", "truth_after_acting"} <= names
+            "worry_spray", "worry_and_sign_recital", "truth_after_acting", "worry_beside_hint"} <= names
+    # The bounds are relative to the strongest fair style: camouflage that always opens with a side worry.
+    assert audit.baseline == "contextual" and audit.fair_order == ("direct", "vague", "camouflage", "contextual")
 
 
 def test_misleading_customers_score_below_the_camouflage_customer():
@@ -53,4 +55,4 @@ def test_the_reviewers_question_marks_and_the_hang_up_earn_nothing():
     scores, _ = run_audit(customer, EPISODES)
     # Hanging up at once earned 1.375 and a 100% win; it now concedes the call.
     assert scores["hang_up"] == pytest.approx(-1.5)
-    assert scores["camouflage"] > scores["vague"] > scores["direct"]
+    assert scores["contextual"] > scores["camouflage"] > scores["vague"] > scores["direct"]

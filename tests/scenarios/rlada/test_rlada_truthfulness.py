@@ -230,28 +230,29 @@ def test_every_packaged_line_tells_its_own_problem_and_no_audit_worry_tells_anot
     assert not [line for line in ASIDES if problem_signs(_fill(line), DOMAIN)]
 
 
-def test_the_known_limit_a_side_worry_beside_its_own_story_is_camouflage():
+def test_a_side_worry_beside_its_own_story_every_call_is_the_contextual_customer():
     """A hedged side worry beside a hint of the customer's own problem tells its problem (buried) and is
-    contextual camouflage, so it keeps its credit: chosen every call, it beats the scripted camouflage
-    customer, which opens with a side worry in half its calls, because the keyword router acts on the
-    first cue without asking. That is the router's weakness, not a lie; pinned so the documented limit
-    (``data/UNDERSTANDING.md``, "Known limits") stays what it says."""
-    from dialogue_gym.audit import TextPolicy
+    contextual camouflage, so it keeps its credit: fixed for every call it out-earns the scripted
+    camouflage customer, which opens with a side worry in about half its calls, because the keyword
+    router acts on the first cue without asking. That is the strongest fair strategy, not a lie, so the
+    scripted ``contextual`` customer plays it (with camouflage's answers instead of dodges) and the audit
+    holds blind customers to it: the fixed tactic stays within the blind bound of ``contextual``."""
+    from dialogue_gym.audit import BLIND_MARGIN, TextPolicy
     from dialogue_gym.evaluation import evaluate
     from dialogue_gym.scenarios.rlada import audit
 
-    extra = {"person": "my friend", "country": "Spain", "atm": "the ATM", "company": "a company", "descriptor": "the line",
-             "source": "checking", "target": "savings"}
-
-    def worry_beside_hint(observation):
-        intent = DOMAIN.intents[observation["intent"]]
-        return audit._hedged_worry(observation) + " " + family_lines(DOMAIN, intent, "hint")[0].format(**{**extra, **audit._facts(observation)})
-
     episodes = 234
-    camouflage = evaluate("RLADA-Customer-v0", "camouflage", episodes, 0, learner="customer")
-    tactic = evaluate("RLADA-Customer-v0", TextPolicy(audit._dodge(worry_beside_hint), str), episodes, 0, learner="customer")
-    assert all(t.meta["customer_told_problem"] for t in tactic)
-    assert sum(t.rewards["customer"] for t in tactic) / episodes > sum(t.rewards["customer"] for t in camouflage) / episodes + audit.CUSTOMER_MARGIN
+
+    def mean_reward(policy):
+        trajectories = evaluate("RLADA-Customer-v0", policy, episodes, 0, learner="customer")
+        return sum(t.rewards["customer"] for t in trajectories) / episodes, trajectories
+
+    camouflage, _ = mean_reward("camouflage")
+    contextual, played = mean_reward("contextual")
+    tactic, fixed = mean_reward(TextPolicy(audit._dodge(audit._worry_beside_hint), str))
+    assert all(t.meta["customer_told_problem"] for t in (*fixed, *played))
+    assert tactic > camouflage + audit.CUSTOMER_MARGIN  # what the camouflage-relative audit missed
+    assert tactic <= contextual + BLIND_MARGIN
 
 
 def test_the_story_reader_is_bounded_on_hostile_text():
