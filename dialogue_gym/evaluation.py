@@ -1,9 +1,18 @@
 """Play whole episodes with every role played by a policy: the engine of ``dialogue-gym eval``.
 
-Episodes run in lockstep batches through :class:`~dialogue_gym.envs.driver.CounterpartDriver`,
-so LLM-played roles get batched generation. Trajectories are appended to a JSONL file (strict JSON,
-:meth:`~dialogue_gym.types.Trajectory.to_json`) and flushed as each batch finishes, so an
-interrupted run keeps what it completed.
+**Continuous batching.** Up to ``batch_size`` episodes are in flight, and a slot whose episode ends
+takes the next start of the run at once, so each batched call of an LLM-played role (one backend
+batch) holds every episode in flight, not only those of a fixed group still running
+(:meth:`Evaluator.play`). An episode depends only on its start, repeat and seed, never on its batch
+mates, so the results equal those of one-at-a-time play (with LLM-played roles, for backends that
+answer each request alone: canned, a ``cached`` replay; a local model whose numerics depend on the
+padding of its batch differs between any two batchings, as it did between batch sizes).
+
+**Where trajectories go.** They are returned, handed to ``on_episode`` and appended to a JSONL file
+(strict JSON, :meth:`~dialogue_gym.types.Trajectory.to_json`) in *start order*: an episode that
+ends early waits until every earlier start of the run has been written, and each line is flushed as
+it is written. The file of an interrupted run is therefore always a prefix of the run, so it resumes
+with ``first_episode`` (the starts already in the file, with ``repeats=1``) and ``append=True``.
 
 **The evaluation order.** A game with a fixed evaluation set (:meth:`~dialogue_gym.game.Game.evaluation_strata`:
 SEAD's 120 initial states, TRACER's reference sessions, RL-ADA's intents x concealment levels) is
@@ -21,12 +30,12 @@ import json
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import gymnasium as gym
 import numpy as np
 
-from dialogue_gym.envs.driver import CounterpartDriver
+from dialogue_gym.envs.driver import CounterpartDriver, act_with_errors, role_info
 from dialogue_gym.envs.single import DialogueEnv
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, is_privileged
@@ -173,9 +182,9 @@ def coverage_note(strata: Sequence[dict[str, Any]], episodes: int, seed: int, wh
 class Evaluator:
     """Plays episodes of one env's fixed evaluation sequence with every role played by a policy.
 
-    Builds the env and the policies (an LLM backend, say) once, so many :meth:`run` calls, e.g. the
-    chunks a Ray rollout worker is handed, share them; :meth:`for_agent` evaluates another agent on
-    the same env and counterparts. :func:`evaluate` is one run of a fresh one.
+    Builds the env and the policies (an LLM backend, say) once, so many :meth:`run` and :meth:`play`
+    calls (the stream of chunks a Ray rollout worker plays, say) share them; :meth:`for_agent`
+    evaluates another agent on the same env and counterparts. :func:`evaluate` is one run of a fresh one.
     """
 
     def __init__(
@@ -226,6 +235,80 @@ class Evaluator:
             self._orders[seed] = EvaluationOrder(self.strata, seed)
         return self._orders[seed]
 
+    def plays(self, episodes: int, seed: int, *, repeats: int = 1, first_episode: int = 0) -> list[tuple[int, int]]:
+        """The ``(start, repeat)`` pairs of the starts at positions ``first_episode .. first_episode +
+        episodes - 1`` of the run with ``seed``, each ``repeats`` times, in the order they are returned."""
+        return [(start, repeat) for start in self.order(seed).starts(episodes, first_episode) for repeat in range(repeats)]
+
+    def play(self, plays: Iterable[tuple[int, int]], seed: int) -> Iterator[tuple[int, Trajectory]]:
+        """Play each ``(start, repeat)`` of ``plays`` (seeded as in :func:`evaluate`); yields ``(index of
+        the play in plays, trajectory)`` as each episode ends, so in completion order.
+
+        Up to ``batch_size`` episodes are in flight and a slot whose episode ends takes the next play at
+        once. Each round gives every role in turn (the game's role order) one move in every episode
+        waiting for it, so the episodes in flight stay in step and each role's batched call (one
+        backend batch for an LLM) holds all that wait for that role, newly started ones included.
+        ``plays`` is read lazily, one play per free slot, so it may be a stream (a Ray worker's queue).
+        """
+        pending = enumerate(plays)
+        # slot -> (index in plays, start, repeat, the policies' memories); slot i plays on self._pool[i].
+        in_flight: dict[int, tuple[int, int, int, dict[str, Any]]] = {}
+        ended: list[tuple[int, Trajectory]] = []
+
+        def fill(slot: int) -> None:
+            for index, (start, repeat) in pending:
+                while len(self._pool) <= slot:
+                    self._pool.append(self.environment.game.spawn())
+                game = self._pool[slot]
+                game.reset(seed=episode_seed(seed, start, repeat), options=game.evaluation_options(start, seed))
+                memories = self.driver.start(game)
+                if not game.done:
+                    in_flight[slot] = (index, start, repeat, memories)
+                    return
+                ended.append((index, self._record(game, start, repeat)))
+
+        for slot in range(self.batch_size):
+            fill(slot)
+        while True:
+            yield from ended
+            ended.clear()
+            if not in_flight:
+                return
+            for role in self.environment.game.roles:
+                movers = [slot for slot in sorted(in_flight) if self._pool[slot].current_role == role]
+                if not movers:
+                    continue
+                self._move(role, [self._pool[slot] for slot in movers], [in_flight[slot][3][role] for slot in movers])
+                for slot in movers:
+                    if self._pool[slot].done:
+                        index, start, repeat, _ = in_flight.pop(slot)
+                        ended.append((index, self._record(self._pool[slot], start, repeat)))
+                        fill(slot)
+
+    def _move(self, role: str, games: list[Game], memories: list[Any]) -> None:
+        """One move of ``role`` in each of ``games``, as ONE batched policy call. (The driver's
+        ``advance`` plays a fixed set of games to the end; moving one role at a time lets a slot be
+        refilled between moves.) A move the policy reports as failed aborts its game."""
+        policy = self.driver.policies[role]
+        texts, errors = act_with_errors(
+            policy, [game.observe(role) for game in games], [role_info(game, role, policy) for game in games], memories
+        )
+        for game, text, error in zip(games, texts, errors):
+            if error is not None:
+                game.abort(f"{role} policy failed: {error}")
+            else:
+                game.step(text)
+
+    def _record(self, game: Game, start: int, repeat: int) -> Trajectory:
+        trajectory = game.trajectory()
+        trajectory.learner = self.learner
+        trajectory.meta = {**trajectory.meta, "agent": self.agent_name, "env_id": self.env_id, "start": start, "repeat": repeat}
+        if self.privileged:
+            trajectory.meta["privileged"] = True
+        if self.unhealthy_threshold is not None:
+            mark_unhealthy([trajectory], self.unhealthy_threshold)
+        return trajectory
+
     def run(
         self,
         episodes: int,
@@ -237,44 +320,28 @@ class Evaluator:
         on_episode: Callable[[Trajectory], None] | None = None,
     ) -> list[Trajectory]:
         """The starts at positions ``first_episode .. first_episode + episodes - 1`` of the run, each
-        played ``repeats`` times (see :func:`evaluate`); ``out`` is appended to."""
+        played ``repeats`` times (see :func:`evaluate`), in start order; ``out`` is appended to and
+        ``on_episode`` called in that order, as soon as every earlier play has ended."""
         _check_count(episodes, "episodes", 1)
         _check_count(repeats, "repeats", 1)
         _check_count(first_episode, "first_episode", 0)
-        order = self.order(seed)
-        plays = [(start, repeat) for start in order.starts(episodes, first_episode) for repeat in range(repeats)]
-        while len(self._pool) < min(self.batch_size, len(plays)):
-            self._pool.append(self.environment.game.spawn())
-        trajectories: list[Trajectory] = []
+        plays = self.plays(episodes, seed, repeats=repeats, first_episode=first_episode)
+        trajectories: list[Trajectory | None] = [None] * len(plays)
+        released = 0
         sink = open(out, "a", encoding="utf-8") if out is not None else None
         try:
-            for offset in range(0, len(plays), self.batch_size):
-                batch_plays = plays[offset : offset + self.batch_size]
-                games = self._pool[: len(batch_plays)]
-                for game, (start, repeat) in zip(games, batch_plays):
-                    game.reset(seed=episode_seed(seed, start, repeat), options=game.evaluation_options(start, seed))
-                memories = [self.driver.start(game) for game in games]
-                self.driver.advance(games, memories)
-                batch = []
-                for game, (start, repeat) in zip(games, batch_plays):
-                    trajectory = game.trajectory()
-                    trajectory.learner = self.learner
-                    trajectory.meta = {
-                        **trajectory.meta, "agent": self.agent_name, "env_id": self.env_id, "start": start, "repeat": repeat,
-                    }
-                    if self.privileged:
-                        trajectory.meta["privileged"] = True
-                    batch.append(trajectory)
-                if self.unhealthy_threshold is not None:
-                    mark_unhealthy(batch, self.unhealthy_threshold)
-                if sink is not None:
-                    # Serialised before writing, so a trajectory that is not strict JSON leaves no partial batch.
-                    sink.writelines([trajectory.to_json() + "\n" for trajectory in batch])
-                    sink.flush()
-                for trajectory in batch:
-                    trajectories.append(trajectory)
+            for index, trajectory in self.play(plays, seed):
+                trajectories[index] = trajectory
+                while released < len(plays) and trajectories[released] is not None:
+                    ready = trajectories[released]
+                    if sink is not None:
+                        # Serialised before writing, so a trajectory that is not strict JSON leaves no partial line.
+                        line = ready.to_json() + "\n"
+                        sink.write(line)
+                        sink.flush()
                     if on_episode is not None:
-                        on_episode(trajectory)
+                        on_episode(ready)
+                    released += 1
         finally:
             if sink is not None:
                 sink.close()
@@ -309,8 +376,14 @@ def evaluate(
     positions ``first_episode .. first_episode + episodes - 1`` of that same sequence, so shards of a
     run (e.g. on several Ray workers) add up to the whole run.
 
-    ``out`` is a JSONL file the trajectories are written to; an existing non-empty file is refused
-    unless ``append=True``.
+    ``batch_size`` episodes are in flight at once, and a slot is refilled with the next start as soon
+    as its episode ends (continuous batching: each LLM-played role's backend batch holds every episode
+    waiting for it); the results do not depend on it.
+
+    ``out`` is a JSONL file the trajectories are written to, in start order like the returned list and
+    the ``on_episode`` calls (each line flushed as written, so an interrupted run leaves a prefix of
+    the run that ``first_episode`` and ``append=True`` complete); an existing non-empty file is
+    refused unless ``append=True``.
 
     ``invalid_on_unhealthy`` marks the episodes in which an LLM-played counterpart failed its health
     checks on more than :data:`~dialogue_gym.health.UNHEALTHY_THRESHOLD` of its turns (not those the

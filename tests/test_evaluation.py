@@ -1,5 +1,5 @@
 """evaluate: the stratified evaluation order, repeats, shards, and where trajectories go (strict
-JSON, never a partial batch, never appended to an existing file by accident)."""
+JSON, never a partial line, never appended to an existing file by accident)."""
 
 import json
 import math
@@ -34,7 +34,9 @@ def test_trajectories_are_written_as_strict_json(tmp_path):
     assert [t.to_dict() for t in load_trajectories(out)] == [t.to_dict() for t in trajectories]
 
 
-def test_a_non_finite_number_is_refused_and_no_partial_batch_is_written(tmp_path, monkeypatch):
+def test_a_non_finite_number_is_refused_and_the_file_keeps_the_whole_episodes_before_it(tmp_path, monkeypatch):
+    """The file is written in start order, so it stops after the first episode whatever ends first."""
+    first = evaluate("SEAD-Outbound-v0", "sop", 1)[0]
     recorded = SeadGame.trajectory
     second = EvaluationOrder(SeadGame().evaluation_strata(), 0).start(1)
 
@@ -47,8 +49,8 @@ def test_a_non_finite_number_is_refused_and_no_partial_batch_is_written(tmp_path
     monkeypatch.setattr(SeadGame, "trajectory", with_a_nan_in_the_second_episode)
     out = tmp_path / "run.jsonl"
     with pytest.raises(ScenarioError, match=rf"trajectory\['reward_terms'\]\['agent/probe'\] = nan .*seed {second}\)"):
-        evaluate("SEAD-Outbound-v0", "sop", 2, out=out, batch_size=2)
-    assert out.read_text() == ""
+        evaluate("SEAD-Outbound-v0", "sop", 3, out=out, batch_size=3)
+    assert out.read_text() == first.to_json() + "\n"
 
 
 # -- the evaluation order ------------------------------------------------------------------------

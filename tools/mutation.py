@@ -70,7 +70,8 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "metrics": (
         ("dialogue_gym/metrics/dtw.py", "dialogue_gym/metrics/tracer.py", "dialogue_gym/metrics/sead.py",
-         "dialogue_gym/metrics/rlada.py", "dialogue_gym/metrics/dmbench.py", "dialogue_gym/metrics/core.py"),
+         "dialogue_gym/metrics/rlada.py", "dialogue_gym/metrics/dmbench.py", "dialogue_gym/metrics/core.py",
+         "dialogue_gym/metrics/embedders.py"),
         ("tests/metrics",),
     ),
     "curriculum": (

@@ -2,12 +2,17 @@
 
 :func:`collect_rollouts` plays episodes ``0 .. episodes - 1`` of the same fixed sequence as
 :func:`dialogue_gym.evaluation.evaluate` (episode ``i`` seeded ``seed + i``, with the game's
-evaluation options), split into chunks that ``num_workers`` :class:`RolloutWorker` actors take as they
-become free. Each worker builds its env and policies ONCE from data (env id, env kwargs JSON, agent
-policy by name, backend specs) and runs every chunk through an :class:`~dialogue_gym.evaluation.Evaluator`,
-so LLM-played roles keep their batching. Trajectories come back as dicts and are returned in episode
-order, so the result does not depend on which worker played what: with scripted policies (and with
-LLM policies, whose requests carry per-episode seeds) it equals ``evaluate(...)`` with the same arguments.
+evaluation options), split into chunks that ``num_workers`` :class:`RolloutWorker` actors take from
+one shared :class:`ChunkDealer` as they need work. Each worker builds its env and policies ONCE from
+data (env id, env kwargs JSON, agent policy by name, backend specs) and plays the chunks it takes as
+ONE stream through :meth:`~dialogue_gym.evaluation.Evaluator.play`: up to ``batch_size`` episodes in
+flight, a slot refilled as soon as its episode ends (taking the next chunk when the current one has
+no episode left to start), so LLM-played roles get full batches however small the chunks. Trajectories
+come back as dicts and are returned in episode order, so the result does not depend on which worker
+played what: with scripted policies (and with LLM policies, whose requests carry per-episode seeds) it
+equals ``evaluate(...)`` with the same arguments. That holds for backends whose output is a function of
+the request (canned, a ``cached`` replay, batch-invariant engines); a local model whose numerics depend
+on its batch mates (padding) can differ between any two batchings, here as between batch sizes.
 
 Ray is an optional extra (``pip install 'dialogue_gym[ray]'``), imported only when a function here runs.
 
@@ -34,7 +39,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from dialogue_gym.errors import ConfigError, DependencyNotInstalled, DialogueGymError
 from dialogue_gym.evaluation import Evaluator
@@ -62,10 +67,11 @@ class RolloutWorker:
         learner: the role ``agent`` plays.
         env_kwargs_json: the env's keyword arguments as JSON text (other roles, backends, rules).
         agent_backend_json: the agent's backend spec as JSON text (``"null"`` for none).
-        batch_size: episodes played in lockstep (one backend batch per step per LLM role).
+        batch_size: episodes in flight at once (one backend batch per round per LLM role; a slot is
+            refilled as soon as its episode ends).
 
     A configuration error while building (unknown policy name, bad backend spec, ...) is kept and
-    raised by :meth:`run`, so the caller gets the typed error (Ray re-raises it as an instance of its
+    raised by :meth:`play`, so the caller gets the typed error (Ray re-raises it as an instance of its
     class) rather than a dead actor.
     """
 
@@ -85,11 +91,50 @@ class RolloutWorker:
         except DialogueGymError as exc:
             self.evaluator, self.error = None, exc
 
-    def run(self, first_episode: int, episodes: int, seed: int) -> list[dict[str, Any]]:
-        """Trajectory dicts of episodes ``first_episode .. first_episode + episodes - 1``."""
+    def play(self, dealer: Any, seed: int) -> list[tuple[int, list[dict[str, Any]]]]:
+        """Play the chunks taken from ``dealer`` (a :class:`ChunkDealer` actor) until it has none left,
+        as one continuous stream; ``(chunk index, its trajectory dicts in episode order)`` per chunk taken.
+
+        A chunk is taken only when a slot is free and the chunks taken so far have no episode left to
+        start, so the episodes not yet started stay with the dealer for whichever worker frees first."""
         if self.evaluator is None:
             raise self.error
-        return [t.to_dict() for t in self.evaluator.run(episodes, seed, first_episode=first_episode)]
+        ray = import_ray()
+        evaluator = self.evaluator
+        chunks: list[list[dict[str, Any] | None]] = []
+        places: list[tuple[int, int]] = []  # per play of the stream: (chunk index, offset in the chunk)
+        indices: list[int] = []
+
+        def stream() -> Iterator[tuple[int, int]]:
+            while (chunk := ray.get(dealer.take.remote())) is not None:
+                index, first, count = chunk
+                indices.append(index)
+                chunks.append([None] * count)
+                for offset, play in enumerate(evaluator.plays(count, seed, first_episode=first)):
+                    places.append((len(chunks) - 1, offset))
+                    yield play
+
+        for position, trajectory in evaluator.play(stream(), seed):
+            taken, offset = places[position]
+            chunks[taken][offset] = trajectory.to_dict()
+        return list(zip(indices, chunks))
+
+
+class ChunkDealer:
+    """Hands out the chunks ``(index, first episode, episode count)`` of a run, each once, in order;
+    :func:`collect_rollouts` runs it as one Ray actor that every :class:`RolloutWorker` takes from."""
+
+    def __init__(self, chunks: list[tuple[int, int]]) -> None:
+        self.chunks = chunks
+        self.next = 0
+
+    def take(self) -> tuple[int, int, int] | None:
+        """The next chunk, or ``None`` when all have been handed out."""
+        if self.next == len(self.chunks):
+            return None
+        index, self.next = self.next, self.next + 1
+        first, count = self.chunks[index]
+        return index, first, count
 
 
 def _as_json(value: Any, name: str) -> str:
@@ -133,8 +178,9 @@ def collect_rollouts(
             :func:`dialogue_gym.evaluation.evaluate`, except that ``agent``, ``env_kwargs`` and
             ``agent_backend`` must be data (names and JSON), since each worker rebuilds them.
         num_workers: rollout actors to start (fewer if there are fewer chunks).
-        chunk_size: episodes per task handed to a worker (default: ``batch_size``, or fewer so that
-            every worker gets work). Smaller chunks balance load; larger ones batch LLM calls better.
+        chunk_size: episodes per chunk a worker takes from the shared dealer (default: ``batch_size``,
+            or fewer so that every worker gets work). A worker plays its chunks as one stream, so the
+            chunk size does not limit batching; smaller chunks balance the end of a run better.
         num_cpus_per_worker, num_gpus_per_worker: Ray resources each actor reserves.
         out: append the trajectories to this JSONL file (as ``evaluate`` does).
         ray_init: keyword arguments for ``ray.init`` when Ray is not initialised yet (e.g.
@@ -164,28 +210,16 @@ def collect_rollouts(
     if not ray.is_initialized():
         ray.init(**(ray_init or {}))
     chunks = [(start, min(chunk_size, episodes - start)) for start in range(0, episodes, chunk_size)]
+    dealer = ray.remote(num_cpus=0)(ChunkDealer).remote(chunks)
     actor_class = ray.remote(num_cpus=num_cpus_per_worker, num_gpus=num_gpus_per_worker)(RolloutWorker)
     actors = [actor_class.remote(*worker_args) for _ in range(min(num_workers, len(chunks)))]
     results: list[list[dict[str, Any]] | None] = [None] * len(chunks)
-    pending: dict[Any, tuple[Any, int]] = {}
-    queue = iter(range(len(chunks)))
-
-    def submit(actor: Any) -> None:
-        index = next(queue, None)
-        if index is not None:
-            first, count = chunks[index]
-            pending[actor.run.remote(first, count, seed)] = (actor, index)
-
     try:
-        for actor in actors:
-            submit(actor)
-        while pending:
-            (ready,), _ = ray.wait(list(pending), num_returns=1)
-            actor, index = pending.pop(ready)
-            results[index] = ray.get(ready)
-            submit(actor)
+        for taken in ray.get([actor.play.remote(dealer, seed) for actor in actors]):
+            for index, chunk in taken:
+                results[index] = chunk
     finally:
-        for actor in actors:
+        for actor in [*actors, dealer]:
             ray.kill(actor)
 
     trajectories = [Trajectory.from_dict(data) for chunk in results for data in chunk or ()]

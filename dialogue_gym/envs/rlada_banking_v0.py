@@ -85,6 +85,11 @@ a hint of its own problem), ``agent_backend`` / ``customer_backend`` (backend sp
 ``judge_components``, the reward weights, ``pass_threshold``, ``scenario_set``, ``concealment``,
 ``data_dir``, ...).
 
+Vector view only: ``keep_trajectories`` ("auto" | int >= 0 | None) caps the finished trajectories
+kept for ``envs.unwrapped.pop_trajectories()``: ``"auto"`` (default) keeps the last ``max(1024,
+2 * num_envs)``, 0 keeps none, None keeps all; the cap drops the oldest and counts them in
+``dropped_trajectories`` (see :class:`~dialogue_gym.envs.vector.DialogueVectorEnv`).
+
 ## Version History
 * v0: initial release.
 * v0, hardening (unreleased, no bump): parsing bounded and total; tool amounts must be finite and >= 0.01 (schemas say ``minimum``). Scripted baselines score as before.

@@ -70,9 +70,11 @@ class ScenarioEnv(ScenarioViews, DialogueEnv):
 class ScenarioVectorEnv(ScenarioViews, DialogueVectorEnv):
     """Gymnasium vector view of a scenario (one policy per role shared by every sub-env)."""
 
-    def __init__(self, num_envs: int = 1, **kwargs: Any):
+    def __init__(self, num_envs: int = 1, keep_trajectories: int | str | None = "auto", **kwargs: Any):
         players, self.game = self.split(kwargs)
-        super().__init__(self.game.spawn, num_envs, players.learner, players.policies(self.make_role_policy))
+        super().__init__(
+            self.game.spawn, num_envs, players.learner, players.policies(self.make_role_policy), keep_trajectories
+        )
 
 
 class ScenarioAECEnv(DialogueAECEnv):

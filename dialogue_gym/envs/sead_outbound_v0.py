@@ -12,9 +12,11 @@ The scripted simulator (default) reacts to the agent's free text; an LLM can pla
 ## Observation Space
 ``Dict(messages=ChatMessages, turn=Discrete(T_max + 1))`` for the agent: the chat from its side
 (system prompt with SOP and facts, then the call), ready for ``apply_chat_template``. The user
-additionally gets ``state=MultiDiscrete([5, 4, 6])`` and ``behaviors=MultiBinary(|L|)``, and its
-system prompt carries its persona, state and rules. The agent never observes the hidden state: not
-in its observation, its ``info`` or its policy's ``start`` profile (empty for the agent). The user's
+additionally gets ``state=MultiDiscrete([5, 4, 6])`` and ``behaviors=MultiBinary(|L|)``; its
+system prompt carries its persona and rules, and each caller turn ends with a note of its state then
+(``[Your current state: cooperation c/4, emotion e/3, trust tr/5.]``, kept in the history, so the chat
+only grows at the end and each turn's prompt is a prefix of the next). The agent never observes the
+hidden state: not in its observation, its ``info`` or its policy's ``start`` profile (empty for the agent). The user's
 ``info["user_state"]`` is its own state. For analysis, ``env.unwrapped.game.privileged()`` holds the
 true state and the whole profile; the trajectory keeps both for metrics, read after the episode.
 
@@ -58,6 +60,11 @@ the agent when the user learns), ``user`` ("scripted" | "llm"), ``agent_backend`
 (``max_agent_turns``, ``success_reward``, ``invalid_action``, ``invalid_action_penalty``,
 ``user_reward``, ``max_utterance_chars``, ``scenario_file``, ``behaviors_file``).
 
+Vector view only: ``keep_trajectories`` ("auto" | int >= 0 | None) caps the finished trajectories
+kept for ``envs.unwrapped.pop_trajectories()``: ``"auto"`` (default) keeps the last ``max(1024,
+2 * num_envs)``, 0 keeps none, None keeps all; the cap drops the oldest and counts them in
+``dropped_trajectories`` (see :class:`~dialogue_gym.envs.vector.DialogueVectorEnv`).
+
 ## Version History
 * v0: initial release.
 * v0, hardening (unreleased, no bump): parsing bounded and total (``MAX_ACTION_CHARS``); non-finite reward settings rejected. Scripted baselines score as before.
@@ -76,6 +83,10 @@ the agent when the user learns), ``user`` ("scripted" | "llm"), ``agent_backend`
   ``scenarios/sead/health.py``, ``data/health.json``). Both roles' prompts gained a few-shot turn in
   the exact format (the owner's also a stay-in-role line), and an LLM owner stops at ``</status>``
   (an LLM caller at ``</trust_score>``). Scripted play is unchanged.
+* v0, cacheable prompts (unreleased, no bump; issue 15): the owner's state left its system prompt
+  (re-rendered whenever the state changed) for a note at the end of each caller turn, kept in the
+  history, so an LLM owner's prompt only grows at the end and a prefix cache reuses all of it.
+  Scripted play is unchanged.
 """
 
 from __future__ import annotations

@@ -68,6 +68,11 @@ false, ``parsed["requested_intent_level"]`` kept), so ``max_user_turns`` must be
 ``eta_flat``, ``rho``, ``conversion_reward``, ``invalid_action``, ``invalid_action_penalty``,
 ``fallback_intent_level``, ``max_utterance_chars``, ``judge``, ``judge_backend``).
 
+Vector view only: ``keep_trajectories`` ("auto" | int >= 0 | None) caps the finished trajectories
+kept for ``envs.unwrapped.pop_trajectories()``: ``"auto"`` (default) keeps the last ``max(1024,
+2 * num_envs)``, 0 keeps none, None keeps all; the cap drops the oldest and counts them in
+``dropped_trajectories`` (see :class:`~dialogue_gym.envs.vector.DialogueVectorEnv`).
+
 ## Version History
 * v0: initial release.
 * v0, hardening (unreleased, no bump): parsing bounded and total; the user's first move cannot end the episode (baselines re-measured in the README: within 0.003 CR for the scripted players).

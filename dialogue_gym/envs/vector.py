@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterable
 from collections.abc import Sequence as SequenceABC
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 import numpy as np
+from gymnasium import logger
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
@@ -15,13 +18,37 @@ from dialogue_gym.game import Game, check_seed
 from dialogue_gym.simulators.base import RolePolicy
 from dialogue_gym.types import Trajectory
 
+DEFAULT_KEEP_TRAJECTORIES = 1024
+"""The least ``keep_trajectories="auto"`` keeps: about 16 MiB of SEAD trajectories (~16 KiB each, measured)."""
+
+
+def check_keep_trajectories(value: Any, num_envs: int) -> int | None:
+    """The retention cap ``keep_trajectories`` asks for (``None``: unbounded), or ConfigError naming the fix."""
+    if isinstance(value, str) and value == "auto":
+        # twice the sub-envs: a loop that pops after every step never loses one, even when all end at once
+        return max(DEFAULT_KEEP_TRAJECTORIES, 2 * num_envs)
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    raise ConfigError(
+        f"keep_trajectories must be 'auto', an int >= 0 or None, got {value!r}. It caps how many finished "
+        "trajectories the vector env keeps for pop_trajectories(): pass 0 to keep none (a Gymnasium training "
+        "loop that never pops), None to keep every one (pop them regularly), or a cap such as 4096."
+    )
+
 
 class DialogueVectorEnv(VectorEnv):
     """Steps ``num_envs`` games of one scenario; autoreset is ``NEXT_STEP`` (Gymnasium's default).
 
     Every counterpart policy is shared by all sub-envs, so an LLM-played role issues one backend
     batch per step for all games waiting on it. Finished episodes are kept in
-    :attr:`finished_trajectories` until read.
+    :attr:`finished_trajectories` until :meth:`pop_trajectories` reads them.
+
+    ``keep_trajectories`` bounds that retention, so a Gymnasium training loop that never pops stays
+    flat in memory (and Python's cyclic GC does not slow down over a run): ``"auto"`` (default) keeps
+    the last ``max(1024, 2 * num_envs)`` finished trajectories, so popping after every step loses
+    none; an int ``n`` keeps the last ``n`` (0 keeps none); ``None`` keeps all until popped. Beyond
+    the cap the oldest one is dropped and counted in :attr:`dropped_trajectories`, with a warning the
+    first time (none for ``keep_trajectories=0``, which asks for exactly that).
 
     ``step`` takes one ``str`` per sub-env (a list, tuple or 1-D NumPy array of str) and checks the
     whole batch before moving any sub-env: a bad batch raises and changes nothing. Actions of sub-envs
@@ -48,9 +75,12 @@ class DialogueVectorEnv(VectorEnv):
         num_envs: int,
         learner: str,
         policies: Mapping[str, RolePolicy],
+        keep_trajectories: int | Literal["auto"] | None = "auto",
     ):
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ConfigError(f"num_envs must be a positive int, got {num_envs!r}.")
+        self.keep_trajectories = check_keep_trajectories(keep_trajectories, num_envs)
+        """The most finished trajectories kept for :meth:`pop_trajectories` (``None``: no limit)."""
         self.games = [make_game() for _ in range(num_envs)]
         if learner not in self.games[0].roles:
             raise ConfigError(f"learner={learner!r} is not a role; choose one of {list(self.games[0].roles)}.")
@@ -63,7 +93,9 @@ class DialogueVectorEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._memories: list[dict[str, Any]] = [{} for _ in range(num_envs)]
         self._needs_reset = np.zeros(num_envs, dtype=bool)
-        self.finished_trajectories: list[Trajectory] = []
+        self.finished_trajectories: deque[Trajectory] = deque(maxlen=self.keep_trajectories)
+        self.dropped_trajectories = 0
+        """How many finished trajectories the ``keep_trajectories`` cap has dropped since construction."""
 
     def _episode_seed(self) -> int:
         return int(self.np_random.integers(2**62))
@@ -73,7 +105,20 @@ class DialogueVectorEnv(VectorEnv):
         memories, set_aside = self.driver.begin(games, seeds, options)
         for index, memory in zip(indices, memories):
             self._memories[index] = memory
-        self.finished_trajectories.extend(set_aside)
+        self._retain(set_aside)
+
+    def _retain(self, trajectories: Iterable[Trajectory]) -> None:
+        """Keep ``trajectories`` for :meth:`pop_trajectories`; past the cap, drop the oldest and count them."""
+        for trajectory in trajectories:
+            if len(self.finished_trajectories) == self.keep_trajectories:
+                self.dropped_trajectories += 1
+                if self.dropped_trajectories == 1 and self.keep_trajectories:
+                    logger.warn(
+                        f"the vector env keeps the last keep_trajectories={self.keep_trajectories} finished "
+                        "trajectories and has begun dropping the oldest (counted in dropped_trajectories); call "
+                        "pop_trajectories() more often, pass keep_trajectories=None to keep all, or 0 to keep none."
+                    )
+            self.finished_trajectories.append(trajectory)
 
     def _reset_seeds(self, seed: Any) -> list[int]:
         if isinstance(seed, (list, tuple, np.ndarray)):
@@ -140,11 +185,10 @@ class DialogueVectorEnv(VectorEnv):
         moved = rewards[active]
         self.driver.advance([self.games[i] for i in active], [self._memories[i] for i in active], moved)
         rewards[active] = moved
-        for index in active:
-            if self.games[index].done:
-                trajectory = self.games[index].trajectory()
-                trajectory.learner = self.learner
-                self.finished_trajectories.append(trajectory)
+        finished = [self.games[index].trajectory() for index in active if self.games[index].done]
+        for trajectory in finished:
+            trajectory.learner = self.learner
+        self._retain(finished)
         if to_reset:
             self._begin(to_reset, [self._episode_seed() for _ in to_reset], None)
         terminations = np.array([game.done for game in self.games])
@@ -162,6 +206,8 @@ class DialogueVectorEnv(VectorEnv):
         return infos
 
     def pop_trajectories(self) -> list[Trajectory]:
-        """Return and forget the trajectories of the episodes finished so far."""
-        finished, self.finished_trajectories = self.finished_trajectories, []
+        """Return and forget the retained trajectories of the episodes finished so far, oldest first
+        (at most ``keep_trajectories``; :attr:`dropped_trajectories` counts those the cap dropped)."""
+        finished = list(self.finished_trajectories)
+        self.finished_trajectories.clear()
         return finished

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 from dialogue_gym.errors import ConfigError, ScenarioError
 from dialogue_gym.types import finite_number
@@ -254,6 +254,91 @@ def memoise_short_texts(maxsize: int) -> Callable[[Parser], Parser]:
         return parse_memoised  # type: ignore[return-value]
 
     return decorate
+
+
+MIN_GATE_CHARS = 3
+"""Shortest literal run worth checking before a regex search (shorter ones rarely rule a pattern out)."""
+_GATES: dict[int, tuple[tuple[re.Pattern[str], ...], tuple[tuple[re.Pattern[str], str | None, bool], ...]]] = {}
+_MAX_GATE_SETS = 256
+
+
+def _required_literal(pattern: re.Pattern[str]) -> tuple[str | None, bool]:
+    """``(run, folded)``: the longest run of plain characters every match of ``pattern`` contains
+    (consecutive top-level literals of its parse), lower-cased when the pattern ignores case, or
+    ``None`` when it has none of :data:`MIN_GATE_CHARS` ASCII characters or its flags make case
+    folding locale-dependent."""
+    try:
+        from re import _parser as parser  # type: ignore[attr-defined]
+    except ImportError:  # Python < 3.11
+        import sre_parse as parser  # type: ignore[no-redef]
+    if pattern.flags & re.LOCALE or not isinstance(pattern.pattern, str):
+        return None, False
+    try:
+        items = list(parser.parse(pattern.pattern, pattern.flags))
+    except Exception:  # a parser of another Python version: search without a gate
+        return None, False
+    best, run = "", []
+    for opcode, argument in [*items, (None, None)]:
+        if opcode == parser.LITERAL and argument < 128:
+            run.append(chr(argument))
+            continue
+        if len(run) > len(best):
+            best = "".join(run)
+        run = []
+    if len(best) < MIN_GATE_CHARS:
+        return None, False
+    folded = bool(pattern.flags & re.IGNORECASE)
+    return (best.lower() if folded else best), folded
+
+
+def _gated(patterns: Sequence[re.Pattern[str]]) -> tuple[tuple[re.Pattern[str], str | None, bool], ...]:
+    """Each pattern with its required literal; kept per tuple of patterns (a tuple cannot change under
+    its id while the entry holds it), worked out afresh for any other sequence."""
+    if not isinstance(patterns, tuple):
+        return tuple((pattern, *_required_literal(pattern)) for pattern in patterns)
+    entry = _GATES.get(id(patterns))
+    if entry is None or entry[0] is not patterns:
+        if len(_GATES) >= _MAX_GATE_SETS:
+            _GATES.clear()
+        entry = (patterns, tuple((pattern, *_required_literal(pattern)) for pattern in patterns))
+        _GATES[id(patterns)] = entry
+    return entry[1]
+
+
+def matching_patterns(patterns: Sequence[re.Pattern[str]], text: str) -> list[re.Pattern[str]]:
+    """The patterns of ``patterns`` that ``search`` finds in ``text``, in order: exactly
+    ``[p for p in patterns if p.search(text)]``, faster.
+
+    A pattern whose match must contain a run of plain characters is searched only when ``text``
+    contains that run: case-sensitively as it is, or, for a pattern that ignores case, lower-cased
+    when ``text`` is ASCII (where ignoring case is lower-casing; other texts are always searched)."""
+    lowered = text.lower() if text.isascii() else None
+    found = []
+    for pattern, literal, folded in _gated(patterns):
+        if literal is not None:
+            if folded:
+                if lowered is not None and literal not in lowered:
+                    continue
+            elif literal not in text:
+                continue
+        if pattern.search(text):
+            found.append(pattern)
+    return found
+
+
+def any_pattern_matches(patterns: Sequence[re.Pattern[str]], text: str) -> bool:
+    """``any(p.search(text) for p in patterns)``, with the gates of :func:`matching_patterns`."""
+    lowered = text.lower() if text.isascii() else None
+    for pattern, literal, folded in _gated(patterns):
+        if literal is not None:
+            if folded:
+                if lowered is not None and literal not in lowered:
+                    continue
+            elif literal not in text:
+                continue
+        if pattern.search(text):
+            return True
+    return False
 
 
 def config_number(name: str, value: Any, low: float | None = None, high: float | None = None) -> float:

@@ -1,4 +1,5 @@
-"""Rollouts on Ray actors (local ``ray.init(num_cpus=2)``) equal the in-process evaluation, chunk by chunk."""
+"""Rollouts on Ray actors (local ``ray.init(num_cpus=2)``) equal the in-process evaluation, chunk by chunk;
+a worker plays the chunks it takes as one stream of refilled slots."""
 
 import json
 import sys
@@ -6,6 +7,7 @@ import sys
 import pytest
 
 from dialogue_gym.distributed import collect_rollouts
+from dialogue_gym.distributed.ray_rollouts import ChunkDealer, RolloutWorker
 from dialogue_gym.errors import ConfigError, DependencyNotInstalled
 from dialogue_gym.evaluation import evaluate, load_trajectories
 from dialogue_gym.scenarios.sead.parsing import render_user_output
@@ -70,6 +72,25 @@ def test_any_policy_spec_and_role(local_ray):
     assert dicts(as_user) == dicts(evaluate("SEAD-Outbound-v0", "scripted", 6, learner="user", env_kwargs={"agent": "sop"}))
 
 
+def test_a_worker_plays_its_chunks_as_one_stream_of_refilled_slots(local_ray, monkeypatch):
+    """10 episodes in chunks of 3, 3, 3, 1 with batch_size 4, every episode L user replies long: chunk
+    by chunk the user's calls would be 3L of 3 and L of 1; streamed, 2L of 4 and L of the last 2."""
+    kwargs = {"user": "llm", "user_backend": {"name": "canned", "replies": [GO_ON]}, "max_agent_turns": 2}
+    worker = RolloutWorker("SEAD-Outbound-v0", "sop", "agent", json.dumps(kwargs), "null", 4)
+    backend = worker.evaluator.driver.policies["user"].backend
+    sizes = []
+    generate = backend.generate
+    monkeypatch.setattr(backend, "generate", lambda requests: sizes.append(len(requests)) or generate(requests))
+    dealer = local_ray.remote(num_cpus=0)(ChunkDealer).remote([(0, 3), (3, 3), (6, 3), (9, 1)])
+    taken = worker.play(dealer, 5)
+    assert [index for index, _ in taken] == [0, 1, 2, 3] and [len(chunk) for _, chunk in taken] == [3, 3, 3, 1]
+    reference = evaluate("SEAD-Outbound-v0", "sop", 10, seed=5, env_kwargs=kwargs)
+    assert json.dumps([data for _, chunk in taken for data in chunk]) == dicts(reference)
+    (replies,) = {len(t.turns_of("user")) for t in reference}
+    assert sizes == [4] * 2 * replies + [2] * replies
+    assert worker.play(dealer, 5) == []
+
+
 def test_a_bad_policy_name_raises_the_typed_error_from_the_worker(local_ray):
     with pytest.raises(ConfigError, match=r"agent='nope' is not a known agent policy"):
         collect_rollouts("SEAD-Outbound-v0", "nope", 4)
@@ -79,5 +100,7 @@ def test_a_bad_policy_name_raises_the_typed_error_from_the_worker(local_ray):
 def test_tiny_llm_user_on_ray_workers(local_ray, tiny_model_dir):
     kwargs = {"user": "llm", "user_backend": {"name": "transformers", "model": str(tiny_model_dir), "max_new_tokens": 8},
               "max_agent_turns": 2}
-    collected = collect_rollouts("SEAD-Outbound-v0", "sop", 8, env_kwargs=kwargs, num_workers=2, chunk_size=4)
+    # A real model's output depends on its batch mates (padding), so the workers keep evaluate's batch_size:
+    # every episode lasts 2 agent turns, so evaluate and the workers alike batch episodes 0-3 together, then 4-7.
+    collected = collect_rollouts("SEAD-Outbound-v0", "sop", 8, env_kwargs=kwargs, num_workers=2, chunk_size=4, batch_size=4)
     assert dicts(collected) == dicts(evaluate("SEAD-Outbound-v0", "sop", 8, env_kwargs=kwargs, batch_size=4))

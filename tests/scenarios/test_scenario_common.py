@@ -15,10 +15,13 @@ from dialogue_gym.scenarios.common import (
     MAX_CACHED_TEXT_CHARS,
     MAX_JSON_DEPTH,
     MAX_JSON_INT_DIGITS,
+    _required_literal,
+    any_pattern_matches,
     bound_text,
     check_max_utterance_chars,
     config_number,
     json_depth_exceeds,
+    matching_patterns,
     memoise_short_texts,
     safe_json_loads,
     scan_tags,
@@ -166,3 +169,40 @@ def test_check_max_utterance_chars():
     for value in (0, MAX_ACTION_CHARS + 1, True, 5.0):
         with pytest.raises(ConfigError, match=f"max_utterance_chars must be an int 1-{MAX_ACTION_CHARS}"):
             check_max_utterance_chars(value)
+
+
+GATED_PATTERNS = tuple(
+    [re.compile(p, re.IGNORECASE) for p in (r"\bpending\b", r"how much (money )?(do )?i have", r"moved house|my address",
+                                             r"(\$[0-9][0-9,.]{0,12}[0-9]).{0,40}\1", r"kelvin", r"sign[s]? up", r"\bup\b")]
+    + [re.compile(p) for p in (r"Card-\d+", r"exact CASE")]
+)
+"""Gated and ungated patterns: ignoring case or not, with branches, optional groups and a backreference."""
+
+
+def test_required_literal_is_the_longest_top_level_run():
+    assert _required_literal(re.compile(r"\bpending\b", re.IGNORECASE)) == ("pending", True)
+    assert _required_literal(re.compile(r"how much (money )?(do )?i have", re.IGNORECASE)) == ("how much ", True)
+    assert _required_literal(re.compile(r"exact CASE")) == ("exact CASE", False)
+    # Too short to rule anything out, or no literal run at all: always searched.
+    assert _required_literal(re.compile(r"\bup\b", re.IGNORECASE)) == (None, False)
+    assert _required_literal(re.compile(r"(\$[0-9]+).{0,9}\1")) == (None, False)
+
+
+def test_gates_never_skip_a_pattern_that_matches_under_unicode_case_folding():
+    # re's IGNORECASE matches the Kelvin sign to "k" and the long s to "s": a lower-cased substring
+    # check would miss both, so non-ASCII text is always searched.
+    for text in ("\u212aelvin", "ſign up", "KELVIN", "Pending!"):
+        assert matching_patterns(GATED_PATTERNS, text) == [p for p in GATED_PATTERNS if p.search(text)] != []
+    assert matching_patterns(GATED_PATTERNS, "nothing to see") == []
+    assert not any_pattern_matches(GATED_PATTERNS[:1], "expending")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["pending", "PENDING", "how much", " do ", "i have", "moved house", "my address", "$12.50",
+                                 "kelvin", "\u212aelvin", "ſign", "sign", " up ", "Card-42", "card-42", "exact CASE", "exact case",
+                                 " ", ".", "x"]), max_size=12).map("".join))
+def test_matching_patterns_is_exactly_searching_each_pattern(text):
+    expected = [pattern for pattern in GATED_PATTERNS if pattern.search(text)]
+    assert matching_patterns(GATED_PATTERNS, text) == expected
+    assert matching_patterns(list(GATED_PATTERNS), text) == expected
+    assert any_pattern_matches(GATED_PATTERNS, text) is bool(expected)

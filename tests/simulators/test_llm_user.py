@@ -29,8 +29,9 @@ def test_llm_user_prompt_and_well_formed_replies():
     env.reset(seed=0, options={"profile": {"state": [2, 2, 2], "behaviors": ["IV1"]}})
     observation, reward, terminated, _, info = env.step("Hello, is this the owner?")
     system = backend.requests[0].messages[0]
-    assert system["role"] == "system" and "asks whether the caller is a robot" in system["content"] and "cooperation 2/4" in system["content"]
-    assert backend.requests[0].messages[-1] == {"role": "user", "content": "Hello, is this the owner?"}
+    assert system["role"] == "system" and "asks whether the caller is a robot" in system["content"] and "cooperation 2/4" not in system["content"]
+    caller = "Hello, is this the owner?\n\n[Your current state: cooperation 2/4, emotion 2/3, trust 2/5.]"
+    assert backend.requests[0].messages[-1] == {"role": "user", "content": caller}
     assert observation["messages"][-1] == {"role": "user", "content": "Who is this?"}
     assert not terminated and "user_state" not in info and env.unwrapped.game.privileged()["user_state"] == (2, 2, 2)
     observation, reward, terminated, _, info = env.step("Please claim it in the app.")

@@ -247,3 +247,21 @@ def test_the_policy_seed_makes_unseeded_requests_reproducible(tiny_model_dir):
     default = drawn(CausalLMPolicy(str(tiny_model_dir), config))
     assert drawn(CausalLMPolicy(str(tiny_model_dir), config, seed=0)) == default  # the default seed is 0
     assert drawn(CausalLMPolicy(str(tiny_model_dir), config, seed=1)) != default
+
+
+def test_training_generation_reuses_a_dialogues_prefix_until_the_weights_change(tiny_model_dir):
+    # The trainer's rollouts go through the backend's prefix cache: a dialogue's second turn encodes
+    # only what follows its first prompt and reply; an optimizer step makes every cached key stale.
+    policy = CausalLMPolicy(str(tiny_model_dir), GRPOConfig(max_new_tokens=4, temperature=1.0, kl_coef=0.0, learning_rate=1e-2))
+    memory = policy.start({}, seed=5)
+    first = [{"role": "user", "content": "hello there"}]
+    [reply] = policy.act_batch([{"messages": first, "turn": 0}], [{}], [memory])
+    second = [*first, {"role": "assistant", "content": reply}, {"role": "user", "content": "and then?"}]
+    before = policy.backend.prefix_cache_stats()["cached_tokens"]
+    policy.act_batch([{"messages": second, "turn": 1}], [{}], [memory])
+    reused = policy.backend.prefix_cache_stats()["cached_tokens"] - before
+    assert reused >= len(memory["turns"][0]["prompt_ids"]) > 0
+    policy.update([policy.record(memory)], [1.0])
+    before = policy.backend.prefix_cache_stats()["cached_tokens"]
+    policy.act_batch([{"messages": second, "turn": 1}], [{}], [policy.start({}, seed=5)])
+    assert policy.backend.prefix_cache_stats()["cached_tokens"] == before  # stale after the step: encoded afresh

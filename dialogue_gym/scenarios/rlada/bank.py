@@ -12,7 +12,8 @@ from __future__ import annotations
 import datetime as dt
 import math
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from dialogue_gym.scenarios.rlada.data import MIN_AMOUNT, Domain, Intent
@@ -23,6 +24,12 @@ DEBIT_KINDS = frozenset({"card_payment", "cash_withdrawal", "transfer_out", "fee
 MAX_LISTED = 12
 """get_transactions lists at most this many transactions, newest first."""
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def _record(row: Transaction | Card | SubAccount) -> dict[str, Any]:
+    """A tool result's copy of a bank row: its fields in order (what ``dataclasses.asdict`` gives for
+    these flat rows of atoms, without its per-value deep copy)."""
+    return dict(vars(row))
 
 
 @dataclass
@@ -104,7 +111,7 @@ class Bank:
             "customer_id": self.customer_id,
             "name": self.name,
             "identity_verified": self.identity_verified,
-            "accounts": [asdict(account) for account in self.accounts],
+            "accounts": [_record(account) for account in self.accounts],
             "cards": [{"card_id": c.card_id, "last4": c.last4, "virtual": c.virtual} for c in self.cards],
             "limits": dict(self.limits),
         }
@@ -113,13 +120,12 @@ class Bank:
         error = self._account_error(args["account_id"])
         if error:
             return False, error
-        today = dt.date.fromisoformat(self.today)
         days = args.get("days", 30)
         status = args.get("status", "all")
         rows = [
-            asdict(t)
+            _record(t)
             for t in sorted(self.transactions, key=lambda t: (t.date, t.transaction_id), reverse=True)
-            if (today - dt.date.fromisoformat(t.date)).days <= days and status in ("all", t.status)
+            if _days_before(self.today, t.date) <= days and status in ("all", t.status)
         ]
         return True, {"account_id": self.customer_id, "days": days, "transactions": rows[:MAX_LISTED]}
 
@@ -156,7 +162,7 @@ class Bank:
     def _tool_check_card_status(self, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
         for card in self.cards:
             if card.card_id == args["card_id"]:
-                return True, asdict(card)
+                return True, _record(card)
         return False, {"code": "card_not_found", "message": f"No card {args['card_id']!r}; card ids are listed by lookup_account."}
 
     def _tool_transfer_funds(self, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
@@ -202,8 +208,15 @@ def _same_merchant(a: str, b: str) -> bool:
 
 
 # -- generation -------------------------------------------------------------------------------
+@lru_cache(maxsize=1024)
 def _date(today: str, days_ago: int) -> str:
     return (dt.date.fromisoformat(today) - dt.timedelta(days=days_ago)).isoformat()
+
+
+@lru_cache(maxsize=1024)
+def _days_before(today: str, date: str) -> int:
+    """How many days ``date`` lies before ``today`` (ISO dates)."""
+    return (dt.date.fromisoformat(today) - dt.date.fromisoformat(date)).days
 
 
 def weekday(date: str) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from dialogue_gym.scenarios.common import bound_text, memoise_short_texts
+from dialogue_gym.scenarios.common import bound_text, matching_patterns, memoise_short_texts
 from dialogue_gym.scenarios.rlada.data import Domain, Intent
 
 
@@ -25,7 +25,7 @@ def cue_hits(text: str, domain: Domain) -> dict[str, int]:
 
 @memoise_short_texts(maxsize=32768)
 def _cue_hits(text: str, domain: Domain) -> tuple[tuple[str, int], ...]:
-    return tuple((tool, sum(1 for p in patterns if p.search(text))) for tool, patterns in domain.cues.items())
+    return tuple((tool, len(matching_patterns(patterns, text))) for tool, patterns in domain.cues.items())
 
 
 def active_cues(text: str, domain: Domain) -> tuple[int, ...]:
@@ -37,8 +37,9 @@ def active_cues(text: str, domain: Domain) -> tuple[int, ...]:
 def _active_cues(text: str, domain: Domain) -> tuple[int, ...]:
     active, index = [], 0
     for patterns in domain.cues.values():
+        found = set(map(id, matching_patterns(patterns, text)))
         for pattern in patterns:
-            if pattern.search(text):
+            if id(pattern) in found:
                 active.append(index)
             index += 1
     return tuple(active)

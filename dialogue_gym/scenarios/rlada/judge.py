@@ -29,10 +29,11 @@ the problem recorded in the verdict.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from dialogue_gym.backends.base import GenerationRequest, SamplingParams
@@ -83,11 +84,18 @@ class Verdict:
         return self.routed_tools[0] if self.routed_tools else None
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        # Built field by field (what dataclasses.asdict gives, without its recursive copy of every
+        # atom, which dominated building a trajectory): only the two dict fields hold mutable values.
+        data = {name: getattr(self, name) for name in _VERDICT_FIELDS}
         data["routed_tools"] = list(self.routed_tools)
         data["inconsistent_claims"] = list(self.inconsistent_claims)
         data["confusing_turns"] = list(self.confusing_turns)
+        data["components"] = dict(self.components)
+        data["health"] = copy.deepcopy(self.health)
         return data
+
+
+_VERDICT_FIELDS = tuple(field.name for field in fields(Verdict))
 
 
 def _calls(trajectory: Trajectory) -> list[tuple[int, dict[str, Any]]]:

@@ -34,6 +34,7 @@ from dialogue_gym.errors import ScenarioError
 from dialogue_gym.health import MODEL_TALK, SERVICE_VOICE, RoleVoice, TurnHealth, check_patterns, said_phrases
 from dialogue_gym.scenarios.common import (
     bound_text,
+    matching_patterns,
     memoise_short_texts,
     read_json,
     safe_json_loads,
@@ -265,14 +266,17 @@ def parse_customer_output(
     markup = bool(_MARKUP.search(utterance))
     if markup:
         notes.append("markup or JSON in a spoken turn")
-    reversal = tuple(p.pattern for p in role_reversal if p.search(utterance))
-    meta = any(p.search(utterance) for p in meta_talk)
+    # Only the patterns found at all can have a phrase said: searched once, read twice below.
+    reversing = tuple(matching_patterns(role_reversal, utterance))
+    meta_said = tuple(matching_patterns(meta_talk, utterance))
+    reversal = tuple(p.pattern for p in reversing)
+    meta = bool(meta_said)
     problem = "empty utterance" if not utterance and not hangup else None
     format_ok = bool(utterance) and not notes
     health = TurnHealth(
         format_ok=(bool(utterance) or hangup) and not markup and not truncated,
         repaired=tuple(repaired),
-        role_reversal=tuple(dict.fromkeys((*said_phrases(role_reversal, utterance), *customer_voice().reversals(utterance), *said_phrases(meta_talk, utterance)))),
+        role_reversal=tuple(dict.fromkeys((*said_phrases(reversing, utterance), *customer_voice().reversals(utterance), *said_phrases(meta_said, utterance)))),
         rule_violations=(f"{sentences} sentences (the customer speaks 1-{max_sentences})",) if sentences > max_sentences else (),
     )
     return CustomerMove(utterance, hangup, sentences, format_ok, reversal, meta, problem, tuple(notes), health)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Iterable
 
-from dialogue_gym.scenarios.common import bound_text, memoise_short_texts
+from dialogue_gym.scenarios.common import any_pattern_matches, bound_text, memoise_short_texts
 from dialogue_gym.scenarios.rlada.cues import cue_hits
 from dialogue_gym.scenarios.rlada.data import CONFUSING_KINDS, Domain, Intent
 from dialogue_gym.scenarios.understanding import (
@@ -332,7 +332,8 @@ def evidence_numbers(text: str) -> frozenset[float]:
 
 @memoise_short_texts(maxsize=16384)
 def _evidence_numbers(text: str) -> frozenset[float]:
-    return frozenset(v for v in (number_value(m.group(0)) for m in _NUMBER.finditer(text)) if v is not None)
+    # Each distinct written number read once: tool results repeat dates, ids and amounts.
+    return frozenset(v for v in map(number_value, {m.group(0) for m in _NUMBER.finditer(text)}) if v is not None)
 
 
 # -- whether a customer turn tells the truth about its problem ----------------------------------------
@@ -425,7 +426,7 @@ def problem_signs(text: str, domain: Domain) -> frozenset[str]:
 
 @memoise_short_texts(maxsize=16384)
 def _problem_signs(text: str, domain: Domain) -> frozenset[str]:
-    return frozenset(family for family, patterns in domain.signs.items() if any(p.search(text) for p in patterns))
+    return frozenset(family for family, patterns in domain.signs.items() if any_pattern_matches(patterns, text))
 
 
 def told_problem(story: Iterable[str], intent: Intent, domain: Domain) -> bool:

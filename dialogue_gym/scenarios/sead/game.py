@@ -28,13 +28,12 @@ from dialogue_gym.scenarios.sead.data import (
 )
 from dialogue_gym.scenarios.sead.health import agent_turn_health, load_health_rules, user_turn_health
 from dialogue_gym.scenarios.sead.parsing import parse_agent_output, parse_user_output
-from dialogue_gym.scenarios.sead.prompts import agent_system_prompt, user_system_prompt
+from dialogue_gym.scenarios.sead.prompts import agent_system_prompt, caller_turn, user_system_prompt
 from dialogue_gym.scenarios.sead.state import (
     ALL_STATES,
     STATE_DIMS,
     STATE_NAMES,
     Profile,
-    UserState,
     sample_profile,
 )
 from dialogue_gym.seeding import mix_seed
@@ -131,7 +130,7 @@ class SeadGame(Game):
             {"role": "user", "content": CALL_CONNECTED},
         ]
         self._user_messages: list[dict[str, str]] = []
-        self._user_prompts: dict[UserState, str] = {}
+        self._user_system: str | None = None
         self._user_replies: list[str] = []
         self._profile_categories = frozenset(self.library[b].category for b in self.profile.behaviors)
         self._behavior_mask = np.zeros(len(self.library.behaviors), dtype=np.int8)
@@ -162,7 +161,7 @@ class SeadGame(Game):
             self.turns.append(Turn("agent", text, heard, parsed, self.state, move.problem, token_ids, logprobs))
             self.agent_turns += 1
             self._agent_messages.append({"role": "assistant", "content": text})
-            self._user_messages.append({"role": "user", "content": heard})
+            self._user_messages.append({"role": "user", "content": caller_turn(heard, self.state)})
             if self.flag_invalid(role, move.problem, rewards):
                 self._finish(Outcome.INVALID, rewards)
             else:
@@ -202,10 +201,9 @@ class SeadGame(Game):
     def observe(self, role: str) -> dict[str, Any]:
         if role == "agent":
             return {"messages": list(self._agent_messages), "turn": self.agent_turns}
-        prompt = self._user_prompts.get(self.state)
-        if prompt is None:
-            prompt = self._user_prompts[self.state] = user_system_prompt(self.campaign, self.profile, self.state, self.library)
-        system = {"role": "system", "content": prompt}
+        if self._user_system is None:
+            self._user_system = user_system_prompt(self.campaign, self.profile, self.library)
+        system = {"role": "system", "content": self._user_system}
         return {
             "messages": [system, *self._user_messages],
             "turn": self.agent_turns,

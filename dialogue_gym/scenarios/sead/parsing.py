@@ -37,6 +37,10 @@ _ANY_TAG = re.compile(r"</?\w+>")
 _USER_TAGS = ("think", "reply", "cooperation", "emotion", "trust", "status")
 _DIGIT = re.compile(r"\d")
 _STATUS_DIGIT = re.compile(r"-?\d")
+_USER_LAYOUT = re.compile("".join(f"<{name}>([^<]*)</{name}>" for name in _USER_TAGS))
+"""The user record's six tags back to back, with no ``<`` inside them: the layout the scripted user
+(and a well-behaved model) emits, whose tags :func:`scan_tags` would find one for one (linear: a
+``[^<]*`` run cannot overlap the ``<`` after it)."""
 
 AGENT_SCORE_FIELDS = ("cooperation_score", "emotion_score", "trust_score")
 USER_STATE_FIELDS = ("cooperation", "emotion", "trust")
@@ -169,6 +173,17 @@ def parse_user_output(text: str, previous: UserState) -> UserMove:
     return dataclasses.replace(move, problem=truncation_problem(len(text), move.problem), repairs=(truncation_problem(len(text)), *move.repairs))
 
 
+def _user_spans(text: str) -> list[TagSpan]:
+    """``scan_tags(text)``, read off :data:`_USER_LAYOUT` when ``text`` has that layout."""
+    layout = _USER_LAYOUT.fullmatch(text)
+    if layout is None:
+        return scan_tags(text)
+    return [
+        TagSpan(name, layout.group(group), layout.start(group) - len(name) - 2, layout.end(group) + len(name) + 3)
+        for group, name in enumerate(_USER_TAGS, start=1)
+    ]
+
+
 def _canonical_user(text: str, spans: list[TagSpan]) -> UserMove | None:
     """The move when ``text`` is exactly SEAD's user record with in-range values, else None."""
     if tuple(span.name for span in spans) != _USER_TAGS or spans[0].start != 0 or spans[-1].end != len(text):
@@ -187,7 +202,7 @@ def _canonical_user(text: str, spans: list[TagSpan]) -> UserMove | None:
 @memoise_short_texts(maxsize=16384)
 def _parse_user_output(text: str, previous: UserState) -> UserMove:
     """Pure and memoised."""
-    spans = scan_tags(text)
+    spans = _user_spans(text)
     canonical = _canonical_user(text, spans)
     if canonical is not None:
         return canonical

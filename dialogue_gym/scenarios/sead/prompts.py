@@ -47,7 +47,10 @@ REFERENCE_RULES = (
 )
 
 
-def user_system_prompt(campaign: Campaign, profile: Profile, state: UserState, library: BehaviorLibrary) -> str:
+def user_system_prompt(campaign: Campaign, profile: Profile, library: BehaviorLibrary) -> str:
+    """The owner's system prompt: the same all call long, so every turn's prompt begins with the
+    previous turn's (a prefix cache reuses it); the state, which changes, comes with each caller turn
+    (:func:`caller_turn`)."""
     behaviors = "\n".join(f"- {library[b].description}" for b in profile.behaviors)
     stages = ", then ".join(stage["name"] for stage in campaign.sop)
     c, e, tr = (n - 1 for n in STATE_DIMS)
@@ -56,7 +59,7 @@ def user_system_prompt(campaign: Campaign, profile: Profile, state: UserState, l
         f"The caller wants you to claim {campaign.facts.get('credit', 'an offer')}; their script goes: {stages}. "
         "Success means you complete the operation in your back-office app.\n"
         + (f"Who you are: {profile.persona}\n" if profile.persona else "")
-        + f"Your current state: cooperation {state.cooperation}/{c}, emotion {state.emotion}/{e}, trust {state.trust}/{tr}.\n"
+        + f"After each thing the caller says, a note in brackets gives your current state (cooperation 0-{c}, emotion 0-{e}, trust 0-{tr}).\n"
         f"Your behaviors in this call:\n{behaviors}\n{REFERENCE_RULES}\n\n"
         f"You are the owner, not the caller: never offer help, never speak for {campaign.company}, never call yourself "
         f"{campaign.agent_name}.\n\n"
@@ -66,3 +69,25 @@ def user_system_prompt(campaign: Campaign, profile: Profile, state: UserState, l
         "<status>1 if you completed the operation, -1 if you hang up, else 0</status>\n"
         f"Example (another call):\nCaller: {USER_EXAMPLE_CALLER}\nYou: {USER_EXAMPLE}"
     )
+
+
+STATE_NOTE_START = "\n\n[Your current state: "
+"""Where the owner's state note begins in a caller turn (:func:`caller_turn`)."""
+
+
+def caller_turn(heard: str, state: UserState) -> str:
+    """What the owner is sent for one caller turn: the caller's words, then the owner's state now.
+
+    The note stays in the history, so the owner's prompt only grows at the end from turn to turn and
+    every earlier turn's prompt is a prefix of the next (the system prompt never changes)."""
+    c, e, tr = (n - 1 for n in STATE_DIMS)
+    return f"{heard}{STATE_NOTE_START}cooperation {state.cooperation}/{c}, emotion {state.emotion}/{e}, trust {state.trust}/{tr}.]"
+
+
+def caller_words(content: str) -> str:
+    """The caller's words of a :func:`caller_turn` message (``content`` itself when it has no state note).
+
+    The note is the last thing in the message and holds no ``STATE_NOTE_START``, so cutting at the last
+    one is exact whatever the caller said."""
+    words, found, _ = content.rpartition(STATE_NOTE_START)
+    return words if found else content

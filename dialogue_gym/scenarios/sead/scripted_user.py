@@ -30,6 +30,7 @@ from dialogue_gym.scenarios.sead.acts import OFF_SCRIPT, STEPS, VOCABULARY, Reco
 from dialogue_gym.scenarios.sead.data import Behavior, BehaviorLibrary
 from dialogue_gym.scenarios.sead.game import MIN_COOPERATION_TO_ACT, SILENCE
 from dialogue_gym.scenarios.sead.parsing import render_user_output
+from dialogue_gym.scenarios.sead.prompts import caller_words
 from dialogue_gym.scenarios.sead.state import STATE_DIMS
 from dialogue_gym.scenarios.understanding import content_words, near_repeat
 from dialogue_gym.simulators.base import ScriptedPolicy
@@ -153,7 +154,7 @@ class ScriptedUser(ScriptedPolicy):
     def act(self, observation: dict[str, Any], info: dict[str, Any], memory: UserMemory) -> str:
         d = self.dynamics
         rng = memory.rng
-        utterance = observation["messages"][-1]["content"]
+        utterance = caller_words(observation["messages"][-1]["content"])
         turn = int(observation["turn"])
         c, e, tr = observation["state"].tolist()
         start = (c, e, tr)

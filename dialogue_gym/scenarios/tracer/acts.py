@@ -282,7 +282,20 @@ def read_turn(utterance: str, facts: Sequence[str] = (), heard: str = "", earlie
     ``facts``: the merchant's facts; ``heard``: the user's last reply (``""`` before it spoke);
     ``earlier``: the assistant's earlier turns, oldest first (the opening included).
     """
-    facts = tuple(facts)
+    facts, earlier = tuple(facts), tuple(earlier)
+    # Memoised on the whole context while it is short: scripted dialogues replay the same contexts,
+    # and the bound keeps a cache entry as small as one memoised text.
+    if len(utterance) + len(heard) + sum(map(len, earlier)) <= MAX_CACHED_TEXT_CHARS:
+        return _read_turn_cached(utterance, facts, heard, earlier)
+    return _read_turn(utterance, facts, heard, earlier)
+
+
+@lru_cache(maxsize=16384)
+def _read_turn_cached(utterance: str, facts: tuple[str, ...], heard: str, earlier: tuple[str, ...]) -> TurnReading:
+    return _read_turn(utterance, facts, heard, earlier)
+
+
+def _read_turn(utterance: str, facts: tuple[str, ...], heard: str, earlier: tuple[str, ...]) -> TurnReading:
     parsed = _parse_turn(utterance, facts)
     said_before: set[int] = set()
     uses = {act: 0 for act in SATURATING_ACTS}

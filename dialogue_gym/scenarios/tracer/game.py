@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from gymnasium import spaces
@@ -71,6 +72,14 @@ OPENING_REPLY_LEVELS = {CONVERSION_LEVEL: CONVERSION_LEVEL - 1, DROPOUT_LEVEL: D
 SILENCE = "(silence)"
 NO_REPLY = "(no reply)"
 USER_REWARD_MODES = ("tracer", "none")
+
+
+@lru_cache(maxsize=65536)
+def _aligned(intents: tuple[int, ...], reference: tuple[int, ...], rho: float) -> tuple[Alignment, tuple[float, ...]]:
+    """The DTW alignment of ``intents`` to ``reference`` and its discounted suffixes: pure, and
+    memoised because scripted users replay the same short level sequences."""
+    alignment = align(intents, reference)
+    return alignment, tuple(alignment.suffix(rho).tolist())
 
 
 @dataclass(frozen=True)
@@ -202,8 +211,6 @@ class TracerGame(Game):
         self._user_replies: list[str] = []
         self.outcome: Outcome | None = None
         self.failure: str | None = None
-        self.alignment: Alignment | None = None
-        self.suffix: list[float] = []
         self.scores: TracerReward | None = None
         self.judged: dict[str, Any] | None = None
         self.begin_accounting()
@@ -273,8 +280,6 @@ class TracerGame(Game):
             self.turns.append(Turn("user", text, move.reply, parsed, (level,), move.problem, token_ids, logprobs))
             self._messages["user"].append({"role": "assistant", "content": text})
             self._messages["assistant"].append({"role": "user", "content": move.reply or NO_REPLY})
-            self.alignment = align(self.intents, self.session.intents)
-            self.suffix = self.alignment.suffix(self.config.rho).tolist()
             if self.flag_invalid(role, move.problem, rewards):
                 self._finish(Outcome.INVALID, rewards)
             elif level == CONVERSION_LEVEL:
@@ -288,6 +293,21 @@ class TracerGame(Game):
         return StepResult(role, rewards, terminated=self._role is None, truncated=False, info=self.info(role))
 
     # -- views -----------------------------------------------------------------------
+    @property
+    def alignment(self) -> Alignment | None:
+        """The DTW alignment of the intent levels so far to the reference (None before the first user
+        turn); computed when read, since only the episode's end and the privileged channel need it."""
+        if not self.intents:
+            return None
+        return _aligned(tuple(self.intents), tuple(self.session.intents), self.config.rho)[0]
+
+    @property
+    def suffix(self) -> list[float]:
+        """The discounted deviation suffixes c_t of :attr:`alignment` (empty before the first user turn)."""
+        if not self.intents:
+            return []
+        return list(_aligned(tuple(self.intents), tuple(self.session.intents), self.config.rho)[1])
+
     def transcript(self) -> list[tuple[str, str]]:
         """``(role, text heard)`` of every move so far (the opening excluded)."""
         return [(turn.role, turn.text) for turn in self.turns]

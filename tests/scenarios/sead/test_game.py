@@ -63,7 +63,8 @@ def test_invalid_action_modes():
     game = started(invalid_action="penalize", invalid_action_penalty=0.25)
     result = game.step("")
     assert result.info["invalid_action"] == "empty utterance" and result.rewards["agent"] == -0.25
-    assert game.current_role == "user" and game.observe("user")["messages"][-1]["content"] == "(silence)"
+    heard = "(silence)\n\n[Your current state: cooperation 3/4, emotion 2/3, trust 3/5.]"
+    assert game.current_role == "user" and game.observe("user")["messages"][-1]["content"] == heard
     game = started(invalid_action="end")
     result = game.step("<response></response>")
     assert result.terminated and game.outcome is Outcome.INVALID

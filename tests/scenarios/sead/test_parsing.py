@@ -3,7 +3,9 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dialogue_gym.scenarios.common import scan_tags
 from dialogue_gym.scenarios.sead.parsing import (
+    _user_spans,
     parse_agent_output,
     parse_user_output,
     render_agent_output,
@@ -117,3 +119,19 @@ def test_canonical_user_records_parse_like_the_general_path(think, reply, state,
     assert fast.state == slow.state and fast.status == slow.status and (fast.problem is None) == (slow.problem is None)
     if fast.problem is None:
         assert fast.reply == slow.reply
+
+
+_USER_PIECES = ["<think>", "</think>", "<reply>", "</reply>", "<cooperation>", "</cooperation>", "<emotion>", "</emotion>",
+                "<trust>", "</trust>", "<status>", "</status>", "<", ">", "a", " ", "3", "-1", "Okay."]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_USER_PIECES), max_size=30).map("".join))
+def test_user_record_layout_shortcut_finds_the_tags_scan_tags_finds(text):
+    assert _user_spans(text) == scan_tags(text)
+
+
+def test_user_record_layout_shortcut_on_the_scripted_users_record():
+    text = render_user_output("Sure, go on.", (2, 1, 3), 0, "open concerns: []")
+    assert _user_spans(text) == scan_tags(text)
+    assert [span.name for span in _user_spans(text)] == ["think", "reply", "cooperation", "emotion", "trust", "status"]

@@ -260,3 +260,16 @@ def test_numbers_are_blanked_run_by_run_in_linear_time():
     assert _without_numbers("a1 b c2d\te") == "  b  \te"
     assert _without_numbers("no digits here") == "no digits here"
     assert _without_numbers("x" * 20000 + " 7") == "x" * 20000 + "  "
+
+
+def test_read_turn_memoises_short_contexts_only():
+    acts._read_turn_cached.cache_clear()
+    earlier = ("Hello, this is the clinic.", "We offer laser surgery.")
+    first = read_turn("Laser surgery needs a pre-operation exam first.", FACTS, "What do I need?", list(earlier))
+    again = read_turn("Laser surgery needs a pre-operation exam first.", FACTS, "What do I need?", earlier)
+    assert first is again and acts._read_turn_cached.cache_info().currsize == 1
+    long_history = ["We offer laser surgery and many other things. " * 20] * 5
+    assert sum(map(len, long_history)) > acts.MAX_CACHED_TEXT_CHARS
+    reading = read_turn("Laser surgery needs a pre-operation exam first.", FACTS, "What do I need?", long_history)
+    assert reading == acts._read_turn("Laser surgery needs a pre-operation exam first.", tuple(FACTS), "What do I need?", tuple(long_history))
+    assert acts._read_turn_cached.cache_info().currsize == 1

@@ -1,0 +1,65 @@
+"""The scripted-throughput benchmark counts only learner turns actually taken, plays every ID with each of
+its roles as the learner, and prints the thread settings and load it ran under."""
+
+import importlib.util
+from pathlib import Path
+
+import gymnasium as gym
+
+import dialogue_gym  # noqa: F401
+from envs_registry import REGISTRY
+
+BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "scripted_throughput.py"
+
+
+def load():
+    spec = importlib.util.spec_from_file_location("benchmark_scripted_throughput", BENCHMARK)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_sub_env_being_autoreset_takes_no_turn():
+    # max_agent_turns=1: every episode is one agent turn. Step 1 plays and ends all 3, step 2 only resets
+    # them (NEXT_STEP autoreset), step 3 plays and ends all 3 again: 6 turns, not 3 envs x 3 steps = 9.
+    envs = gym.make_vec("SEAD-Outbound-v0", num_envs=3, max_agent_turns=1)
+    row = load().play_vector(envs, episodes=6)
+    assert (row["steps"], row["episodes"], row["turns"]) == (3, 6, 6)
+
+
+def test_vector_turns_are_the_turns_in_the_episodes_played():
+    envs = gym.make_vec("SEAD-Outbound-v0", num_envs=4, max_agent_turns=3, keep_trajectories=None)
+    row = load().play_vector(envs, episodes=20)
+    finished = envs.unwrapped.pop_trajectories()
+    running = [game.trajectory() for game in envs.unwrapped.games if not game.done]
+    assert row["episodes"] == len(finished) >= 20
+    assert row["turns"] == sum(len(t.turns_of("agent")) for t in finished + running)
+    assert row["turns"] < row["steps"] * 4  # some sub-env was being reset on some step
+
+
+def test_every_id_is_played_with_each_of_its_roles_as_the_learner():
+    players = load().learner_players()
+    assert sorted((env_id, learner) for env_id, learner, _ in players) == sorted(
+        (entry.id, role) for entry in REGISTRY for role in entry.roles
+    )
+    assert ("RLADA-Banking-v0", "customer", "scripted") in players and ("SEAD-Outbound-v0", "agent", "sop") in players
+    firsts = {}
+    for env_id, learner, _ in players:
+        firsts.setdefault(env_id, learner)
+    assert firsts == {entry.id: entry.default_learner for entry in REGISTRY}
+
+
+def test_tiny_run_prints_both_tables_with_threads_and_load(capsys):
+    import torch
+
+    threads_before = torch.get_num_threads()
+    tables = load().main(["--episodes", "4", "--sizes", "1,2"])
+    assert len(tables["engine"]) == sum(len(entry.roles) for entry in REGISTRY) == 10
+    assert all(row["episodes"] == 4 and row["turns"] > 0 and row["seconds"] > 0 for row in tables["engine"])
+    paths = [row["path"] for row in tables["sead"]]
+    assert paths == ["gym.make env.unwrapped", "gym.make with default wrappers", "gym.make_vec num_envs=1", "gym.make_vec num_envs=2"]
+    assert all(row["episodes"] >= 4 and row["turns"] >= 4 for row in tables["sead"])
+    printed = capsys.readouterr().out
+    assert "load average (1, 5, 15 min)" in printed and "OMP_NUM_THREADS=" in printed and "torch 1" in printed
+    assert "RLADA-Customer-v0      customer" in printed and "learner turns" in printed
+    assert torch.get_num_threads() == threads_before  # pinned only while the tables ran
