@@ -21,7 +21,6 @@ import pytest
 
 from dialogue_gym.backends.openai_compat import OpenAIBackend
 from dialogue_gym.curriculum.profile_controller import MODES, ProfileController
-from dialogue_gym.errors import ConfigError
 from dialogue_gym.rewards import rlada as rlada_rewards
 from dialogue_gym.rewards import tracer as tracer_rewards
 from dialogue_gym.scenarios.rlada.data import load_domain
@@ -253,12 +252,24 @@ def test_a_batch_is_60_distinct_profiles():
     assert all(1 <= len(p["behaviors"]) <= 3 for p in batch), "SPEC §1: B is 1-3 behaviors"
 
 
-@pytest.mark.xfail(strict=True, raises=ConfigError, reason="SPEC §1 released-code curriculum (curriculum='released') is not implemented yet")
 def test_released_curriculum_draws_values_without_the_extremes():
     """SPEC §1: the released-code curriculum is a second mode whose valid values exclude the extremes by
-    default (cooperation 1-3, emotion 1-2, trust 1-4). Expected to fail only with the ConfigError of an
-    unknown mode: an implementation that breaks the SPEC fails this test, and one that follows it
-    XPASSes, which (strict) fails the suite until the xfail is removed and the mode's numbers are pinned here."""
-    batch = ProfileController(mode="released", seed=0).sample()
+    default (cooperation 1-3, emotion 1-2, trust 1-4); target 0.5, middle band |d| <= 0.1 (strict
+    inequalities outside it), gains 2 and 0.1, unseen sr 0.5 (count taken as 1: decision)."""
+    from dialogue_gym.curriculum import profile_controller
+
+    assert "released" in MODES, "SPEC §1: a second curriculum mode, curriculum='released'"
+    assert (profile_controller.RELEASED_DEADBAND, profile_controller.RELEASED_GAIN, profile_controller.RELEASED_EXPLORATION) == (0.1, 2.0, 0.1)
+    controller = ProfileController(mode="released", seed=0)
+    assert controller.target == 0.5 and controller.include_extremes is False, "SPEC §1: target 0.5, extremes excluded by default"
+    batch = controller.sample()
     assert len(batch) == 60
     assert all(1 <= p["state"][0] <= 3 and 1 <= p["state"][1] <= 2 and 1 <= p["state"][2] <= 4 for p in batch)
+    controller.update(_episodes((1, 1, 1), 1, 4) + _episodes((2, 2, 2), 0, 6))
+    # CR_b = 0.1, d = -0.4 (too hard): w = 1 + 2 * 0.4 * sr; emotion sr(1) = 1/4 -> 1.2, sr(2) = 0 -> 1.0
+    assert controller.value_weights()[1] == pytest.approx([0, 1.2 / 2.2, 1.0 / 2.2, 0]), "SPEC §1: d < -0.1: w = 1 + 2|d| sr(v)"
+    controller.update(_episodes((1, 1, 1), 2, 5) + _episodes((2, 1, 2), 3, 5))
+    # CR_b = 0.5, d = 0 (middle band): w = 1 + 0.1 / count; emotion value 1 drawn 10 times -> 1.01, unseen 2 -> 1.1
+    assert controller.value_weights()[1] == pytest.approx([0, 1.01 / 2.11, 1.1 / 2.11, 0]), "SPEC §1: otherwise w = 1 + 0.1 / count(v)"
+    controller.update(_episodes((1, 1, 1), 4, 10))  # CR_b 0.4: d = -0.1 is not < -0.1
+    assert controller.value_weights()[1] == pytest.approx([0, 1.01 / 2.11, 1.1 / 2.11, 0]), "SPEC §1: 'd < -0.1' is strict"

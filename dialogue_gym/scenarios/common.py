@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from dialogue_gym.errors import ConfigError, ScenarioError
 from dialogue_gym.types import finite_number
@@ -305,6 +305,21 @@ def _gated(patterns: Sequence[re.Pattern[str]]) -> tuple[tuple[re.Pattern[str], 
     return entry[1]
 
 
+def _found(patterns: Sequence[re.Pattern[str]], text: str) -> Iterator[re.Pattern[str]]:
+    """The patterns that ``search`` finds in ``text``, in order, each searched only past its gate (see
+    :func:`matching_patterns`)."""
+    lowered = text.lower() if text.isascii() else None
+    for pattern, literal, folded in _gated(patterns):
+        if literal is not None:
+            if folded:
+                if lowered is not None and literal not in lowered:
+                    continue
+            elif literal not in text:
+                continue
+        if pattern.search(text):
+            yield pattern
+
+
 def matching_patterns(patterns: Sequence[re.Pattern[str]], text: str) -> list[re.Pattern[str]]:
     """The patterns of ``patterns`` that ``search`` finds in ``text``, in order: exactly
     ``[p for p in patterns if p.search(text)]``, faster.
@@ -312,33 +327,12 @@ def matching_patterns(patterns: Sequence[re.Pattern[str]], text: str) -> list[re
     A pattern whose match must contain a run of plain characters is searched only when ``text``
     contains that run: case-sensitively as it is, or, for a pattern that ignores case, lower-cased
     when ``text`` is ASCII (where ignoring case is lower-casing; other texts are always searched)."""
-    lowered = text.lower() if text.isascii() else None
-    found = []
-    for pattern, literal, folded in _gated(patterns):
-        if literal is not None:
-            if folded:
-                if lowered is not None and literal not in lowered:
-                    continue
-            elif literal not in text:
-                continue
-        if pattern.search(text):
-            found.append(pattern)
-    return found
+    return list(_found(patterns, text))
 
 
 def any_pattern_matches(patterns: Sequence[re.Pattern[str]], text: str) -> bool:
     """``any(p.search(text) for p in patterns)``, with the gates of :func:`matching_patterns`."""
-    lowered = text.lower() if text.isascii() else None
-    for pattern, literal, folded in _gated(patterns):
-        if literal is not None:
-            if folded:
-                if lowered is not None and literal not in lowered:
-                    continue
-            elif literal not in text:
-                continue
-        if pattern.search(text):
-            return True
-    return False
+    return next(_found(patterns, text), None) is not None
 
 
 def config_number(name: str, value: Any, low: float | None = None, high: float | None = None) -> float:

@@ -12,10 +12,10 @@ from trainers.common.cli import config_parser, preset_values, require_range
 from trainers.grpo.policy import ADVANTAGES
 
 CHOICES: dict[str, tuple[Any, ...]] = {
-    "curriculum": ("full", "uniform", "unstructured"),
+    "curriculum": ("full", "uniform", "unstructured", "released"),
     "smoothing": (None, "beta"),
     "advantage": ADVANTAGES,
-    "policy": ("strategy", "lm"),
+    "policy": ("strategy", "strategy-plus", "lm"),
     "user": ("scripted", "llm"),
 }
 """The accepted values of the fields that take one of a few (checked by build_config, listed by --help)."""
@@ -34,7 +34,7 @@ class SeadTrainConfig:
     batch_size: int = 60
     """Profiles (dialogues) per iteration; SEAD's GRPO group."""
     curriculum: str = "full"
-    """ProfileController mode: full | uniform | unstructured."""
+    """ProfileController mode: full | uniform | unstructured | released (SEAD's public-code curriculum)."""
     n_max: int = 200
     """Dialogues per initial state over the run before the state is capped."""
     smoothing: str | None = None
@@ -42,9 +42,12 @@ class SeadTrainConfig:
     advantage: str = "batch_mean"
     """batch_mean (SEAD: A_i = R_i - mean R) or group_standardized."""
     policy: str = "strategy"
-    """strategy (CPU softmax over dialogue moves) or lm (a causal language model)."""
+    """strategy (CPU softmax over dialogue moves), strategy-plus (the same over richer features and
+    more moves, trainers/sead/strategy_plus.py) or lm (a causal language model)."""
     learning_rate: float = 2.0
     """Step size (strategy: gradient ascent step; lm: AdamW learning rate, SEAD uses 1e-6)."""
+    entropy_coef: float = 0.0
+    """strategy-plus policy: weight of the entropy bonus in each update (0 = plain policy gradient)."""
     model: str = ""
     """lm policy: local model folder, "smollm2", or "tiny" (a random tiny model built in the run folder)."""
     device: str = "cpu"
@@ -86,6 +89,7 @@ class SeadTrainConfig:
 
 PRESETS: dict[str, dict[str, Any]] = {
     "cpu-strategy": {},
+    "cpu-strategy-plus": {"policy": "strategy-plus", "iterations": 450, "n_max": 400, "entropy_coef": 0.03},
     "cpu-tiny-lm": {
         "policy": "lm", "model": "tiny", "iterations": 2, "batch_size": 4, "max_agent_turns": 3,
         "max_new_tokens": 16, "learning_rate": 1e-4, "eval_episodes": 8, "temperature": 1.0,
@@ -100,9 +104,9 @@ PRESETS: dict[str, dict[str, Any]] = {
 def build_config(preset: str = "cpu-strategy", **overrides: Any) -> SeadTrainConfig:
     config = SeadTrainConfig(**preset_values(SeadTrainConfig, PRESETS, preset, overrides))
     if config.curriculum not in CHOICES["curriculum"]:
-        raise ConfigError(f"curriculum={config.curriculum!r}; use full, uniform or unstructured.")
+        raise ConfigError(f"curriculum={config.curriculum!r}; use full, uniform, unstructured or released.")
     if config.policy not in CHOICES["policy"]:
-        raise ConfigError(f"policy={config.policy!r}; use strategy or lm.")
+        raise ConfigError(f"policy={config.policy!r}; use strategy, strategy-plus or lm.")
     if config.policy == "lm" and not config.model:
         raise ConfigError("policy='lm' needs model=... (a local folder, 'smollm2' or 'tiny').")
     if config.advantage not in CHOICES["advantage"]:
@@ -110,7 +114,7 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> SeadTrainCon
     if config.smoothing not in CHOICES["smoothing"]:
         raise ConfigError(f"smoothing={config.smoothing!r}; use None or 'beta'.")
     require_range(config, ("batch_size", "n_max", "max_agent_turns", "max_new_tokens"), 1)
-    require_range(config, ("iterations", "eval_episodes", "lora_rank", "kl_coef"), 0)
+    require_range(config, ("iterations", "eval_episodes", "lora_rank", "kl_coef", "entropy_coef"), 0)
     require_range(config, ("clip_eps",), 0, 1)
     for name in ("learning_rate", "temperature"):
         if getattr(config, name) <= 0:

@@ -62,3 +62,29 @@ def plot_run(run: RunDir) -> list[str]:
         plt.close(figure)
         written.append("cr_heatmaps_first_vs_last.png")
     return written
+
+
+def plot_seed_curves(curves: dict[int, list[float]], held_out: dict[int, float], references: dict[str, float], path, title: str, window: int = 10) -> None:
+    """Training CR per iteration of every seed (a ``window``-iteration moving average over the raw
+    batch CR), each seed's held-out CR at its last iteration, and the scripted agents' held-out CR
+    as horizontal lines (``oracle`` reads the hidden state: an upper bound, not a baseline)."""
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(7, 4))
+    for seed, curve in sorted(curves.items()):
+        smoothed = np.convolve(curve, np.ones(window) / window, mode="valid") if len(curve) >= window else np.asarray(curve)
+        line = axis.plot(range(len(curve) - len(smoothed), len(curve)), smoothed, linewidth=1, label=f"seed {seed} (training, {window}-it. mean)")[0]
+        if seed in held_out:
+            axis.plot([len(curve) - 1], [held_out[seed]], marker="o", color=line.get_color())
+    styles = {"oracle": ("black", "--"), "adaptive": ("black", "-."), "sop": ("gray", ":")}
+    for name, (color, style) in styles.items():
+        if name in references:
+            axis.axhline(references[name], color=color, linestyle=style, label=f"{name}{'*' if name == 'oracle' else ''} held-out {references[name]:.3f}")
+    axis.set_xlabel("iteration (dots: held-out CR after training)")
+    axis.set_ylabel("completion rate")
+    axis.set_ylim(0, 1)
+    axis.set_title(title)
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=7, loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)

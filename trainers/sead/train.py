@@ -50,6 +50,10 @@ def make_policy_for(config: SeadTrainConfig, run: RunDir, checkpoint: Path | Non
         from trainers.grpo.strategy import StrategyPolicy
 
         return StrategyPolicy.load(checkpoint) if checkpoint else StrategyPolicy(config.learning_rate)
+    if config.policy == "strategy-plus":
+        from trainers.sead.strategy_plus import StrategyPlusPolicy
+
+        return StrategyPlusPolicy.load(checkpoint) if checkpoint else StrategyPlusPolicy(config.learning_rate, entropy_coef=config.entropy_coef)
     from trainers.grpo.lm import CausalLMPolicy, GRPOConfig
 
     model = config.model

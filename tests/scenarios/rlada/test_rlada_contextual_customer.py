@@ -4,7 +4,6 @@ the customer-side audit's baseline."""
 
 import dataclasses
 import json
-import shutil
 
 import pytest
 
@@ -12,7 +11,7 @@ from dialogue_gym.errors import ConfigError, ScenarioError
 from dialogue_gym.evaluation import evaluate
 from dialogue_gym.scenarios.rlada.agents import CLARIFY
 from dialogue_gym.scenarios.rlada.customers import ScriptedCustomer, family_lines, side_worry_opener, start_memory
-from dialogue_gym.scenarios.rlada.data import DATA_DIR, load_domain
+from dialogue_gym.scenarios.rlada.data import load_domain
 from dialogue_gym.scenarios.rlada.game import RladaGame
 from dialogue_gym.scenarios.rlada.parsing import render_agent_action
 from dialogue_gym.scenarios.rlada.prompts import render
@@ -95,15 +94,6 @@ def test_a_domain_without_side_worries_is_refused_with_the_fix():
     with pytest.raises(ConfigError, match=r"side_worry_first=True needs side-worry lines: add a 'side_worries' object .* customer\.json"):
         ScriptedCustomer(bare, "camouflage", side_worry_first=True)
     assert ScriptedCustomer(bare, "camouflage").level == "camouflage"
-
-
-@pytest.fixture
-def data_dir(tmp_path):
-    folder = tmp_path / "domain"
-    shutil.copytree(DATA_DIR, folder)
-    load_domain.cache_clear()
-    yield folder
-    load_domain.cache_clear()
 
 
 def _edit_customer(folder, change):

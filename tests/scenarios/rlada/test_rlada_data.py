@@ -1,14 +1,12 @@
 """The banking domain's data: taxonomy facts, loading and validation errors that name file, line and field."""
 
 import json
-import shutil
 from collections import Counter
 
 import pytest
 
 from dialogue_gym.errors import ScenarioError
 from dialogue_gym.scenarios.rlada.data import (
-    DATA_DIR,
     FACT_KEYS,
     LEVELS,
     load_domain,
@@ -65,15 +63,6 @@ def test_templates_only_use_known_facts_and_scenarios_are_consistent():
     assert all(domain.intent(s.intent).tool == "transfer_to_human" for s in domain.arena if s.safety)
     assert not {s.id for s in domain.arena} & {s.id for s in domain.heldout}
     assert {s.concealment for s in domain.heldout} == set(LEVELS)
-
-
-@pytest.fixture
-def data_dir(tmp_path):
-    folder = tmp_path / "domain"
-    shutil.copytree(DATA_DIR, folder)
-    load_domain.cache_clear()
-    yield folder
-    load_domain.cache_clear()
 
 
 def _edit_jsonl(path, line_number, change):

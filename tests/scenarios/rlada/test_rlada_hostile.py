@@ -4,7 +4,6 @@ data refuse non-finite and sub-cent amounts, and trajectories stay strict JSON."
 import json
 import math
 import random
-import shutil
 import time
 
 import gymnasium as gym
@@ -17,7 +16,7 @@ from dialogue_gym.errors import ConfigError, ScenarioError
 from dialogue_gym.scenarios.common import MAX_ACTION_CHARS
 from dialogue_gym.scenarios.rlada.agents import tool_args
 from dialogue_gym.scenarios.rlada.bank import generate_bank
-from dialogue_gym.scenarios.rlada.data import DATA_DIR, load_domain
+from dialogue_gym.scenarios.rlada.data import load_domain
 from dialogue_gym.scenarios.rlada.game import RladaConfig, RladaGame
 from dialogue_gym.scenarios.rlada.judge import LLMJudge, parse_judge_score
 from dialogue_gym.scenarios.rlada.parsing import (
@@ -243,15 +242,6 @@ def test_the_keyword_agent_never_sends_an_amount_that_is_not_finite():
 
 
 # -- data files ------------------------------------------------------------------------------------
-@pytest.fixture
-def data_dir(tmp_path):
-    folder = tmp_path / "domain"
-    shutil.copytree(DATA_DIR, folder)
-    load_domain.cache_clear()
-    yield folder
-    load_domain.cache_clear()
-
-
 def _rewrite(path, old, new):
     text = path.read_text()
     assert text.count(old) == 1
