@@ -21,8 +21,8 @@ def test_strategy_policy_acts_in_sead_format_and_learns_from_advantages(tmp_path
     before = policy.probabilities(active)[choice]
     policy.update([policy.record(memory)], [1.0])
     assert policy.probabilities(active)[choice] > before
-    policy.save(tmp_path)
-    assert np.array_equal(StrategyPolicy.load(tmp_path).weights, policy.weights)
+    policy.save(tmp_path / "run" / "policy")  # a checkpoint folder whose parents do not exist yet
+    assert np.array_equal(StrategyPolicy.load(tmp_path / "run" / "policy").weights, policy.weights)
 
 
 def test_strategy_features_read_only_what_the_agent_sees():
@@ -140,3 +140,73 @@ def test_trl_grpo_trainer_runs_two_steps_with_the_sead_rollout(tiny_model_dir, t
         assert len(ids) == len(mask) == len(logprobs) and mask[0] == 1
         assert all(lp == 0.0 for lp, m in zip(logprobs, mask) if m == 0)
     assert any(0 in mask for mask in output["env_mask"])  # user tokens are in the sequence, masked out
+
+
+def test_the_strategy_agent_estimates_from_the_owners_last_words_only():
+    # Its UPA estimate follows the adaptive tracker over what the owner just said: the owner's
+    # annoyance ("ugh", emotion -1) and doubt ("scam", trust -1) move it; the agent's own words ("I
+    # promise", a trust cue if it were read) and the owner's earlier words do not.
+    policy = StrategyPolicy(greedy=True)
+    memory = policy.start({}, seed=0)
+    messages = [{"role": "system", "content": "You are calling."}, {"role": "user", "content": "Okay, that answers it."}]
+    first = parse_agent_output(policy.act({"messages": messages, "turn": 1}, memory)).estimate
+    messages = [*messages, {"role": "assistant", "content": "I promise this is not a scam."}, {"role": "user", "content": "Ugh, is this a scam?"}]
+    second = parse_agent_output(policy.act({"messages": messages, "turn": 2}, memory)).estimate
+    assert tuple(first) == (2, 2, 3) and tuple(second) == (2, 1, 2)
+
+
+def test_one_update_by_hand_gradient_step_and_statistics():
+    # Zero weights: every move has probability 1/M. Two episodes, one move each on feature 0:
+    # A = +1 for move 0, A = -0.5 for move 1. Gradient row 0 = 1 * (e_0 - u) - 0.5 * (e_1 - u) with u = 1/M,
+    # i.e. 1 - 0.5/M at move 0, -0.5 - 0.5/M at move 1, -0.5/M elsewhere; the step is lr * gradient / 2.
+    moves = len(MOVES)
+    policy = StrategyPolicy(learning_rate=0.4, weights=np.zeros((len(FEATURES), moves)))
+    stats = policy.update([{"steps": [[[0], 0]]}, {"steps": [[[0], 1]]}], [1.0, -0.5])
+    row = np.full(moves, -0.5 / moves)
+    row[0], row[1] = 1 - 0.5 / moves, -0.5 - 0.5 / moves
+    assert np.allclose(policy.weights[0], 0.4 * row / 2) and not policy.weights[1:].any()
+    assert stats["loss/policy_gradient_norm"] == pytest.approx(np.linalg.norm(row) / 2)
+    assert stats["policy/entropy"] == pytest.approx(np.log(moves))  # the mean entropy of the two uniform moves
+    assert StrategyPolicy().update([{"steps": []}], [1.0])["policy/entropy"] == 0.0
+    # one episode: the step and the norm are not halved
+    single = StrategyPolicy(learning_rate=0.4, weights=np.zeros((len(FEATURES), moves)))
+    stats = single.update([{"steps": [[[0], 0]]}], [1.0])
+    alone = np.full(moves, -1 / moves)
+    alone[0] = 1 - 1 / moves
+    assert np.allclose(single.weights[0], 0.4 * alone) and stats["loss/policy_gradient_norm"] == pytest.approx(np.linalg.norm(alone))
+    assert stats["policy/entropy"] == pytest.approx(np.log(moves))
+
+
+def test_a_saved_policy_with_other_moves_is_refused_and_describe_lists_three(tmp_path):
+    import json
+
+    policy = StrategyPolicy()
+    policy.save(tmp_path)
+    saved = json.loads((tmp_path / "strategy.json").read_text())
+    (tmp_path / "strategy.json").write_text(json.dumps({**saved, "moves": [*saved["moves"][:-1], "sing"]}))  # same features
+    with pytest.raises(ConfigError, match=r"saved strategy policy has other features/moves than this version; retrain it\."):
+        StrategyPolicy.load(tmp_path)
+    assert all(len(moves) == 3 for moves in policy.describe().values())
+
+
+@pytest.mark.parametrize(
+    "turn, phase", [(1, "early"), (2, "early"), (3, "middle"), (5, "middle"), (6, "late"), (15, "late")]
+)
+def test_the_turn_phase_features_at_their_edges(turn, phase):
+    names = {FEATURES[i] for i in features({"turn": turn, "messages": [{"role": "user", "content": "Okay."}]}, {})}
+    assert phase in names and not ({"early", "middle", "late"} - {phase}) & names
+
+
+def test_steps_confirmed_saturate_at_two():
+    observation = {"turn": 4, "messages": [{"role": "user", "content": "Okay."}]}
+    assert "steps_2" in {FEATURES[i] for i in features(observation, {"steps_done": 3})}
+
+
+def test_learning_rate_default_bound_and_describe_order():
+    assert StrategyPolicy().learning_rate == 0.5
+    with pytest.raises(ConfigError, match=r"^learning_rate must be > 0, got 0\.0\.$"):
+        StrategyPolicy(learning_rate=0.0)
+    weights = np.zeros((len(FEATURES), len(MOVES)))
+    weights[FEATURES.index("bias"), 4] = 2.0
+    weights[FEATURES.index("bias"), 1] = 1.0
+    assert StrategyPolicy(weights=weights).describe()["bias"][:2] == [MOVES[4], MOVES[1]]
