@@ -47,7 +47,8 @@ ORDER_STREAM = 0x6F72646572
 """Seeds the evaluation order apart from every other use of the run's seed (``"order"`` in ASCII)."""
 
 
-def _make_env(env_id: str, learner: str, env_kwargs: dict[str, Any]) -> DialogueEnv:
+def make_learner_env(env_id: str, learner: str, env_kwargs: dict[str, Any]) -> DialogueEnv:
+    """The unwrapped single-agent env of ``env_id`` with ``learner`` as the learning role."""
     if "learner" in env_kwargs:
         raise ConfigError(
             f"env_kwargs hold learner={env_kwargs['learner']!r}; the role the agent plays is the learner argument "
@@ -205,7 +206,7 @@ class Evaluator:
         before it is written, so a saved run says which episodes a benchmark should leave out."""
         self.env_id = env_id
         self.learner = learner
-        self.environment = _make_env(env_id, learner, dict(env_kwargs or {}))
+        self.environment = make_learner_env(env_id, learner, dict(env_kwargs or {}))
         self.strata = self.environment.game.evaluation_strata()
         """The game's evaluation strata (see :class:`EvaluationOrder`)."""
         self._orders: dict[int, EvaluationOrder] = {}

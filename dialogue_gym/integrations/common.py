@@ -20,10 +20,8 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-import gymnasium as gym
-
-from dialogue_gym.envs.single import DialogueEnv
 from dialogue_gym.errors import ConfigError, ScenarioError
+from dialogue_gym.evaluation import make_learner_env
 from dialogue_gym.game import Game
 from dialogue_gym.types import Outcome, Trajectory
 from envs_registry import get, resolve
@@ -73,16 +71,6 @@ def make_game(env_id: str, env_kwargs: dict[str, Any] | None = None) -> Game:
     no policy and no backend is built."""
     _, game = resolve(get(env_id).entry_point).split(check_kwargs(env_kwargs))
     return game
-
-
-def make_learner_env(env_id: str, learner: str, env_kwargs: dict[str, Any]) -> DialogueEnv:
-    try:
-        environment = gym.make(env_id, learner=learner, disable_env_checker=True, **env_kwargs).unwrapped
-    except gym.error.Error as exc:
-        raise ConfigError(f"Cannot make {env_id!r}: {exc}. `dialogue-gym list` shows the registered ids.") from exc
-    if not isinstance(environment, DialogueEnv):
-        raise ConfigError(f"{env_id!r} is not a dialogue_gym environment.")
-    return environment
 
 
 def check_episode(episode: Any, seed: Any) -> tuple[int, int]:

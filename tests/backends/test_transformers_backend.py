@@ -72,14 +72,7 @@ def test_greedy_batched_equals_one_at_a_time(backend):
 
 
 def test_per_request_sampling_overrides_and_grouping(backend, monkeypatch):
-    calls = []
-    original = backend.model.generate
-
-    def spy(**kwargs):
-        calls.append(kwargs["input_ids"].shape[0])
-        return original(**kwargs)
-
-    monkeypatch.setattr(backend.model, "generate", spy)
+    calls = count_generate_calls(backend, monkeypatch)
     mixed = [
         GenerationRequest(({"role": "user", "content": "a"},), SamplingParams(max_new_tokens=3, temperature=0)),
         GenerationRequest(({"role": "user", "content": "b"},), SamplingParams(max_new_tokens=5)),

@@ -1,7 +1,6 @@
 """TRL's GRPOTrainer on every id: ``rollout_func`` (whole dialogues, learner-only mask) and
 ``environment_factory`` (the model talks to the env through tool calls)."""
 
-import itertools
 import json
 import os
 import sys
@@ -30,20 +29,11 @@ from dialogue_gym.integrations.trl import (  # noqa: E402
 )
 from dialogue_gym.integrations.common import LearnerEpisodes, replay  # noqa: E402
 from envs_registry import REGISTRY  # noqa: E402
+from masks import runs  # noqa: E402
 
 SHORT = {"SEAD-Outbound-v0": {"max_agent_turns": 3}, "TRACER-UserSim-v0": {"max_user_turns": 3}, "DMBench-Assistant-v0": {"max_user_turns": 3},
          "RLADA-Banking-v0": {"max_agent_turns": 3}, "RLADA-Customer-v0": {"max_agent_turns": 3}}
 """Short dialogues keep the tests fast; the rules end every one of them."""
-
-
-def runs(mask):
-    """``[(value, start, end)]`` of the maximal runs of equal values in ``mask``."""
-    out, start = [], 0
-    for value, group in itertools.groupby(mask):
-        length = len(list(group))
-        out.append((value, start, start + length))
-        start += length
-    return out
 
 
 def fake_trainer(model_dir, max_completion_length=160):

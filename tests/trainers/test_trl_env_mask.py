@@ -1,7 +1,6 @@
 """The TRL rollout's ``env_mask`` against the games it played: 1 exactly on the agent's generated
 tokens, turn by turn, and 0 on the user's replies between them."""
 
-import itertools
 from types import SimpleNamespace
 
 import pytest
@@ -9,15 +8,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-
-def runs(mask):
-    """``[(value, start, end)]`` of the maximal runs of equal values in ``mask``."""
-    out, start = [], 0
-    for value, group in itertools.groupby(mask):
-        length = len(list(group))
-        out.append((value, start, start + length))
-        start += length
-    return out
+from masks import runs  # noqa: E402
 
 
 def test_env_mask_is_one_on_agent_tokens_and_zero_on_user_replies(tiny_model_dir, monkeypatch):
