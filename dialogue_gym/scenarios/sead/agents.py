@@ -162,14 +162,15 @@ class SopAgent(ScriptedPolicy):
         return render_agent_output(line, (2, 2, 2))
 
 
-# How a user's words move the adaptive agent's estimate of (cooperation, emotion, trust).
+# How a user's words move the adaptive agent's estimate of (cooperation, emotion, trust). Word-bounded:
+# "ugh" is inside "enough" and "though", "i see" inside "i seem".
 ESTIMATE_CUES: tuple[tuple[re.Pattern[str], tuple[int, int, int]], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), delta)
     for pattern, delta in (
-        (r"ugh|look,|annoying|push|already said|waste", (0, -1, 0)),
-        (r"believe|scam|catch|proof|promise", (0, 0, -1)),
-        (r"not (really )?interested|why would i need", (-1, 0, 0)),
-        (r"answers it|fair enough|i see", (0, 0, 1)),
+        (r"\bugh\b|\blook,|\bannoying|\bpush|already said|\bwaste", (0, -1, 0)),
+        (r"\bbelieve|\bscam|\bcatch|\bproof\b|\bpromise", (0, 0, -1)),
+        (r"\bnot (really )?interested|why would i need", (-1, 0, 0)),
+        (r"answers it|fair enough|\bi see\b", (0, 0, 1)),
         (r"what do i need to do|what's next", (1, 1, 0)),
     )
 )
