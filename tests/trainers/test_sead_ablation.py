@@ -54,3 +54,41 @@ def test_the_released_row_reports_both_held_out_evaluations(tmp_path, capsys):
     expected = ablate.weighted_cr(by_state["successes"], by_state["episodes"], weights["weights"])
     assert row["hard"]["per_seed"][0] == pytest.approx(expected)
     assert ablate.main(argv) == 0, "a finished ablation is reused, not retrained"
+
+
+def test_the_joint_row_is_the_full_curriculum_with_the_owner_trained(tmp_path):
+    joint, full = (ablate._config(mode, 3, 150, 1200, str(tmp_path)) for mode in ("joint", "full"))
+    assert (joint.curriculum, joint.user_training, joint.run_dir) == ("full", "joint", str(tmp_path / "joint-seed3"))
+    assert {k: v for k, v in joint.to_dict().items() if v != full.to_dict()[k]} == {"user_training": "joint", "run_dir": str(tmp_path / "joint-seed3")}
+    assert full.user_training == "fixed"
+
+
+def test_a_run_saved_before_a_config_field_existed_counts_at_its_default(tmp_path):
+    full, joint = (ablate._config(mode, 0, 150, 1200, str(tmp_path)) for mode in ("full", "joint"))
+    saved = {k: v for k, v in full.to_dict().items() if k != "user_training"}
+    assert ablate.same_settings(saved, full)
+    assert not ablate.same_settings({**saved, "iterations": 149}, full)
+    assert not ablate.same_settings({**saved, "run_dir": joint.run_dir, "user_training": "fixed"}, joint)
+
+
+def test_training_summary_by_hand():
+    rows = [{"episode/cr": 0.1 * i, **({"user/hang_up_share": 1.0 if i >= 15 else 0.0} if i % 2 else {})} for i in range(20)]
+    summary = ablate.training_summary(rows)
+    # first 10: cr 0.0 .. 0.9, mean 0.45; last 10: 1.0 .. 1.9, mean 1.45; hang-up share recorded on the odd
+    # iterations 11, 13, 15, 17, 19 of the last 10: 0, 0, 1, 1, 1
+    assert summary == pytest.approx({"train_cr_first": 0.45, "train_cr_last": 1.45, "user/hang_up_share": 0.6})
+    assert "user/accept_share" not in summary
+
+
+def test_the_joint_row_reports_the_owners_collapse(tmp_path, capsys):
+    argv = ["--modes", "joint", "full", "--seeds", "2", "--iterations", "2", "--eval-episodes", "24", "--out", str(tmp_path), "--workers", "1"]
+    assert ablate.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "trained owner, calls it ended itself in the last 10 iterations: hang-up" in printed
+    assert "paper order full > joint (uniform)" in printed
+    summary = json.loads((tmp_path / "ablation.json").read_text())
+    assert summary["joint"]["paper"] == 35.2 and len(summary["joint"]["per_seed"]) == 2
+    assert set(summary["joint"]["training"]) == {"train_cr_first", "train_cr_last", *ablate.COLLAPSE_METRICS}
+    assert set(summary["full"]["training"]) == {"train_cr_first", "train_cr_last"}
+    metrics = [json.loads(line) for line in (tmp_path / "joint-seed1" / "metrics.jsonl").read_text().splitlines()]
+    assert summary["joint"]["training"]["user/hang_up_share"]["per_seed"][1] == pytest.approx(sum(r["user/hang_up_share"] for r in metrics) / 2)

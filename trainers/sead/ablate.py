@@ -5,7 +5,9 @@
 Trains one agent per (curriculum mode, seed) — ``full`` (the paper's formula 1 - |CR(s) - 0.5|),
 ``released`` (the reweighting of SEAD's public code: per-dimension value weights, extremes excluded;
 ``ProfileController(mode="released")``), ``uniform`` ("w/o MA") and ``unstructured`` ("w/o MA + w/o
-PS") — and prints two held-out completion rates with a 95% interval across seeds (Student t), plus a plot:
+PS"), plus ``joint`` (the paper's "Train URM" row: the ``full`` curriculum with the owner trained
+jointly on the adversarial user reward, ``user_training="joint"``, trainers/sead/joint_user.py) — and
+prints two held-out completion rates with a 95% interval across seeds (Student t), plus a plot:
 
 * ``uniform``: the trainer's own held-out evaluation, CR on the fixed profile set (``eval_episodes``
   starts stratified over the 120 states, ``eval_seed``; never the training curriculum).
@@ -19,13 +21,19 @@ PS") — and prints two held-out completion rates with a 95% interval across see
   the easiest ~0. A trained policy's per-state held-out outcomes come from replaying its final
   checkpoint on the held-out set (``state/eval_states.json``), checked to reproduce the trainer's CR.
 
+Every row, ``joint`` included, is evaluated against the fixed scripted owner: the question is how good
+an agent each training produces. For ``joint`` it also prints the trained owner's collapse: the share of
+training calls it ended itself by hanging up or by accepting arbitrarily in the last ``TAIL_ITERATIONS``
+iterations, and the training CR of the first and last ``TAIL_ITERATIONS`` iterations (for every row).
+
 The ``released`` row trains with ``n_max = released_n_max(iterations)``: its 24 states (cooperation
 1-3, emotion 1-2, trust 1-4) hold only 24 x 200 = 4,800 dialogues, fewer than 150 iterations x 60, so
 with the SPEC's 200 the run stops at iteration 80 (every state capped); the cap is raised to the next
 hundred above iterations x 60 / 24 (400 for 150 iterations). The paper has no separate number for the
 released curriculum (its 52.0 is the SEAD row, whichever weighting produced it), so its paper column is "-".
 
-Finished runs in ``--out`` are reused (a run folder started with other settings is refused);
+Finished runs in ``--out`` are reused (a run folder started with other settings is refused; a field
+added to the trainer config since the run counts at its default, which is what the run did);
 ``--workers`` trains that many runs at once.
 """
 
@@ -47,11 +55,17 @@ from trainers.common.stats import summary as stats_summary
 from trainers.sead.config import SeadTrainConfig, build_config
 from trainers.sead.train import EVAL_FIELDS, make_policy_for, train
 
-MODES = ("full", "released", "uniform", "unstructured")
-PAPER = {"full": 52.0, "released": None, "uniform": 45.8, "unstructured": 40.5}
-PAPER_ORDERINGS = (("full", "uniform"), ("released", "uniform"), ("uniform", "unstructured"))
-"""The paper's Table 3 orderings (better, worse), checked on both held-out evaluations; ``released``
-stands in for the paper's SEAD row as ``full`` does."""
+MODES = ("full", "released", "uniform", "unstructured", "joint")
+PAPER = {"full": 52.0, "released": None, "uniform": 45.8, "unstructured": 40.5, "joint": 35.2}
+PAPER_ORDERINGS = (("full", "uniform"), ("released", "uniform"), ("uniform", "unstructured"), ("unstructured", "joint"), ("full", "joint"))
+"""The paper's Table 3 orderings (better, worse), checked on both held-out evaluations: its adjacent rows,
+and SEAD against the trained user (the ablation's point); ``released`` stands in for the paper's SEAD
+row as ``full`` does."""
+JOINT_CURRICULUM = "full"
+"""The ``joint`` row's curriculum: SEAD's, so the row differs from ``full`` only by the trained owner."""
+TAIL_ITERATIONS = 10
+"""Iterations at each end of a run over which the training CR and the owner's collapse are averaged."""
+COLLAPSE_METRICS = ("user/hang_up_share", "user/accept_share", "user/deviated_share")
 REFERENCE_EPISODES = 3600
 """Starts of the reference set that measures CR_adaptive(s) for the hard weighting (30 per state)."""
 REFERENCE_SEED_OFFSET = 100_000
@@ -68,11 +82,13 @@ def released_n_max(iterations: int, batch_size: int = 60, spec_n_max: int = 200)
 
 
 def _config(mode: str, seed: int, iterations: int, eval_episodes: int, out: str) -> SeadTrainConfig:
-    overrides: dict[str, Any] = {}
+    overrides: dict[str, Any] = {"curriculum": mode}
     if mode == "released":
         overrides["n_max"] = released_n_max(iterations)
+    if mode == "joint":
+        overrides.update(curriculum=JOINT_CURRICULUM, user_training="joint")
     return build_config(
-        "cpu-strategy", curriculum=mode, seed=seed, iterations=iterations, eval_episodes=eval_episodes,
+        "cpu-strategy", seed=seed, iterations=iterations, eval_episodes=eval_episodes,
         run_dir=str(Path(out) / f"{mode}-seed{seed}"), plots=False, before_and_baselines=False, **overrides,
     )
 
@@ -95,11 +111,31 @@ def _held_out_by_state(config: SeadTrainConfig, agent: Any) -> tuple[list[int], 
     return successes, episodes
 
 
-def _one(job: tuple[str, int, int, int, str]) -> tuple[str, int, float, list[int], list[int]]:
+def same_settings(saved: dict[str, Any], config: SeadTrainConfig) -> bool:
+    """Whether a run folder's saved config is ``config``, a field absent from it (added to the trainer
+    since) counting at its default: the behaviour the run had before the field existed."""
+    defaults = SeadTrainConfig().to_dict()
+    return {**{name: defaults[name] for name in defaults.keys() - saved.keys()}, **saved} == config.to_dict()
+
+
+def training_summary(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Training CR over the first and last TAIL_ITERATIONS iterations and, for a joint run, the owner's
+    collapse shares over the last ones (only where the run records them: a fixed owner never deviates)."""
+    first, last = rows[:TAIL_ITERATIONS], rows[-TAIL_ITERATIONS:]
+    summary = {"train_cr_first": mean(r["episode/cr"] for r in first) if first else math.nan,
+               "train_cr_last": mean(r["episode/cr"] for r in last) if last else math.nan}
+    for name in COLLAPSE_METRICS:
+        values = [r[name] for r in last if name in r]
+        if values:
+            summary[name] = mean(values)
+    return summary
+
+
+def _one(job: tuple[str, int, int, int, str]) -> tuple[str, int, float, list[int], list[int], dict[str, float]]:
     mode, seed, iterations, eval_episodes, out = job
     config = _config(mode, seed, iterations, eval_episodes, out)
     resume = (Path(config.run_dir) / "config.json").exists()
-    if resume and RunDir(config.run_dir).read_config() != config.to_dict():
+    if resume and not same_settings(RunDir(config.run_dir).read_config(), config):
         raise ConfigError(
             f"{config.run_dir} holds a run with other settings than --iterations {iterations} --eval-episodes {eval_episodes}; "
             "pass the settings it was started with, or another --out."
@@ -122,7 +158,7 @@ def _one(job: tuple[str, int, int, int, str]) -> tuple[str, int, float, list[int
         by_state = {"cr": cr, "successes": successes, "episodes": episodes}
         with RunDir.resume(run.path) as locked:
             locked.save_state("eval_states", by_state)
-    return mode, seed, cr, by_state["successes"], by_state["episodes"]
+    return mode, seed, cr, by_state["successes"], by_state["episodes"], training_summary(run.read_metrics())
 
 
 def hard_weights(eval_seed: int, out: Path) -> list[float]:
@@ -204,10 +240,12 @@ def _ablate(args: argparse.Namespace) -> int:
     summary: dict[str, Any] = {}
     for mode in modes:
         runs = [r for r in results if r[0] == mode]
-        hard = [weighted_cr(successes, episodes, weights) for _, _, _, successes, episodes in runs]
+        hard = [weighted_cr(successes, episodes, weights) for _, _, _, successes, episodes, _ in runs]
+        training = [r[5] for r in runs]
         summary[mode] = {
-            **stats_summary([cr for _, _, cr, _, _ in runs]), "hard": stats_summary(hard), "paper": PAPER[mode],
+            **stats_summary([cr for _, _, cr, _, _, _ in runs]), "hard": stats_summary(hard), "paper": PAPER[mode],
             "n_max": _config(mode, 0, args.iterations, args.eval_episodes, args.out).n_max,
+            "training": {name: stats_summary([t[name] for t in training]) for name in training[0]},
         }
     print(f"\nheld-out CR after {args.iterations} iterations, {args.seeds} seeds, {args.eval_episodes} held-out episodes each;")
     print(f"hard: the same episodes weighted by 1 - CR_adaptive of their initial state ({REFERENCE_EPISODES} reference starts)\n")
@@ -218,6 +256,16 @@ def _ablate(args: argparse.Namespace) -> int:
             f"{mode:14s} {shown(row):>22s}  {shown(row['hard']):>22s}  {' '.join(f'{v:.3f}' for v in row['per_seed']):34s} "
             + (f"{paper:.1f}%" if paper is not None else "-  (no separate number: the paper's SEAD row is 52.0)")
         )
+    print(f"\ntraining CR (against the training owner), mean of the first and last {TAIL_ITERATIONS} iterations, 95% CI across seeds:")
+    for mode in modes:
+        training = summary[mode]["training"]
+        print(f"{mode:14s} first {shown(training['train_cr_first'])}  last {shown(training['train_cr_last'])}")
+        if mode == "joint":
+            print(
+                f"{'':14s} trained owner, calls it ended itself in the last {TAIL_ITERATIONS} iterations: hang-up "
+                f"{shown(training['user/hang_up_share'])}, arbitrary acceptance {shown(training['user/accept_share'])}; "
+                f"calls with any deviation from the scripted owner {shown(training['user/deviated_share'])}"
+            )
     orderings = _orderings(summary)
     print()
     for line in orderings:

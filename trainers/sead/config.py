@@ -17,6 +17,7 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "advantage": ADVANTAGES,
     "policy": ("strategy", "strategy-plus", "lm"),
     "user": ("scripted", "llm"),
+    "user_training": ("fixed", "joint"),
 }
 """The accepted values of the fields that take one of a few (checked by build_config, listed by --help)."""
 
@@ -64,6 +65,10 @@ class SeadTrainConfig:
     """lm policy: tokens per agent turn."""
     user: str = "scripted"
     """Who plays the user: scripted or llm."""
+    user_training: str = "fixed"
+    """fixed (SEAD: the owner is never trained) or joint (paper Table 3 "Train URM": the scripted owner
+    becomes a trainable policy, trainers/sead/joint_user.py, updated each iteration on the same
+    dialogues with the game's adversarial user reward; held-out evaluation stays against the fixed owner)."""
     user_backend: dict | None = None
     """Backend spec of the LLM user, e.g. {"name": "transformers", "model": "smollm2"}."""
     user_sampling: dict = field(default_factory=lambda: {"temperature": 0.9, "top_p": 0.95})
@@ -111,6 +116,10 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> SeadTrainCon
         raise ConfigError("policy='lm' needs model=... (a local folder, 'smollm2' or 'tiny').")
     if config.advantage not in CHOICES["advantage"]:
         raise ConfigError(f"advantage={config.advantage!r}; use batch_mean or group_standardized.")
+    if config.user_training not in CHOICES["user_training"]:
+        raise ConfigError(f"user_training={config.user_training!r}; use fixed or joint.")
+    if config.user_training == "joint" and config.user != "scripted":
+        raise ConfigError(f"user_training='joint' trains the scripted owner, got user={config.user!r}; pass user=scripted.")
     if config.smoothing not in CHOICES["smoothing"]:
         raise ConfigError(f"smoothing={config.smoothing!r}; use None or 'beta'.")
     require_range(config, ("batch_size", "n_max", "max_agent_turns", "max_new_tokens"), 1)

@@ -5,6 +5,9 @@ Each iteration:
   2. the agent policy talks to the fixed user (scripted or LLM) -> trajectories, appended as they finish;
   3. GRPO: A_i = R_i - mean(R) (or group standardisation), one policy update;
   4. Mistake Analysis: per-state completion rates update the controller.
+With ``user_training="joint"`` (paper Table 3, "Train URM") the owner is a trainable policy too
+(trainers/sead/joint_user.py): step 3 also updates it on the same dialogues with its adversarial
+reward, and its checkpoint is committed beside the agent's.
 Then the iteration is committed: policy checkpoint, then ``state/progress.json`` (controller state
 + iteration) in one atomic write. ``--resume RUN_DIR`` after a crash or ``kill -9`` continues from the
 last commit: completed trajectories of the interrupted iteration are kept (not replayed) and the
@@ -84,12 +87,16 @@ class _Finished:
 
 
 def play(games, driver, profiles, seeds, policy, on_done) -> None:
-    """Phase 2: the dialogues of ``profiles`` in lockstep; ``on_done(index, trajectory)`` as each one ends."""
+    """Phase 2: the dialogues of ``profiles`` in lockstep; ``on_done(index, trajectory)`` as each one ends.
+    A trainable user (one that keeps a ``record``: joint training) also leaves its moves in ``meta["user_record"]``."""
     memories: list[dict[str, Any]] = []
+    user_record = getattr(driver.policies["user"], "record", None)
 
     def finished(index: int, trajectory: Trajectory) -> None:
         trajectory.learner = "agent"
         trajectory.meta = {"learner_record": policy.record(memories[index]["agent"])}
+        if user_record is not None:
+            trajectory.meta["user_record"] = user_record(memories[index]["user"])
         on_done(index, trajectory)
 
     for index, (game, profile, seed) in enumerate(zip(games, profiles, seeds)):
@@ -116,6 +123,10 @@ def iteration_metrics(iteration: int, trajectories: list[Trajectory], controller
 
 
 PROGRESS_FIELDS = {"iteration": int, "checkpoint": str, "controller": dict}
+JOINT_PROGRESS_FIELDS = {**PROGRESS_FIELDS, "user_checkpoint": str}
+"""A joint run's progress record also points at the trained user's checkpoint."""
+USER_CHECKPOINT = "user"
+"""The trained user's checkpoint: this subfolder of the agent's checkpoint of the same iteration."""
 PLAN_FIELDS = {"iteration": int, "profiles": list, "controller": dict}
 PLAN_FIX = "delete it and resume: the plan is drawn again, identically, from state/progress.json"
 EVAL_FIELDS = {"cr": (int, float), "cr_low": (int, float), "cr_high": (int, float), "episodes": int}
@@ -161,16 +172,24 @@ def train(config: SeadTrainConfig, resume: bool = False) -> RunDir:
 
 
 def _train(config: SeadTrainConfig, run: RunDir, controller: ProfileController, games: list[SeadGame], user: Any) -> None:
-    progress = run.load_state("progress", PROGRESS_FIELDS)
-    start, checkpoint = 0, None
+    joint = config.user_training == "joint"
+    progress = run.load_state("progress", JOINT_PROGRESS_FIELDS if joint else PROGRESS_FIELDS)
+    start, checkpoint, user_checkpoint = 0, None, None
     if progress is not None:
         if progress["iteration"] < 0:
             raise RunFolderError(f"{run.state_path('progress')}: field 'iteration' must be >= 0, got {progress['iteration']}; {STATE_FIX}.")
         restore_controller(run, "progress", controller, progress["controller"])
         start, checkpoint = progress["iteration"] + 1, run.checkpoint_path("progress", "checkpoint", progress["checkpoint"])
+        if joint:
+            user_checkpoint = run.checkpoint_path("progress", "user_checkpoint", progress["user_checkpoint"])
         run.truncate_metrics_after(progress["iteration"])
     policy = make_policy_for(config, run, checkpoint)
-    driver = CounterpartDriver({"agent": policy, "user": user}, learner=None)
+    trained_user = None
+    if joint:
+        from trainers.sead.joint_user import JointUser
+
+        trained_user = JointUser.load(user_checkpoint, user) if user_checkpoint else JointUser(user, config.learning_rate)
+    driver = CounterpartDriver({"agent": policy, "user": trained_user or user}, learner=None)
     if config.eval_episodes and config.before_and_baselines and start == 0 and run.load_state("eval_before", EVAL_FIELDS) is None:
         run.save_state("eval_before", held_out_evaluation(config, policy, "held-out before"))
 
@@ -197,15 +216,27 @@ def _train(config: SeadTrainConfig, run: RunDir, controller: ProfileController, 
         # Phase 3: GRPO on the agent.
         rewards = [t.rewards.get("agent", 0.0) for t in trajectories]
         update = policy.update([t.meta["learner_record"] for t in trajectories], advantages_for(rewards, config.advantage))
+        if trained_user is not None:
+            # The same dialogues train the owner, on the game's adversarial user reward.
+            from trainers.sead.joint_user import collapse_shares
+
+            user_records = [t.meta["user_record"] for t in trajectories]
+            user_rewards = [t.rewards.get("user", 0.0) for t in trajectories]
+            update = {**update, **collapse_shares(user_records), "user/mean_reward": float(np.mean(user_rewards)),
+                      **trained_user.update(user_records, advantages_for(user_rewards, config.advantage))}
         # Phase 4: Mistake Analysis.
         controller.update(trajectories)
         # Commit: checkpoint first, then the progress record that points at it.
         name = f"checkpoints/iter_{iteration:04d}"
         policy.save(run.path / name)
+        committed = {"iteration": iteration, "checkpoint": name, "controller": controller.state_dict()}
+        if trained_user is not None:
+            trained_user.save(run.path / name / USER_CHECKPOINT)
+            committed["user_checkpoint"] = f"{name}/{USER_CHECKPOINT}"
         row = iteration_metrics(iteration, trajectories, controller, update)
         row["time/seconds"] = time.perf_counter() - started
         run.append_metrics(row)
-        run.save_state("progress", {"iteration": iteration, "checkpoint": name, "controller": controller.state_dict()})
+        run.save_state("progress", committed)
         for old in sorted((run.path / "checkpoints").glob("iter_*"))[:-KEEP_CHECKPOINTS]:
             shutil.rmtree(old, ignore_errors=True)
         bar.set_postfix(cr=f"{row['episode/cr']:.2f}", ideal=f"{row['curriculum/ideal_fraction']:.2f}")
