@@ -19,7 +19,7 @@ import json
 import random
 import re
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -132,6 +132,25 @@ def render(move: str, memory: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+def policy_gradient(
+    probabilities: Callable[[list[int]], np.ndarray], shape: tuple[int, ...], records: Sequence[dict[str, Any]], advantages: Sequence[float]
+) -> tuple[np.ndarray, float]:
+    """The REINFORCE gradient of a linear softmax over moves, averaged over episodes, and the mean entropy
+    of its moves: every step ``(active features, choice)`` of episode i adds A_i (onehot(choice) - pi) to
+    the rows of its active features. Zero gradient and entropy for no steps."""
+    gradient = np.zeros(shape)
+    entropy, moves = 0.0, 0
+    for record, advantage in zip(records, advantages):
+        for active, choice in record["steps"]:
+            pi = probabilities(active)
+            entropy -= float((pi * np.log(pi + 1e-12)).sum())
+            delta = -pi
+            delta[choice] += 1.0
+            gradient[active] += advantage * delta
+            moves += 1
+    return gradient / max(1, len(records)), entropy / max(1, moves)
+
+
 class StrategyPolicy:
     """Linear softmax over :data:`MOVES` from binary :data:`FEATURES`, trained by policy gradient.
 
@@ -183,20 +202,9 @@ class StrategyPolicy:
     def update(self, records: Sequence[dict[str, Any]], advantages: Sequence[float]) -> dict[str, float]:
         """One policy-gradient step: every move of episode i gets A_i (SEAD's GRPO without clipping,
         exact for this on-policy single step)."""
-        gradient = np.zeros_like(self.weights)
-        moves = 0
-        entropy = 0.0
-        for record, advantage in zip(records, advantages):
-            for active, choice in record["steps"]:
-                probabilities = self.probabilities(active)
-                entropy -= float((probabilities * np.log(probabilities + 1e-12)).sum())
-                delta = -probabilities
-                delta[choice] += 1.0
-                gradient[active] += advantage * delta
-                moves += 1
-        if moves:
-            self.weights += self.learning_rate * gradient / max(1, len(records))
-        return {"loss/policy_gradient_norm": float(np.linalg.norm(gradient) / max(1, len(records))), "policy/entropy": entropy / max(1, moves)}
+        gradient, entropy = policy_gradient(self.probabilities, self.weights.shape, records, advantages)
+        self.weights += self.learning_rate * gradient
+        return {"loss/policy_gradient_norm": float(np.linalg.norm(gradient)), "policy/entropy": entropy}
 
     # -- persistence ----------------------------------------------------------------------
     def save(self, directory: str | Path) -> None:

@@ -41,6 +41,7 @@ from dialogue_gym.scenarios.sead.prompts import caller_words
 from dialogue_gym.scenarios.sead.scripted_user import COMPLETED, ScriptedUser
 from dialogue_gym.scenarios.sead.state import STATE_DIMS, STATE_NAMES, UserState
 from dialogue_gym.seeding import mix_seed
+from trainers.grpo.strategy import policy_gradient
 
 MOVES: tuple[str, ...] = ("play", "cool", "warm", "hang_up", "accept")
 """The owner's choices each turn (see the module docstring)."""
@@ -149,19 +150,9 @@ class JointUser:
     def update(self, records: Sequence[dict[str, Any]], advantages: Sequence[float]) -> dict[str, float]:
         """One policy-gradient step: every move of dialogue i gets A_i, averaged over the dialogues
         (the agent's GRPO step, :meth:`trainers.grpo.strategy.StrategyPolicy.update`)."""
-        gradient = np.zeros_like(self.weights)
-        entropy, moves = 0.0, 0
-        for record, advantage in zip(records, advantages):
-            for active, choice in record["steps"]:
-                probabilities = self.probabilities(active)
-                entropy -= float((probabilities * np.log(probabilities + 1e-12)).sum())
-                delta = -probabilities
-                delta[choice] += 1.0
-                gradient[active] += advantage * delta
-                moves += 1
-        if records:
-            self.weights += self.learning_rate * gradient / len(records)
-        return {"user/gradient_norm": float(np.linalg.norm(gradient) / max(1, len(records))), "user/entropy": entropy / max(1, moves)}
+        gradient, entropy = policy_gradient(self.probabilities, self.weights.shape, records, advantages)
+        self.weights += self.learning_rate * gradient
+        return {"user/gradient_norm": float(np.linalg.norm(gradient)), "user/entropy": entropy}
 
     # -- persistence ----------------------------------------------------------------------
     def save(self, directory: str | Path) -> None:
