@@ -2,12 +2,7 @@
 kill -9, the tiny-LM plumbing, and (slow) the full cpu-strategy preset."""
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,8 +14,8 @@ from trainers.rlada import train as train_module
 from trainers.rlada.config import build_config
 from trainers.rlada.strategy import CUSTOMER_MOVES, StrategyAgent, StrategyCustomer
 from trainers.rlada.train import train
+from trainer_runs import kill_after, start_trainer, trajectory_lines
 
-ROOT = Path(__file__).resolve().parents[2]
 SMALL = {
     "episodes_per_scenario": 2, "gym_iterations": 2, "gym_starts": 4, "group_size": 2, "sft_episodes": 40,
     "warmup_agent_iterations": 2, "warmup_customer_iterations": 2, "warmup_batch": 8, "min_matches": 2,
@@ -93,28 +88,16 @@ def test_strategy_checkpoints_round_trip_and_reject_other_shapes(tmp_path):
         StrategyAgent.load(domain, tmp_path / "nowhere")
 
 
-def _run(args):
-    return subprocess.Popen([sys.executable, "-m", "trainers.rlada", *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def _lines(path: Path) -> int:
-    return path.read_text().count("\n") if path.exists() else 0
-
-
 @pytest.mark.parametrize("kill_after_lines", [20, 150])
 def test_resume_after_kill_loses_nothing_and_continues_exactly(tmp_path, kill_after_lines):
     reference = tmp_path / "reference"
-    assert _run([*_small_args(), "--run-dir", str(reference)]).wait(timeout=300) == 0
+    assert start_trainer("trainers.rlada", [*_small_args(), "--run-dir", str(reference)]).wait(timeout=300) == 0
     killed = tmp_path / "killed"
-    process = _run([*_small_args(), "--run-dir", str(killed)])
-    deadline = time.time() + 120
-    while _lines(killed / "trajectories.jsonl") < kill_after_lines and process.poll() is None and time.time() < deadline:
-        time.sleep(0.002)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    total = _lines(reference / "trajectories.jsonl")
-    assert _lines(killed / "trajectories.jsonl") < total, "the run finished before it could be killed"
-    assert _run(["--resume", str(killed)]).wait(timeout=300) == 0
+    process = start_trainer("trainers.rlada", [*_small_args(), "--run-dir", str(killed)])
+    kill_after(process, killed, kill_after_lines)
+    total = trajectory_lines(reference)
+    assert trajectory_lines(killed) < total, "the run finished before it could be killed"
+    assert start_trainer("trainers.rlada", ["--resume", str(killed)]).wait(timeout=300) == 0
     done, expected = RunDir(killed), RunDir(reference)
     strip = lambda rows: [{k: v for k, v in r.items() if k != "time/seconds"} for r in rows]  # noqa: E731
     assert strip(done.read_metrics()) == strip(expected.read_metrics())

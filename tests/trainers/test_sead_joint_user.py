@@ -4,11 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +19,8 @@ from trainers.common import RunDir
 from trainers.sead.config import build_config
 from trainers.sead.joint_user import FEATURES, HANG_UP_LINE, MOVES, JointUser, apply_move, collapse_shares
 from trainers.sead.train import train
+from trainer_runs import kill_after, start_trainer, trajectory_lines
 
-ROOT = Path(__file__).resolve().parents[2]
 SCRIPTED = ScriptedUser(load_behaviors(DEFAULT_BEHAVIORS_FILE))
 
 
@@ -134,28 +129,16 @@ def test_joint_training_applies_the_owners_moves_and_trains_it(tmp_path):
     assert "user/hang_up_share" not in fixed.read_metrics()[0]
 
 
-def _run(args):
-    return subprocess.Popen([sys.executable, "-m", "trainers.sead", *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def _lines(path: Path) -> int:
-    return path.read_text().count("\n") if path.exists() else 0
-
-
 @pytest.mark.parametrize("kill_after_lines", [40, 100])
 def test_a_joint_run_resumes_after_kill_exactly(tmp_path, kill_after_lines):
     common = ["--iterations", "5", "--batch-size", "30", "--eval-episodes", "0", "--plots", "false", "--user-training", "joint"]
     reference = tmp_path / "reference"
-    assert _run([*common, "--run-dir", str(reference)]).wait(timeout=120) == 0
+    assert start_trainer("trainers.sead", [*common, "--run-dir", str(reference)]).wait(timeout=120) == 0
     killed = tmp_path / "killed"
-    process = _run([*common, "--run-dir", str(killed)])
-    deadline = time.time() + 120
-    while _lines(killed / "trajectories.jsonl") < kill_after_lines and process.poll() is None and time.time() < deadline:
-        time.sleep(0.002)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    assert _lines(killed / "trajectories.jsonl") < 5 * 30, "the run finished before it could be killed"
-    assert _run(["--resume", str(killed)]).wait(timeout=120) == 0
+    process = start_trainer("trainers.sead", [*common, "--run-dir", str(killed)])
+    kill_after(process, killed, kill_after_lines)
+    assert trajectory_lines(killed) < 5 * 30, "the run finished before it could be killed"
+    assert start_trainer("trainers.sead", ["--resume", str(killed)]).wait(timeout=120) == 0
     done, expected = RunDir(killed), RunDir(reference)
     strip = lambda rows: [{k: v for k, v in r.items() if k != "time/seconds"} for r in rows]  # noqa: E731
     assert strip(done.read_metrics()) == strip(expected.read_metrics())

@@ -1,11 +1,6 @@
 """The SEAD trainer: smoke runs of the presets, outputs, ablation CLI, and resume after kill -9."""
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,8 +13,7 @@ from trainers.grpo.strategy import StrategyPolicy
 from trainers.sead import ablate
 from trainers.sead.config import build_config
 from trainers.sead.train import train
-
-ROOT = Path(__file__).resolve().parents[2]
+from trainer_runs import kill_after, start_trainer, trajectory_lines
 
 
 def test_cpu_strategy_smoke_writes_every_output(tmp_path):
@@ -80,28 +74,16 @@ def test_ablation_cli_prints_intervals(tmp_path, capsys):
     assert len(summary["uniform"]["per_seed"]) == 2 and (tmp_path / "ablation.png").exists()
 
 
-def _run(args, **kwargs):
-    return subprocess.Popen([sys.executable, "-m", "trainers.sead", *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kwargs)
-
-
-def _lines(path: Path) -> int:
-    return path.read_text().count("\n") if path.exists() else 0
-
-
 @pytest.mark.parametrize("kill_after_lines", [1, 95, 170])
 def test_resume_after_kill_loses_nothing_and_continues_exactly(tmp_path, kill_after_lines):
     common = ["--iterations", "6", "--batch-size", "30", "--eval-episodes", "0", "--plots", "false"]
     reference = tmp_path / "reference"
-    assert _run([*common, "--run-dir", str(reference)]).wait(timeout=120) == 0
+    assert start_trainer("trainers.sead", [*common, "--run-dir", str(reference)]).wait(timeout=120) == 0
     killed = tmp_path / "killed"
-    process = _run([*common, "--run-dir", str(killed)])
-    deadline = time.time() + 120
-    while _lines(killed / "trajectories.jsonl") < kill_after_lines and process.poll() is None and time.time() < deadline:
-        time.sleep(0.002)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    assert _lines(killed / "trajectories.jsonl") < 6 * 30, "the run finished before it could be killed"
-    assert _run(["--resume", str(killed)]).wait(timeout=120) == 0
+    process = start_trainer("trainers.sead", [*common, "--run-dir", str(killed)])
+    kill_after(process, killed, kill_after_lines)
+    assert trajectory_lines(killed) < 6 * 30, "the run finished before it could be killed"
+    assert start_trainer("trainers.sead", ["--resume", str(killed)]).wait(timeout=120) == 0
     done, expected = RunDir(killed), RunDir(reference)
     strip = lambda rows: [{k: v for k, v in r.items() if k != "time/seconds"} for r in rows]  # noqa: E731
     assert strip(done.read_metrics()) == strip(expected.read_metrics())
