@@ -75,6 +75,8 @@ def test_a_colder_owner_at_the_minimum_does_not_complete_and_states_stay_in_rang
 def test_collapse_shares_by_hand():
     records = [{"moves": ["play", "hang_up"]}, {"moves": ["cool", "play"]}, {"moves": ["accept"]}, {"moves": ["play"]}]
     assert collapse_shares(records) == {"user/hang_up_share": 0.25, "user/accept_share": 0.25, "user/deviated_share": 0.75}
+    assert collapse_shares([{"moves": ["hang_up"]}]) == {"user/hang_up_share": 1.0, "user/accept_share": 0.0, "user/deviated_share": 1.0}
+    assert collapse_shares([]) == {"user/hang_up_share": 0.0, "user/accept_share": 0.0, "user/deviated_share": 0.0}
 
 
 def test_save_and_load(tmp_path):

@@ -172,3 +172,13 @@ def test_seeds_cli_prints_the_interval_and_the_baselines(tmp_path, capsys):
     assert (tmp_path / "training_curve.png").exists()
     assert seeds.main(["--seeds", "1", "--out", str(tmp_path)]) == 2
     assert "--seeds must be >= 2, got 1" in capsys.readouterr().err
+
+
+def test_long_preset_trains_the_plus_policy_with_half_the_step(tmp_path):
+    """cpu-strategy-plus-long: the same policy and entropy bonus, learning rate 1.0 instead of 2.0 over
+    twice the iterations; the step reaches the policy that is trained and saved."""
+    long, plus = build_config("cpu-strategy-plus-long"), build_config("cpu-strategy-plus")
+    assert (long.iterations, long.n_max, long.learning_rate) == (2 * plus.iterations, 2 * plus.n_max, plus.learning_rate / 2)
+    run = train(build_config("cpu-strategy-plus-long", iterations=1, batch_size=6, eval_episodes=0, plots=False, run_dir=str(tmp_path / "run")))
+    saved = StrategyPlusPolicy.load(run.path / "checkpoints" / "iter_0000")
+    assert (saved.learning_rate, saved.entropy_coef) == (1.0, 0.03)

@@ -95,6 +95,9 @@ class SeadTrainConfig:
 PRESETS: dict[str, dict[str, Any]] = {
     "cpu-strategy": {},
     "cpu-strategy-plus": {"policy": "strategy-plus", "iterations": 450, "n_max": 400, "entropy_coef": 0.03},
+    # Half the step over twice the iterations (n_max doubled with them): a seed that finds a habit early
+    # commits to it half as fast, which narrows the spread across seeds.
+    "cpu-strategy-plus-long": {"policy": "strategy-plus", "iterations": 900, "n_max": 800, "entropy_coef": 0.03, "learning_rate": 1.0},
     "cpu-tiny-lm": {
         "policy": "lm", "model": "tiny", "iterations": 2, "batch_size": 4, "max_agent_turns": 3,
         "max_new_tokens": 16, "learning_rate": 1e-4, "eval_episodes": 8, "temperature": 1.0,
