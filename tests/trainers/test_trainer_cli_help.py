@@ -28,7 +28,7 @@ def test_every_field_has_a_docstring_and_a_default_in_help(name):
     docs = field_docs(config_class)
     assert set(docs) == {spec.name for spec in fields(config_class)}
     text = _help(module)
-    assert ("{cpu-strategy,cpu-strategy-plus,cpu-tiny-lm,gpu-lm}" if name == "sead" else "{cpu-strategy,cpu-tiny-lm,gpu-lm}") in text
+    assert ("{cpu-strategy,cpu-strategy-plus,cpu-strategy-plus-long,cpu-tiny-lm,gpu-lm}" if name == "sead" else "{cpu-strategy,cpu-tiny-lm,gpu-lm}") in text
     assert text.count("Default: ") == len(fields(config_class))
     assert "--plots {true,false}" in text and "Write PNG plots (needs matplotlib). Default: true" in text
 
@@ -36,7 +36,7 @@ def test_every_field_has_a_docstring_and_a_default_in_help(name):
 def test_sead_help_shows_choices_docstrings_and_what_presets_set():
     text = _help(sead_config)
     assert "--advantage {batch_mean,group_standardized}" in text and "--curriculum {full,uniform,unstructured,released}" in text
-    assert "Outer iterations of the four-phase loop. Default: 150 (preset cpu-strategy-plus 450, cpu-tiny-lm 2, gpu-lm 50)" in text
+    assert "Outer iterations of the four-phase loop. Default: 150 (preset cpu-strategy-plus 450, cpu-strategy-plus-long 900, cpu-tiny-lm 2, gpu-lm 50)" in text
     assert re.search(r"--smoothing \{none,beta\}.*Default: none", text)
 
 
