@@ -110,6 +110,16 @@ def find_smollm2_gguf() -> pathlib.Path:
     )
 
 
+def _as_plain_float_model(model: Any) -> None:
+    """A ``.gguf`` model is dequantized to ``dtype`` on load, yet transformers keeps it marked as
+    gguf-quantized, and then refuses to fine-tune it (Trainer) or ``save_pretrained`` it. Drop the marker:
+    the weights in memory are plain floats, so training and saving them is what the user asked for."""
+    model.hf_quantizer = None
+    model.is_quantized = False
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+
+
 def _check_temperature(value: Any, where: str) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
         raise ConfigError(
@@ -254,6 +264,8 @@ class TransformersBackend:
                 "save_pretrained (tokenizer + model), a folder holding a .gguf file, or model='smollm2'."
             ) from exc
         if not in_memory:
+            if gguf_file is not None:
+                _as_plain_float_model(self.model)
             self.model.to(self.device)
             self.model.eval()
 

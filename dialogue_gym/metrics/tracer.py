@@ -26,7 +26,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from dialogue_gym.errors import ConfigError
-from dialogue_gym.metrics.core import _require, invalid_action_rate, split_failures
+from dialogue_gym.metrics.core import (
+    _require, bootstrap_resamples, invalid_action_rate, percentile_interval, ratio_of_sums, resampled_ratios, split_failures,
+)
 from dialogue_gym.metrics.dtw import batch_dtw, dtw_path_from_cost, local_cost_matrix
 from dialogue_gym.metrics.embedders import make_embedder
 from dialogue_gym.types import Outcome, Trajectory
@@ -96,23 +98,27 @@ def _groups(trajectories: Sequence[Trajectory]) -> dict[str, tuple[list[Trajecto
     return dict(groups)
 
 
+def _conversion_gap(simulated: Sequence[Trajectory], real: dict[str, dict[str, Any]]) -> float:
+    """|simulated CR - real CR| of one group."""
+    return abs(np.mean([converted(t) for t in simulated]) - np.mean([r["outcome"] == "conversion" for r in real.values()]))
+
+
+def _turns_distance(simulated: Sequence[Trajectory], real: dict[str, dict[str, Any]]) -> float:
+    """Wasserstein-1 distance between one group's simulated and real user-turn counts."""
+    from scipy.stats import wasserstein_distance
+
+    return float(wasserstein_distance([len(t.turns_of("user")) for t in simulated], [len(r["intents"]) for r in real.values()]))
+
+
 def group_dpcr(trajectories: Sequence[Trajectory]) -> float:
     """Mean over groups of |simulated CR - real CR|."""
-    gaps = [
-        abs(np.mean([converted(t) for t in simulated]) - np.mean([r["outcome"] == "conversion" for r in real.values()]))
-        for simulated, real in _groups(trajectories).values()
-    ]
+    gaps = [_conversion_gap(simulated, real) for simulated, real in _groups(trajectories).values()]
     return float(np.mean(gaps)) if gaps else math.nan
 
 
 def w1_turns(trajectories: Sequence[Trajectory]) -> float:
     """Mean over groups of the Wasserstein-1 distance between simulated and real user-turn counts."""
-    from scipy.stats import wasserstein_distance
-
-    distances = [
-        wasserstein_distance([len(t.turns_of("user")) for t in simulated], [len(r["intents"]) for r in real.values()])
-        for simulated, real in _groups(trajectories).values()
-    ]
+    distances = [_turns_distance(simulated, real) for simulated, real in _groups(trajectories).values()]
     return float(np.mean(distances)) if distances else math.nan
 
 
@@ -144,13 +150,59 @@ def ot_dtw(trajectories: Sequence[Trajectory], embedder: Any = "hashing") -> flo
     return float(np.mean(costs)) if costs else math.nan
 
 
+def _intent_costs(trajectories: Sequence[Trajectory]) -> np.ndarray:
+    """Intent-trajectory DTW cost of each trajectory with at least one user turn."""
+    trajectories = [t for t in trajectories if t.turns_of("user")]
+    if not trajectories:
+        return np.zeros(0)
+    return batch_dtw([simulated_intents(t) for t in trajectories], [_reference(t)["intents"] for t in trajectories])
+
+
 def intent_dtw(trajectories: Sequence[Trajectory]) -> float:
     """Mean DTW cost (|zhat - z| local cost) of each simulated intent trajectory against its paired reference."""
-    trajectories = [t for t in _require(trajectories) if t.turns_of("user")]
-    if not trajectories:
-        return math.nan
-    costs = batch_dtw([simulated_intents(t) for t in trajectories], [_reference(t)["intents"] for t in trajectories])
-    return float(costs.mean())
+    costs = _intent_costs(_require(trajectories))
+    return float(costs.mean()) if costs.size else math.nan
+
+
+PAIRED_METRICS = ("group_dpcr", "intent_dtw", "w1_turns")
+"""The metrics :func:`paired_change` compares (lower is closer to the real sessions for each)."""
+
+
+def paired_change(
+    before: Sequence[Trajectory], after: Sequence[Trajectory], resamples: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> dict[str, dict[str, float]]:
+    """How ``after`` moved each of :data:`PAIRED_METRICS` from ``before`` on the same reference groups
+    (two simulators, or one before and after training, played on the same sessions).
+
+    For each metric: ``before``, ``after``, ``change`` (after - before; negative is closer to the real
+    sessions) and the percentile bootstrap interval ``change_low`` / ``change_high``. The unit resampled
+    is the group (Group-dPCR and W1-Turns are group-level; intent DTW is the mean over the resampled
+    groups' trajectories), drawn once per resample for both sides, so the interval is of a paired change.
+    """
+    sides = {}
+    for name, trajectories in (("before", before), ("after", after)):
+        groups = _groups(trajectories)
+        sides[name] = {group: (_conversion_gap(*pair), _turns_distance(*pair), _intent_costs(pair[0])) for group, pair in groups.items()}
+    if set(sides["before"]) != set(sides["after"]):
+        only = sorted(set(sides["before"]) ^ set(sides["after"]))
+        raise ConfigError(f"paired_change needs both sides to cover the same reference groups; {only[:5]} appear on one side only. Play both on the same sessions.")
+    order = sorted(sides["before"])
+    rows = bootstrap_resamples(len(order), resamples, seed)
+    result: dict[str, dict[str, float]] = {}
+    for metric in PAIRED_METRICS:
+        values, draws = {}, {}
+        for name, per_group in sides.items():
+            if metric == "intent_dtw":
+                numerators = [float(per_group[g][2].sum()) for g in order]
+                denominators = [float(per_group[g][2].size) for g in order]
+            else:
+                numerators = [per_group[g][0 if metric == "group_dpcr" else 1] for g in order]
+                denominators = [1.0] * len(order)
+            values[name] = ratio_of_sums(numerators, denominators)
+            draws[name] = resampled_ratios(numerators, denominators, rows)
+        low, high = percentile_interval(draws["after"] - draws["before"], confidence)
+        result[metric] = {**values, "change": values["after"] - values["before"], "change_low": low, "change_high": high}
+    return result
 
 
 def mean_reward(trajectories: Sequence[Trajectory], role: str = "user") -> float:

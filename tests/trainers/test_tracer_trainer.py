@@ -12,7 +12,7 @@ from trainers.common import RunDir
 from trainers.tracer import train as tracer_train
 from trainers.tracer.config import build_config, parser
 from trainers.tracer.policy import IntentPolicy
-from trainers.tracer.sft import lm_dataset, replay, strategy_samples
+from trainers.tracer.sft import lm_sessions, replay, strategy_samples
 
 
 class Crash(Exception):
@@ -96,7 +96,7 @@ def test_strategy_policy_learns_levels_by_likelihood_and_by_advantage():
 def test_sft_data_is_the_rl_prompt_and_the_reference_turn_in_tracer_format():
     game = TracerGame()
     session = game.references["syn-g00-s00"]
-    rows = lm_dataset(TracerGame(sessions=[session.session_id]))
+    (rows,) = lm_sessions(TracerGame(sessions=[session.session_id]))
     assert len(rows) == len(session.intents)
     steps = list(replay(game, session))
     assert rows[1]["prompt"] == steps[1][0]["messages"] and rows[1]["prompt"][-1]["content"] == session.turns[2].text
@@ -136,3 +136,127 @@ def test_cpu_tiny_lm_runs_sft_then_rl_with_per_turn_advantages(tmp_path):
     row = run.read_metrics()[0]
     assert row["loss/learner_tokens"] > 0 and "eval/group_dpcr" in row
     assert (run.path / "checkpoints" / "iter_0000" / "optimizer.pt").exists()
+
+
+def test_split_holds_out_the_last_sessions_of_every_group_and_spread_takes_groups_in_turn():
+    references = TracerGame().references
+    train_ids, eval_ids = tracer_train.split_sessions(references, 2)
+    groups = references.groups()
+    assert len(eval_ids) == 2 * len(groups) and not set(train_ids) & set(eval_ids)
+    assert set(eval_ids) == {s.session_id for sessions in groups.values() for s in sessions[-2:]}
+    assert tracer_train.split_sessions(references, 0) == (references.ids, references.ids)
+    with pytest.raises(ConfigError, match="heldout_per_group=10 leaves no training session in a group of 10 sessions; use at most 9"):
+        tracer_train.split_sessions(references, 10)
+    picked = tracer_train.spread([references[i] for i in train_ids], len(groups) + 1)
+    assert [s.group_id for s in picked[: len(groups)]] == list(groups) and picked[-1] == groups[next(iter(groups))][1]
+    assert tracer_train.spread(list(references.sessions), 0) == list(references.sessions)
+
+
+def tiny_tokenizer(tmp_path):
+    from transformers import AutoTokenizer
+
+    from dialogue_gym.backends.tiny import build_tiny_chat_model
+
+    return AutoTokenizer.from_pretrained(str(build_tiny_chat_model(tmp_path / "tiny", seed=0)))
+
+
+def test_a_packed_session_trains_exactly_the_tokens_and_contexts_of_its_rows(tmp_path):
+    torch = pytest.importorskip("torch")
+    from transformers import AutoModelForCausalLM
+
+    from trainers.tracer.sft import _chat_ids, lm_sessions, pack_session
+
+    tokenizer = tiny_tokenizer(tmp_path)
+    model = AutoModelForCausalLM.from_pretrained(str(tmp_path / "tiny")).eval()
+    rows = lm_sessions(TracerGame(), [TracerGame().references["syn-g00-s00"]])[0]
+    (packed,) = pack_session(rows, tokenizer)
+
+    def completion_nll(ids, mask):
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([ids])).logits[0, :-1]
+        scores = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(ids[1:])[:, None])[:, 0]
+        return -float((scores * torch.tensor(mask[1:], dtype=torch.float32)).sum())
+
+    separate = 0.0
+    for row in rows:
+        prompt = _chat_ids(tokenizer, row["prompt"], generation_prompt=True)
+        full = _chat_ids(tokenizer, [*row["prompt"], *row["completion"]], generation_prompt=False)
+        separate += completion_nll(full, [0] * len(prompt) + [1] * (len(full) - len(prompt)))
+    assert sum(packed["completion_mask"]) == sum(
+        len(_chat_ids(tokenizer, [*r["prompt"], *r["completion"]], False)) - len(_chat_ids(tokenizer, r["prompt"], True)) for r in rows
+    )
+    assert completion_nll(packed["input_ids"], packed["completion_mask"]) == pytest.approx(separate, rel=1e-4)
+    assert len(packed["input_ids"]) < sum(len(_chat_ids(tokenizer, r["prompt"], True)) for r in rows) / 2
+
+
+def test_a_template_that_rewrites_earlier_turns_falls_back_to_one_row_per_turn(tmp_path):
+    from trainers.tracer.sft import lm_sessions, pack_session
+
+    tokenizer = tiny_tokenizer(tmp_path)
+    # like templates that strip reasoning from earlier turns: the history differs from the generated text
+    tokenizer.chat_template = (
+        "{% for m in messages %}{{ m['role'] }}: {{ m['content'] if loop.last else m['content'][:5] }}\n{% endfor %}"
+        "{% if add_generation_prompt %}assistant: {% endif %}"
+    )
+    rows = lm_sessions(TracerGame(), [TracerGame().references["syn-g00-s00"]])[0]
+    examples = pack_session(rows, tokenizer)
+    assert len(examples) == len(rows)
+    assert all(len(e["input_ids"]) == len(e["completion_mask"]) and 0 < sum(e["completion_mask"]) < len(e["input_ids"]) for e in examples)
+
+
+def test_sft_only_run_compares_the_untuned_and_the_tuned_model_on_held_out_sessions(tmp_path, capsys):
+    pytest.importorskip("trl")
+    pytest.importorskip("matplotlib")
+    config = build_config(
+        "cpu-tiny-lm", run_dir=str(tmp_path / "sft"), iterations=0, eval_before=True, heldout_per_group=1, sft_sessions=2,
+        eval_sessions=3, max_user_turns=2, max_new_tokens=6,
+    )
+    run = tracer_train.train(config)
+    assert run.read_metrics() == [] and run.load_state("sft")["sessions"] == 2
+    _, held_out = tracer_train.split_sessions(TracerGame().references, 1)
+    for name in ("eval_before", "eval"):
+        played = {e["meta"]["reference"]["session_id"] for e in run.load_state(f"{name}_episodes")}
+        assert len(played) == 3 and played <= set(held_out)
+        assert run.load_state(name)["episodes"] == 3
+    change = run.load_state("eval_change")
+    assert set(change) == {"group_dpcr", "intent_dtw", "w1_turns"}
+    assert change["intent_dtw"]["before"] == run.load_state("eval_before")["intent_dtw"]
+    assert change["intent_dtw"]["after"] == run.load_state("eval")["intent_dtw"]
+    assert (run.path / "plots" / "sft.png").exists()
+    saved = (run.path / "state" / "eval_change.json").read_text()
+    assert tracer_train.main(["--resume", str(run.path)]) == 0
+    assert (run.path / "state" / "eval_change.json").read_text() == saved
+    assert "intent_dtw untuned" in capsys.readouterr().out
+
+
+def test_a_run_killed_during_sft_resumes_from_the_last_sft_checkpoint(tmp_path, monkeypatch):
+    trl = pytest.importorskip("trl")
+    safetensors = pytest.importorskip("safetensors.torch")
+    options = dict(iterations=0, sft_sessions=8, eval_sessions=1, max_user_turns=2, max_new_tokens=4, plots=False)
+    reference = tracer_train.train(build_config("cpu-tiny-lm", run_dir=str(tmp_path / "reference"), **options))
+    steps, killed = [], []
+    original = trl.SFTTrainer.training_step
+
+    def dies_in_the_second_step(self, *args, **kwargs):
+        steps.append(self.state.global_step)
+        if self.state.global_step == 1 and not killed:
+            killed.append(True)
+            raise Crash("killed during SFT step 2")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(trl.SFTTrainer, "training_step", dies_in_the_second_step)
+    config = build_config("cpu-tiny-lm", run_dir=str(tmp_path / "run"), **options)
+    with pytest.raises(Crash):
+        tracer_train.train(config)
+    sft_folder = tmp_path / "run" / "checkpoints" / "sft"
+    assert [p.name for p in sft_folder.glob("checkpoint-*")] == ["checkpoint-1"] and RunDir(tmp_path / "run").load_state("sft") is None
+    steps.clear()
+    run = tracer_train.train(config, resume=True)
+    assert steps == [1, 1, 1, 1], "only the four micro-batches of step 2 run again"
+    assert not list(sft_folder.glob("checkpoint-*"))
+    resumed, uninterrupted = run.load_state("sft"), reference.load_state("sft")
+    assert resumed["sft/steps"] == uninterrupted["sft/steps"] == 2
+    assert [step for step, _ in resumed["sft/curve"]] == [1, 2]
+    assert resumed["sft/curve"] == pytest.approx(uninterrupted["sft/curve"], rel=1e-4)
+    weights = [safetensors.load_file(folder / "checkpoints" / "sft" / "model.safetensors") for folder in (run.path, reference.path)]
+    assert all(np.allclose(weights[0][name].numpy(), weights[1][name].numpy(), atol=1e-6) for name in weights[1])

@@ -28,7 +28,12 @@ def test_every_field_has_a_docstring_and_a_default_in_help(name):
     docs = field_docs(config_class)
     assert set(docs) == {spec.name for spec in fields(config_class)}
     text = _help(module)
-    assert ("{cpu-strategy,cpu-strategy-plus,cpu-strategy-plus-long,cpu-tiny-lm,gpu-lm}" if name == "sead" else "{cpu-strategy,cpu-tiny-lm,gpu-lm}") in text
+    presets = {
+        "sead": "{cpu-strategy,cpu-strategy-plus,cpu-strategy-plus-long,cpu-tiny-lm,gpu-lm}",
+        "tracer": "{cpu-strategy,cpu-tiny-lm,cpu-smollm2,gpu-lm}",
+        "rlada": "{cpu-strategy,cpu-tiny-lm,gpu-lm}",
+    }
+    assert f"[--preset {presets[name]}]" in text
     assert text.count("Default: ") == len(fields(config_class))
     assert "--plots {true,false}" in text and "Write PNG plots (needs matplotlib). Default: true" in text
 

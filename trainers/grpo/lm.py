@@ -30,7 +30,7 @@ class GRPOConfig:
     max_grad_norm: float = 1.0
     """Gradient clipping."""
     micro_batch_size: int = 8
-    """Turn samples per forward/backward pass."""
+    """Sequences per forward/backward pass (a sequence packs the consecutive turns of one dialogue, see pack_turns)."""
     lora_rank: int = 0
     """LoRA rank via peft (0: full fine-tuning); lora_alpha is 2 x rank, so adapters are scaled by 2."""
     temperature: float = 1.2
@@ -57,31 +57,62 @@ def _torch():
     return torch
 
 
-def build_batch(samples: Sequence[TurnSample], pad_id: int):
+@dataclass
+class PackedTurns:
+    """Turn samples that share one forward pass: ``ids`` is the last turn's prompt and completion, and
+    every earlier turn's prompt and completion is a prefix of it, so each completion token sees exactly
+    the context it was generated in. ``starts[i]`` is where ``turns[i]``'s completion begins in ``ids``."""
+
+    ids: list[int]
+    turns: list[TurnSample]
+    starts: list[int]
+
+
+def pack_turns(samples: Sequence[TurnSample]) -> list[PackedTurns]:
+    """Consecutive ``samples`` joined wherever a turn's prompt begins with the previous turn's prompt and
+    completion token for token (a multi-turn dialogue whose prompts only grow at the end): a dialogue
+    of T turns costs one sequence of its final length instead of T prompts re-encoded. The loss is the
+    same (causal attention: no token sees what follows it); a turn that does not extend the previous
+    one (another dialogue, a rewritten history) starts a new sequence."""
+    packed: list[PackedTurns] = []
+    for sample in samples:
+        ids = sample.prompt_ids + sample.completion_ids
+        last = packed[-1] if packed else None
+        if last is not None and len(sample.prompt_ids) >= len(last.ids) and sample.prompt_ids[: len(last.ids)] == last.ids:
+            last.ids = ids
+            last.turns.append(sample)
+            last.starts.append(len(sample.prompt_ids))
+        else:
+            packed.append(PackedTurns(ids, [sample], [len(sample.prompt_ids)]))
+    return packed
+
+
+def build_batch(samples: Sequence[TurnSample | PackedTurns], pad_id: int):
     """Right-padded tensors: input ids, attention mask, and per-position completion mask, old logprobs
     and advantages aligned with the *predicted* token (position i predicts token i + 1)."""
     torch = _torch()
-    length = max(len(s.prompt_ids) + len(s.completion_ids) for s in samples)
-    size = (len(samples), length)
+    rows = [s if isinstance(s, PackedTurns) else PackedTurns(s.prompt_ids + s.completion_ids, [s], [len(s.prompt_ids)]) for s in samples]
+    length = max(len(r.ids) for r in rows)
+    size = (len(rows), length)
     input_ids = torch.full(size, pad_id, dtype=torch.long)
     attention = torch.zeros(size, dtype=torch.long)
     mask = torch.zeros(size, dtype=torch.float32)
     old = torch.zeros(size, dtype=torch.float32)
     advantages = torch.zeros(size, dtype=torch.float32)
-    for row, sample in enumerate(samples):
-        if not (len(sample.completion_ids) == len(sample.old_logprobs) == len(sample.advantages)):
-            raise ConfigError(
-                f"TurnSample {row}: completion_ids ({len(sample.completion_ids)}), old_logprobs ({len(sample.old_logprobs)}) "
-                f"and advantages ({len(sample.advantages)}) must have one entry per generated token."
-            )
-        ids = sample.prompt_ids + sample.completion_ids
-        input_ids[row, : len(ids)] = torch.tensor(ids)
-        attention[row, : len(ids)] = 1
-        start = len(sample.prompt_ids) - 1  # logits at start predict the first completion token
-        end = start + len(sample.completion_ids)
-        mask[row, start:end] = 1.0
-        old[row, start:end] = torch.tensor(sample.old_logprobs, dtype=torch.float32)
-        advantages[row, start:end] = torch.tensor(sample.advantages, dtype=torch.float32)
+    for row, packed in enumerate(rows):
+        input_ids[row, : len(packed.ids)] = torch.tensor(packed.ids)
+        attention[row, : len(packed.ids)] = 1
+        for sample, first in zip(packed.turns, packed.starts):
+            if not (len(sample.completion_ids) == len(sample.old_logprobs) == len(sample.advantages)):
+                raise ConfigError(
+                    f"TurnSample {row}: completion_ids ({len(sample.completion_ids)}), old_logprobs ({len(sample.old_logprobs)}) "
+                    f"and advantages ({len(sample.advantages)}) must have one entry per generated token."
+                )
+            start = first - 1  # logits at start predict the first completion token
+            end = start + len(sample.completion_ids)
+            mask[row, start:end] = 1.0
+            old[row, start:end] = torch.tensor(sample.old_logprobs, dtype=torch.float32)
+            advantages[row, start:end] = torch.tensor(sample.advantages, dtype=torch.float32)
     return input_ids, attention, mask, old, advantages
 
 
@@ -191,7 +222,7 @@ class CausalLMPolicy:
         return self.step(samples)
 
     def step(self, samples: Sequence[TurnSample]) -> dict[str, float]:
-        """One optimizer step over ``samples`` (gradients accumulated over micro-batches)."""
+        """One optimizer step over ``samples`` (packed by :func:`pack_turns`; gradients accumulated over micro-batches)."""
         torch = _torch()
         if not samples:
             return {"loss/total": math.nan}
@@ -199,9 +230,9 @@ class CausalLMPolicy:
         self.optimizer.zero_grad()
         total_tokens = sum(len(s.completion_ids) for s in samples)
         metrics: dict[str, float] = {"loss/total": 0.0, "loss/kl": 0.0, "loss/clip_fraction": 0.0, "loss/ratio_mean": 0.0}
-        size = self.config.micro_batch_size
-        for start in range(0, len(samples), size):
-            chunk = samples[start : start + size]
+        size, sequences = self.config.micro_batch_size, pack_turns(samples)
+        for start in range(0, len(sequences), size):
+            chunk = sequences[start : start + size]
             input_ids, attention, mask, old, advantages = (t.to(self.device) for t in build_batch(chunk, self._pad))
             new = token_logprobs(self.model, input_ids, attention, self.config.temperature)
             reference = None

@@ -33,8 +33,14 @@ class TracerTrainConfig:
     """Stage 1 step size (strategy: Adam on the log-likelihood; lm: TRL SFTTrainer's learning rate)."""
     sft_sessions: int = 0
     """Reference sessions used by stage 1 (0: all)."""
+    heldout_per_group: int = 0
+    """Sessions of every reference group (its last ones) kept out of SFT and RL and used only to evaluate
+    (0: every session trains and evaluates, as the strategy presets' in-distribution numbers)."""
+    eval_before: bool = False
+    """Also evaluate the untuned policy (before SFT and RL) on the evaluation sessions and seeds, and report
+    the paired change of Group-dPCR, intent DTW and W1-Turns with bootstrap intervals over groups."""
     iterations: int = 60
-    """Stage 2: RL iterations."""
+    """Stage 2: RL iterations (0: stop after SFT)."""
     sessions_per_iteration: int = 16
     """Reference sessions (prompts) per RL iteration."""
     group_size: int = 8
@@ -102,6 +108,13 @@ PRESETS: dict[str, dict[str, Any]] = {
         "sessions_per_iteration": 2, "group_size": 2, "learning_rate": 1e-4, "max_user_turns": 3, "max_new_tokens": 24,
         "eval_every": 1, "eval_sessions": 4, "eval_rollouts": 1, "rollout_batch": 8,
     },
+    # SmolLM2-135M-Instruct on 2 CPU cores, SFT only (an RL iteration of the LM does not fit the 90
+    # minutes): two training sessions of every group, one packed sequence each; the untuned and the tuned
+    # model both play the 40 held-out sessions (the last of each group) with the same seeds.
+    "cpu-smollm2": {
+        "policy": "lm", "model": "smollm2", "sft_epochs": 1, "sft_learning_rate": 2e-4, "sft_sessions": 80, "heldout_per_group": 1,
+        "iterations": 0, "eval_before": True, "eval_rollouts": 1, "max_new_tokens": 64, "temperature": 1.0,
+    },
     "gpu-lm": {
         "policy": "lm", "model": "/path/to/Qwen2.5-7B-Instruct", "device": "cuda", "sft_epochs": 2, "sft_learning_rate": 1e-5,
         "iterations": 300, "sessions_per_iteration": 4, "group_size": 8, "learning_rate": 1e-6, "max_new_tokens": 256,
@@ -119,14 +132,14 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> TracerTrainC
         raise ConfigError(f"policy={config.policy!r}; use strategy or lm.")
     if config.policy == "lm" and not config.model:
         raise ConfigError("policy='lm' needs model=... (a local folder, 'smollm2' or 'tiny').")
-    for name in ("iterations", "sessions_per_iteration", "group_size", "rollout_batch", "eval_every", "eval_rollouts"):
+    for name in ("sessions_per_iteration", "group_size", "rollout_batch", "eval_every", "eval_rollouts"):
         value = getattr(config, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name} must be a positive int, got {value!r}.")
     if not 0.0 <= config.l_adv <= 1.0:
         raise ConfigError(f"l_adv must be in [0, 1], got {config.l_adv!r}.")
     require_range(config, ("max_new_tokens",), 1)
-    require_range(config, ("sft_epochs", "sft_sessions", "eval_sessions", "lora_rank", "kl_coef", "gamma"), 0)
+    require_range(config, ("iterations", "sft_epochs", "sft_sessions", "heldout_per_group", "eval_sessions", "lora_rank", "kl_coef", "gamma"), 0)
     require_range(config, ("clip_eps",), 0, 1)
     for name in ("learning_rate", "sft_learning_rate", "temperature"):
         if getattr(config, name) <= 0:

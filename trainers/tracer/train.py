@@ -15,21 +15,24 @@ iteration are kept, only the missing ones are played, and everything else is rec
 
 from __future__ import annotations
 
+import itertools
 import random
 import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from tqdm import tqdm
 
 import dialogue_gym  # noqa: F401  (registers the ids)
 from dialogue_gym.envs.driver import CounterpartDriver
+from dialogue_gym.errors import ConfigError
 from dialogue_gym.evaluation import evaluate
 from dialogue_gym.metrics import tracer as tracer_metrics
 from dialogue_gym.rewards.tracer import turn_advantages
+from dialogue_gym.scenarios.tracer.data import ReferenceSession, ReferenceSet
 from dialogue_gym.scenarios.tracer.game import TracerConfig, TracerGame
 from dialogue_gym.scenarios.tracer.policies import make_policy
 from dialogue_gym.seeding import mix_seed
@@ -40,7 +43,7 @@ from trainers.common.cli import config_from_cli, run_main
 from trainers.common.rundir import STATE_FIX
 from trainers.tracer.config import TracerTrainConfig, build_config, parser
 from trainers.tracer.policy import IntentPolicy
-from trainers.tracer.sft import lm_dataset, sft_lm, strategy_samples
+from trainers.tracer.sft import lm_sessions, sft_lm, strategy_samples
 
 KEEP_CHECKPOINTS = 2
 EVAL_METRICS = ("pcr", "real_pcr", "acc", "f1", "group_dpcr", "w1_turns", "intent_dtw", "user_turns", "reward")
@@ -78,19 +81,45 @@ def base_model_path(config: TracerTrainConfig, run: RunDir) -> str:
     return str(path)
 
 
-def supervised_stage(config: TracerTrainConfig, run: RunDir, game: TracerGame) -> dict[str, Any]:
+def split_sessions(references: ReferenceSet, heldout_per_group: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(training ids, evaluation ids)`` in file order: the last ``heldout_per_group`` sessions of every
+    group only evaluate; with 0 every session does both."""
+    if not heldout_per_group:
+        return references.ids, references.ids
+    groups = references.groups()
+    smallest = min(len(sessions) for sessions in groups.values())
+    if heldout_per_group >= smallest:
+        raise ConfigError(
+            f"heldout_per_group={heldout_per_group} leaves no training session in a group of {smallest} sessions; use at most {smallest - 1}."
+        )
+    held_out = {s.session_id for sessions in groups.values() for s in sessions[-heldout_per_group:]}
+    return tuple(i for i in references.ids if i not in held_out), tuple(i for i in references.ids if i in held_out)
+
+
+def spread(sessions: Sequence[ReferenceSession], count: int) -> list[ReferenceSession]:
+    """The first ``count`` of ``sessions`` taken from the groups in turn (first of each group, then the
+    second, ...), so a small SFT set still covers every group; 0: all, in their order."""
+    if not count:
+        return list(sessions)
+    groups: dict[str, list[ReferenceSession]] = {}
+    for session in sessions:
+        groups.setdefault(session.group_id, []).append(session)
+    in_turn = [s for rank in itertools.zip_longest(*groups.values()) for s in rank if s is not None]
+    return in_turn[:count]
+
+
+def supervised_stage(config: TracerTrainConfig, run: RunDir, game: TracerGame, sessions: Sequence[ReferenceSession]) -> dict[str, Any]:
     """Stage 1 on whole reference sessions (``game`` keeps the default turn limit); returns the state
     record (metrics and the checkpoint the RL stage starts from)."""
     name = "checkpoints/sft"
     if config.policy == "strategy":
         policy = IntentPolicy(config.learning_rate)
-        x, levels = strategy_samples(policy, game, config.sft_sessions)
+        x, levels = strategy_samples(policy, game, sessions)
         metrics = policy.fit(x, levels, config.sft_epochs, config.sft_learning_rate, seed=config.seed)
         policy.save(run.path / name)
     else:
-        rows = lm_dataset(game, config.sft_sessions)
-        metrics = sft_lm(base_model_path(config, run), rows, run.path / name, config.sft_epochs, config.sft_learning_rate, config.seed)
-    return {**metrics, "checkpoint": name}
+        metrics = sft_lm(base_model_path(config, run), lm_sessions(game, sessions), run.path / name, config.sft_epochs, config.sft_learning_rate, config.seed)
+    return {**metrics, "checkpoint": name, "sessions": len(sessions)}
 
 
 def episode_plan(config: TracerTrainConfig, iteration: int, session_ids: Sequence[str]) -> list[tuple[str, int]]:
@@ -143,19 +172,43 @@ def update(policy: Any, trajectories: Sequence[Trajectory], advantages: Sequence
     return policy.step(samples)
 
 
-def evaluation(config: TracerTrainConfig, policy: Any, session_ids: Sequence[str], full: bool = False, label: str | None = None) -> dict[str, Any]:
-    """TRACER's metrics of ``policy`` over the evaluation sessions (fixed seeds: every call compares like
-    with like); ``full`` adds OT-DTW; ``label`` shows a progress bar."""
+def evaluation_episodes(config: TracerTrainConfig, policy: Any, session_ids: Sequence[str], label: str | None = None) -> list[Trajectory]:
+    """``policy``'s rollouts of the evaluation sessions (fixed seeds: every call compares like with
+    like); ``label`` shows a progress bar."""
     if config.eval_sessions:
         session_ids = list(session_ids)[:: max(1, len(session_ids) // config.eval_sessions)][: config.eval_sessions]
     episodes = len(session_ids) * config.eval_rollouts
     with tqdm(total=episodes, desc=label, disable=label is None, file=sys.stderr) as bar:
-        trajectories = evaluate(
+        return evaluate(
             "TRACER-UserSim-v0", policy, episodes, seed=config.eval_seed, learner="user", on_episode=lambda _: bar.update(1),
             env_kwargs={**env_kwargs(config), "sessions": list(session_ids), "assistant": config.assistant, "assistant_backend": config.assistant_backend},
         )
-    summary = tracer_metrics.summary(trajectories, embedder="hashing" if full else None)
+
+
+def evaluation(config: TracerTrainConfig, policy: Any, session_ids: Sequence[str], full: bool = False, label: str | None = None) -> dict[str, Any]:
+    """TRACER's metrics of ``policy`` over the evaluation sessions; ``full`` adds OT-DTW."""
+    summary = tracer_metrics.summary(evaluation_episodes(config, policy, session_ids, label), embedder="hashing" if full else None)
     return summary if full else {name: summary[name] for name in EVAL_METRICS}
+
+
+def saved_evaluation(config: TracerTrainConfig, run: RunDir, name: str, policy: Callable[[], Any], session_ids: Sequence[str], label: str) -> list[Trajectory]:
+    """The full evaluation ``name`` (state ``<name>.json``), its episodes kept in ``state/<name>_episodes.json``
+    for paired comparisons; played (by the policy ``policy()`` makes) only when not saved yet, so a
+    resumed run reuses it without loading anything."""
+    episodes = run.load_state(f"{name}_episodes")
+    if episodes is not None and run.load_state(name, {}) is not None:
+        return [Trajectory.from_dict(e) for e in episodes]
+    trajectories = evaluation_episodes(config, policy(), session_ids, label)
+    run.save_state(f"{name}_episodes", [t.to_dict() for t in trajectories])
+    run.save_state(name, tracer_metrics.summary(trajectories, embedder="hashing"))
+    return trajectories
+
+
+def untuned_policy(config: TracerTrainConfig, run: RunDir) -> Any:
+    """The policy before any training: the base model, or a fresh strategy policy."""
+    if config.policy == "strategy":
+        return IntentPolicy(config.learning_rate)
+    return make_learner(config, None, base_model_path(config, run))
 
 
 def rollout_metrics(trajectories: Sequence[Trajectory], advantages: Sequence[np.ndarray]) -> dict[str, float]:
@@ -186,12 +239,16 @@ def train(config: TracerTrainConfig, resume: bool = False) -> RunDir:
 
 
 def _train(config: TracerTrainConfig, run: RunDir, template: TracerGame, assistant: Any) -> None:
-    session_ids = template.references.ids
+    train_ids, eval_ids = split_sessions(template.references, config.heldout_per_group)
+    before = None
+    if config.eval_before:
+        before = saved_evaluation(config, run, "eval_before", lambda: untuned_policy(config, run), eval_ids, "untuned evaluation")
     sft = run.load_state("sft", SFT_FIELDS)
     if sft is not None:
         run.checkpoint_path("sft", "checkpoint", sft["checkpoint"])
     if config.sft_epochs and sft is None:
-        sft = supervised_stage(config, run, TracerGame(TracerConfig(sessions_file=config.sessions_file)))
+        game = TracerGame(TracerConfig(sessions_file=config.sessions_file))
+        sft = supervised_stage(config, run, game, spread([game.references[i] for i in train_ids], config.sft_sessions))
         run.save_state("sft", sft)
     progress = run.load_state("progress", PROGRESS_FIELDS)
     start, checkpoint = 0, None
@@ -214,8 +271,8 @@ def _train(config: TracerTrainConfig, run: RunDir, template: TracerGame, assista
         started = time.perf_counter()
         row: dict[str, Any] = {"iteration": iteration}
         if iteration % config.eval_every == 0:
-            row.update({f"eval/{k}": v for k, v in evaluation(config, policy, session_ids).items()})
-        plan = episode_plan(config, iteration, session_ids)
+            row.update({f"eval/{k}": v for k, v in evaluation(config, policy, eval_ids).items()})
+        plan = episode_plan(config, iteration, train_ids)
         done = run.completed_episodes(iteration) if iteration == start else {}
         missing = [e for e in range(len(plan)) if e not in done]
         for chunk_start in range(0, len(missing), config.rollout_batch):
@@ -237,11 +294,12 @@ def _train(config: TracerTrainConfig, run: RunDir, template: TracerGame, assista
         bar.set_postfix(reward=f"{row['episode/reward']:.3f}", dtw=f"{row['episode/dtw_cost']:.2f}")
     bar.close()
 
-    if run.load_state("eval", {}) is None:
-        run.save_state("eval", evaluation(config, policy, session_ids, full=True, label="final evaluation"))
+    after = saved_evaluation(config, run, "eval", lambda: policy, eval_ids, "final evaluation")
+    if before is not None and run.load_state("eval_change", {}) is None:
+        run.save_state("eval_change", tracer_metrics.paired_change(before, after, seed=config.seed))
     if run.load_state("eval_baselines", {}) is None:
         baselines = fair_baselines("TRACER-UserSim-v0")
-        run.save_state("eval_baselines", {name: evaluation(config, name, session_ids, label=f"baseline {name}") for name in baselines})
+        run.save_state("eval_baselines", {name: evaluation(config, name, eval_ids, label=f"baseline {name}") for name in baselines})
     if config.plots:
         plot_run(run)
 
@@ -282,12 +340,36 @@ def plot_run(run: RunDir) -> None:
     figure.savefig(run.path / "plots" / "eval_curves.png", dpi=100)
     plt.close(figure)
     rows = run.read_metrics()
-    figure, axis = plt.subplots(figsize=(5, 3.6))
-    axis.plot([r["iteration"] for r in rows], [r["episode/reward"] for r in rows])
-    axis.set_title("mean TRACER reward of the rollouts")
-    axis.set_xlabel("iteration")
+    if rows:
+        figure, axis = plt.subplots(figsize=(5, 3.6))
+        axis.plot([r["iteration"] for r in rows], [r["episode/reward"] for r in rows])
+        axis.set_title("mean TRACER reward of the rollouts")
+        axis.set_xlabel("iteration")
+        figure.tight_layout()
+        figure.savefig(run.path / "plots" / "reward.png", dpi=100)
+        plt.close(figure)
+    plot_supervised(run, plt)
+
+
+def plot_supervised(run: RunDir, plt: Any) -> None:
+    """``plots/sft.png``: the SFT loss per step, and the untuned against the tuned policy on the evaluation
+    sessions (with the paired change's interval) when both were evaluated."""
+    curve = (run.load_state("sft", {}) or {}).get("sft/curve")
+    change = run.load_state("eval_change", {})
+    if not curve and not change:
+        return
+    figure, axes = plt.subplots(1, 1 + len(tracer_metrics.PAIRED_METRICS), figsize=(15, 3.6))
+    if curve:
+        axes[0].plot(*zip(*curve), marker=".")
+    axes[0].set_title("SFT training loss")
+    axes[0].set_xlabel("step")
+    for axis, name in zip(axes[1:], tracer_metrics.PAIRED_METRICS):
+        if change:
+            values = change[name]
+            axis.bar(["untuned", "tuned"], [values["before"], values["after"]], color=["grey", "tab:blue"])
+            axis.set_title(f"{name} (lower is better)\nchange {values['change']:+.3f} [{values['change_low']:+.3f}, {values['change_high']:+.3f}]")
     figure.tight_layout()
-    figure.savefig(run.path / "plots" / "reward.png", dpi=100)
+    figure.savefig(run.path / "plots" / "sft.png", dpi=100)
     plt.close(figure)
 
 
@@ -308,6 +390,11 @@ def main(argv: list[str] | None = None) -> int:
                     best, value = best_baseline({agent: scores[name] for agent, scores in baselines.items()}, closeness[name])
                     beside = f"; best scripted baseline {best} {value:.3f}" + (f" (real {real:.3f})" if name == "pcr" and real is not None else "")
                 print(f"{label}: {points[0][1]:.3f} (iteration {points[0][0]}) -> {points[-1][1]:.3f} (after training){beside}")
+        for name, values in (run.load_state("eval_change", {}) or {}).items():
+            print(
+                f"{name} untuned {values['before']:.3f} -> trained {values['after']:.3f}: change {values['change']:+.3f} "
+                f"[{values['change_low']:+.3f}, {values['change_high']:+.3f}] (paired over groups)"
+            )
         print(f"run folder: {run.path}")
         return 0
 
