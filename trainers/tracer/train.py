@@ -180,7 +180,8 @@ def evaluation_episodes(config: TracerTrainConfig, policy: Any, session_ids: Seq
     episodes = len(session_ids) * config.eval_rollouts
     with tqdm(total=episodes, desc=label, disable=label is None, file=sys.stderr) as bar:
         return evaluate(
-            "TRACER-UserSim-v0", policy, episodes, seed=config.eval_seed, learner="user", on_episode=lambda _: bar.update(1),
+            "TRACER-UserSim-v0", policy, episodes, seed=config.eval_seed, learner="user", batch_size=config.eval_batch,
+            on_episode=lambda _: bar.update(1),
             env_kwargs={**env_kwargs(config), "sessions": list(session_ids), "assistant": config.assistant, "assistant_backend": config.assistant_backend},
         )
 
