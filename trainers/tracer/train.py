@@ -390,7 +390,8 @@ def main(argv: list[str] | None = None) -> int:
                 if baselines:
                     best, value = best_baseline({agent: scores[name] for agent, scores in baselines.items()}, closeness[name])
                     beside = f"; best scripted baseline {best} {value:.3f}" + (f" (real {real:.3f})" if name == "pcr" and real is not None else "")
-                print(f"{label}: {points[0][1]:.3f} (iteration {points[0][0]}) -> {points[-1][1]:.3f} (after training){beside}")
+                start = f"{points[0][1]:.3f} (iteration {points[0][0]}) -> " if len(points) > 1 else ""
+                print(f"{label}: {start}{points[-1][1]:.3f} (after training){beside}")
         for name, values in (run.load_state("eval_change", {}) or {}).items():
             print(
                 f"{name} untuned {values['before']:.3f} -> trained {values['after']:.3f}: change {values['change']:+.3f} "
