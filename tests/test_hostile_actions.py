@@ -110,7 +110,12 @@ def _llm_counterpart_cases():
     return cases
 
 
-@pytest.mark.parametrize("env_id, learner, kwargs", _llm_counterpart_cases(), ids=str)
+def _llm_counterpart_id(value):
+    """Short ids: the roles played by the hostile model, not its 40 canned replies."""
+    return "+".join(key for key in value if not key.endswith("_backend")) if isinstance(value, dict) else str(value)
+
+
+@pytest.mark.parametrize("env_id, learner, kwargs", _llm_counterpart_cases(), ids=_llm_counterpart_id)
 def test_llm_played_counterparts_and_judges_survive_hostile_output(env_id, learner, kwargs):
     env = gym.make(env_id, learner=learner, **kwargs)
     rng = random.Random(f"llm/{env_id}/{learner}/{sorted(kwargs)}")

@@ -182,7 +182,12 @@ def paired_change(
     sides = {}
     for name, trajectories in (("before", before), ("after", after)):
         groups = _groups(trajectories)
-        sides[name] = {group: (_conversion_gap(*pair), _turns_distance(*pair), _intent_costs(pair[0])) for group, pair in groups.items()}
+        if not groups:
+            raise ConfigError(f"paired_change needs trajectories with reference groups on both sides; {name!r} has none ({len(trajectories)} given). Pass the played TRACER episodes.")
+        sides[name] = {
+            group: {"group_dpcr": _conversion_gap(*pair), "w1_turns": _turns_distance(*pair), "intent_costs": _intent_costs(pair[0])}
+            for group, pair in groups.items()
+        }
     if set(sides["before"]) != set(sides["after"]):
         only = sorted(set(sides["before"]) ^ set(sides["after"]))
         raise ConfigError(f"paired_change needs both sides to cover the same reference groups; {only[:5]} appear on one side only. Play both on the same sessions.")
@@ -193,10 +198,10 @@ def paired_change(
         values, draws = {}, {}
         for name, per_group in sides.items():
             if metric == "intent_dtw":
-                numerators = [float(per_group[g][2].sum()) for g in order]
-                denominators = [float(per_group[g][2].size) for g in order]
+                numerators = [float(per_group[g]["intent_costs"].sum()) for g in order]
+                denominators = [float(per_group[g]["intent_costs"].size) for g in order]
             else:
-                numerators = [per_group[g][0 if metric == "group_dpcr" else 1] for g in order]
+                numerators = [per_group[g][metric] for g in order]
                 denominators = [1.0] * len(order)
             values[name] = ratio_of_sums(numerators, denominators)
             draws[name] = resampled_ratios(numerators, denominators, rows)

@@ -178,3 +178,10 @@ def test_paired_change_is_positive_when_after_drifts_away(trajectories):
 def test_paired_change_needs_the_same_groups_on_both_sides(trajectories):
     with pytest.raises(ConfigError, match=r"same reference groups; \['b'\] appear on one side only"):
         tracer.paired_change(trajectories, trajectories[:3])
+
+
+def test_paired_change_names_the_empty_side(trajectories):
+    with pytest.raises(ConfigError, match=r"'after' has none \(0 given\)\. Pass the played TRACER episodes"):
+        tracer.paired_change(trajectories, [])
+    with pytest.raises(ConfigError, match=r"'before' has none"):
+        tracer.paired_change([], [])

@@ -34,6 +34,13 @@ def test_mismatched_sample_lengths_are_named():
         build_batch([TurnSample([1], [2, 3], [-1.0], [1.0, 1.0])], 0)
 
 
+def test_an_empty_prompt_is_refused_rather_than_scored_from_the_last_position():
+    from dialogue_gym.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"TurnSample 0: prompt_ids is empty.*Pass the tokenized prompt"):
+        build_batch([TurnSample([], [2, 3], [-1.0, -1.0], [1.0, 1.0])], 0)
+
+
 def test_loss_depends_on_learner_tokens_only(tiny_model_dir):
     policy = CausalLMPolicy(str(tiny_model_dir), GRPOConfig(kl_coef=0.01, learning_rate=1e-3, temperature=1.0))
     sample = TurnSample([3, 4, 5, 6], [7, 8, 9], [-5.0, -5.0, -5.0], [1.0, 1.0, 1.0])

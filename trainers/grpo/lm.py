@@ -108,6 +108,11 @@ def build_batch(samples: Sequence[TurnSample | PackedTurns], pad_id: int):
                     f"TurnSample {row}: completion_ids ({len(sample.completion_ids)}), old_logprobs ({len(sample.old_logprobs)}) "
                     f"and advantages ({len(sample.advantages)}) must have one entry per generated token."
                 )
+            if first < 1:
+                raise ConfigError(
+                    f"TurnSample {row}: prompt_ids is empty, so its first generated token has no position that predicts it. "
+                    "Pass the tokenized prompt the model generated from (a chat template always renders at least one token)."
+                )
             start = first - 1  # logits at start predict the first completion token
             end = start + len(sample.completion_ids)
             mask[row, start:end] = 1.0

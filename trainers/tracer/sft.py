@@ -71,7 +71,7 @@ def pack_session(rows: Sequence[dict[str, Any]], tokenizer: Any) -> list[dict[st
     fraction of the tokens (causal attention: a token never sees what follows it). Where the chat
     template does not render prefixes stably (some templates rewrite earlier turns), each row is
     returned on its own."""
-    spans, whole = [], None
+    spans = []
     for row in rows:
         prompt = _chat_ids(tokenizer, row["prompt"], generation_prompt=True)
         full = _chat_ids(tokenizer, [*row["prompt"], *row["completion"]], generation_prompt=False)
