@@ -20,6 +20,12 @@ Decoding is greedy, so both modes play the same dialogues. Per row it prints
 * orchestration efficiency: the share of the batched run's wall time spent inside the backend's
   ``generate``; the rest is the env, prompt rendering and parsing (target: >= 0.9).
 
+Then (``--ceiling``, on by default) the bare model is timed on the last row's mean request (its context,
+prefilled and generated tokens; random cached keys/values, greedy steps, no ``generate`` bookkeeping),
+one request alone and N as one batch: the most batching can give this model on this machine. Prefill is
+compute-bound, so N requests cost about N times one whether batched or not; only the memory-bound decode
+steps gain, so the env's ratio cannot exceed the bare model's.
+
 Threads are pinned (``--threads``, default 1, for torch and the BLAS/OpenMP pools) and printed with the
 machine's load average (before, after, and the 1-minute load after each row), since a thread count left
 to the machine makes the ratio depend on how loaded it is. ``--model`` defaults to SmolLM2-135M-Instruct
@@ -146,6 +152,7 @@ def measure(model: Any, n: int, max_agent_turns: int) -> dict[str, Any]:
         "prompt_per_request": batched["prompt_tokens"] / batched["requests"],
         "prefill_per_request": batched["prefilled_tokens"] / batched["requests"],
         "prefill_share": batched["prefilled_tokens"] / batched["prompt_tokens"],
+        "generated_per_request": batched["generated_tokens"] / batched["requests"],
         "tokens_per_s": batched["generated_tokens"] / batched["seconds"],
         "batched_turns_per_s": batched["learner_turns"] / batched["seconds"],
         "single_turns_per_s": single["learner_turns"] / single["seconds"],
@@ -157,6 +164,58 @@ def measure(model: Any, n: int, max_agent_turns: int) -> dict[str, Any]:
         and batched["learner_turns"] == single["learner_turns"],
         "transcripts": batched["transcripts"],
         "load": os.getloadavg()[0],
+    }
+
+
+def _random_cache(model: Any, rows: int, length: int) -> Any:
+    """A DynamicCache of ``rows`` x ``length`` random keys/values in the model's layout: attention costs
+    the same whatever the values, and encoding a real prefix first would take longer than the timing."""
+    import torch
+    from transformers.cache_utils import DynamicCache
+
+    config = model.config
+    heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    shape = (rows, heads, length, head_dim)
+    return DynamicCache([(torch.randn(shape), torch.randn(shape)) for _ in range(config.num_hidden_layers)])
+
+
+def model_seconds(model: Any, cache_keyword: str, rows: int, context: int, prefill: int, generated: int) -> dict[str, float]:
+    """Seconds the bare model takes (no env, no ``generate`` bookkeeping) to serve ``rows`` identical
+    requests as one batch: encode ``prefill`` new tokens on top of ``context - prefill`` cached ones,
+    then ``generated`` greedy one-token steps. The best of two tries."""
+    import torch
+
+    best = {"prefill": float("inf"), "decode": float("inf")}
+    with torch.inference_mode():
+        for _ in range(2):
+            cache = _random_cache(model, rows, max(0, context - prefill))
+            ids = torch.randint(100, model.config.vocab_size, (rows, max(1, prefill)))
+            start = time.perf_counter()
+            logits = model(input_ids=ids, use_cache=True, **{cache_keyword: cache}).logits[:, -1]
+            encoded = time.perf_counter()
+            for _ in range(generated):
+                logits = model(input_ids=logits.argmax(-1, keepdim=True), use_cache=True, **{cache_keyword: cache}).logits[:, -1]
+            done = time.perf_counter()
+            best = {"prefill": min(best["prefill"], encoded - start), "decode": min(best["decode"], done - encoded)}
+    return best
+
+
+def ceiling(backend: Any, row: dict[str, Any]) -> dict[str, float]:
+    """The most batching can give this model on this machine for ``row``'s mean request (its context,
+    prefill and generated tokens): one request's bare-model time times N over N requests' batched time.
+    Prefill is compute-bound, so its cost per token barely changes with the batch; only the memory-bound
+    decode steps gain, and the batched / one-at-a-time ratio of the env cannot exceed this."""
+    shape = {"context": round(row["prompt_per_request"]), "prefill": round(row["prefill_per_request"]),
+             "generated": round(row["generated_per_request"])}
+    keyword = backend._cache_kwarg  # the keyword this transformers version's forward takes the cache by
+    single = model_seconds(backend.model, keyword, 1, **shape)
+    batched = model_seconds(backend.model, keyword, row["n"], **shape)
+    return {
+        **shape,
+        "prefill_gain": row["n"] * single["prefill"] / batched["prefill"],
+        "decode_gain": row["n"] * single["decode"] / batched["decode"],
+        "ratio": row["n"] * (single["prefill"] + single["decode"]) / (batched["prefill"] + batched["decode"]),
     }
 
 
@@ -199,6 +258,8 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1, help="torch / BLAS / OpenMP threads")
     parser.add_argument("--no-prefix-cache", action="store_true", help="re-encode every prompt in full")
+    parser.add_argument("--ceiling", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time the bare model on the last row's mean request, batched and one at a time")
     args = parser.parse_args(argv)
     sizes = [int(n) for n in args.sizes.split(",")]
     turns = [int(t) for t in args.turns.split(",")]
@@ -216,8 +277,14 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
         for n in sizes:
             rows.append(measure(model, n, max_agent_turns))
             print(format_row(rows[-1]), flush=True)
-    print("load average (1/5/15 min) after: " + "/".join(f"{x:.2f}" for x in os.getloadavg()))
     last = rows[-1]
+    if args.ceiling:
+        bound = ceiling(model, last)
+        last["ceiling"] = bound
+        print(f"\nthe bare model's own batching ceiling at T={last['turns']}, N={last['n']} (mean request: {bound['context']} tokens of "
+              f"context, {bound['prefill']} prefilled, {bound['generated']} generated): prefill {bound['prefill_gain']:.2f}x, "
+              f"decode {bound['decode_gain']:.2f}x, whole request {bound['ratio']:.2f}x (the env reached {last['ratio']:.2f}x)")
+    print("load average (1/5/15 min) after: " + "/".join(f"{x:.2f}" for x in os.getloadavg()))
     checks = [("prefill <= 25% of the prompt", last["prefill_share"] <= 0.25),
               ("batched / one-at-a-time >= 8x", last["ratio"] >= 8.0),
               ("orchestration efficiency >= 0.9", last["orchestration"] >= 0.9)]

@@ -29,6 +29,12 @@ def test_vector_llm_benchmark_batches_reuses_prefixes_and_plays_the_same_dialogu
         assert row["same_dialogues"] and row["batched_turns_per_s"] > 0 and row["single_turns_per_s"] > 0
         assert 0 < row["orchestration"] <= 1 and row["tokens_per_s"] > 0
         assert 0 < row["prefill_per_request"] < row["prompt_per_request"]
+    # the bare model's ceiling: a whole request's gain is a mix of the prefill and decode gains
+    bound = bench.ceiling(model, rows[-1])
+    assert (bound["context"], bound["prefill"]) == (round(rows[-1]["prompt_per_request"]), round(rows[-1]["prefill_per_request"]))
+    assert bound["generated"] == round(rows[-1]["generated_per_request"]) and bound["generated"] >= 1
+    low, high = sorted((bound["prefill_gain"], bound["decode_gain"]))
+    assert 0 < low <= bound["ratio"] <= high
     # the cache changes how much is encoded, never what is played
     full = TransformersBackend(str(tiny_model_dir), max_new_tokens=8, temperature=0.0, batch_size=64, prefix_cache=False)
     full_play = bench.play(bench.Batched(full), 1, 2)
