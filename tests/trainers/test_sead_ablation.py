@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from trainers.common import RunFolderError
+from trainers.common.sweep import resumes
 from trainers.sead import ablate
 
 
@@ -65,10 +68,21 @@ def test_the_joint_row_is_the_full_curriculum_with_the_owner_trained(tmp_path):
 
 def test_a_run_saved_before_a_config_field_existed_counts_at_its_default(tmp_path):
     full, joint = (ablate._config(mode, 0, 150, 1200, str(tmp_path)) for mode in ("full", "joint"))
-    saved = {k: v for k, v in full.to_dict().items() if k != "user_training"}
-    assert ablate.same_settings(saved, full)
-    assert not ablate.same_settings({**saved, "iterations": 149}, full)
-    assert not ablate.same_settings({**saved, "run_dir": joint.run_dir, "user_training": "fixed"}, joint)
+
+    def saved_as(config, **changed):
+        folder = tmp_path / Path(config.run_dir).name
+        folder.mkdir(exist_ok=True)
+        values = {k: v for k, v in config.to_dict().items() if k != "user_training"}  # as before the field existed
+        (folder / "config.json").write_text(json.dumps({**values, **changed}))
+
+    saved_as(full)
+    assert resumes(full)
+    saved_as(full, iterations=149)
+    with pytest.raises(RunFolderError, match=r"\(iterations 149 there, 150 now\)"):
+        resumes(full)
+    saved_as(joint)  # the absent field reads as its default, fixed: not this joint run
+    with pytest.raises(RunFolderError, match=r"\(user_training 'fixed' there, 'joint' now\)"):
+        resumes(joint)
 
 
 def test_training_summary_by_hand():

@@ -172,6 +172,14 @@ def test_seeds_cli_prints_the_interval_and_the_baselines(tmp_path, capsys):
     assert (tmp_path / "training_curve.png").exists()
     assert seeds.main(["--seeds", "1", "--out", str(tmp_path)]) == 2
     assert "--seeds must be >= 2, got 1" in capsys.readouterr().err
+    # a seed folder saved before a config field existed resumes (the field at its default); other settings do not
+    saved = tmp_path / "seed0" / "config.json"
+    saved.write_text(json.dumps({k: v for k, v in json.loads(saved.read_text()).items() if k != "user_training"}))
+    assert seeds.main(["--seeds", "2", "--iterations", "1", "--eval-episodes", "12", "--workers", "1", "--out", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / "seeds.json").read_text())["per_seed"] == summary["per_seed"]
+    capsys.readouterr()
+    assert seeds.main(["--seeds", "2", "--iterations", "2", "--eval-episodes", "12", "--workers", "1", "--out", str(tmp_path)]) == 2
+    assert "holds a run with other settings (iterations 1 there, 2 now); pass the --preset, --iterations" in capsys.readouterr().err
 
 
 def test_long_preset_trains_the_plus_policy_with_half_the_step(tmp_path):

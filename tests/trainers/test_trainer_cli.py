@@ -110,7 +110,8 @@ def test_ablation_refuses_a_folder_started_with_other_settings(tmp_path, capsys)
     assert ablate.main(args) == 0
     capsys.readouterr()
     assert ablate.main([*args[:2], "--iterations", "2", *args[4:]]) == 2
-    assert "holds a run with other settings than --iterations 2 --eval-episodes 4" in _one_line_error(capsys, "python -m trainers.sead.ablate")
+    error = _one_line_error(capsys, "python -m trainers.sead.ablate")
+    assert "holds a run with other settings (iterations 1 there, 2 now); pass the --iterations and --eval-episodes it was started with" in error
 
 
 def test_the_module_entry_point_exits_2_with_one_line(tmp_path):

@@ -4,6 +4,7 @@ that a rerun resumes, and the refusal of a folder that holds a run with other se
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -34,18 +35,31 @@ def check_sweep_flags(args: argparse.Namespace, swept: Sequence[str]) -> None:
         raise ConfigError(f"--overrides sets {taken}, which the sweep sets itself for each run; drop them from --overrides.")
 
 
-def resumes(config: Any) -> bool:
+def field_defaults(config: Any) -> dict[str, Any]:
+    """The default of every field of the config dataclass ``config``, as its JSON reads back."""
+    values = {}
+    for spec in dataclasses.fields(config):
+        if spec.default is not dataclasses.MISSING:
+            values[spec.name] = spec.default
+        elif spec.default_factory is not dataclasses.MISSING:
+            values[spec.name] = spec.default_factory()
+    return json.loads(json.dumps(values))
+
+
+def resumes(config: Any, fix: str = "rerun with the --overrides it was started with, or pass another --out") -> bool:
     """Whether ``config``'s run folder already holds its run (to resume or read); refuses one that holds a
-    run with other settings, naming the fields that differ."""
+    run with other settings, naming the fields that differ. A field the saved config lacks (added to the
+    trainer since that run began) counts at its default: the behaviour the run had before it existed."""
     run = RunDir(config.run_dir)
     if not run.config_path.exists():
         return False
-    saved, wanted = run.read_config(), json.loads(json.dumps(config.to_dict()))  # tuples read back as lists
+    saved = {**field_defaults(config), **run.read_config()}
+    wanted = json.loads(json.dumps(config.to_dict()))  # tuples read back as lists
     differing = sorted(name for name in {*saved, *wanted} if saved.get(name) != wanted.get(name))
     if differing:
         there = "; ".join(f"{name} {saved.get(name)!r} there, {wanted.get(name)!r} now" for name in differing)
         raise RunFolderError(
-            f"{config.run_dir} holds a run with other settings ({there}); rerun with the --overrides it was started with, or pass another --out."
+            f"{config.run_dir} holds a run with other settings ({there}); {fix}."
         )
     return True
 

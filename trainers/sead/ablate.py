@@ -50,6 +50,7 @@ from typing import Any, Sequence
 from dialogue_gym.errors import ConfigError
 from trainers.common import RunDir, RunFolderError
 from trainers.common.cli import run_main
+from trainers.common.sweep import resumes
 from trainers.common.stats import shown
 from trainers.common.stats import summary as stats_summary
 from trainers.sead.config import SeadTrainConfig, build_config
@@ -111,13 +112,6 @@ def _held_out_by_state(config: SeadTrainConfig, agent: Any) -> tuple[list[int], 
     return successes, episodes
 
 
-def same_settings(saved: dict[str, Any], config: SeadTrainConfig) -> bool:
-    """Whether a run folder's saved config is ``config``, a field absent from it (added to the trainer
-    since) counting at its default: the behaviour the run had before the field existed."""
-    defaults = SeadTrainConfig().to_dict()
-    return {**{name: defaults[name] for name in defaults.keys() - saved.keys()}, **saved} == config.to_dict()
-
-
 def training_summary(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
     """Training CR over the first and last TAIL_ITERATIONS iterations and, for a joint run, the owner's
     collapse shares over the last ones (only where the run records them: a fixed owner never deviates)."""
@@ -134,13 +128,7 @@ def training_summary(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
 def _one(job: tuple[str, int, int, int, str]) -> tuple[str, int, float, list[int], list[int], dict[str, float]]:
     mode, seed, iterations, eval_episodes, out = job
     config = _config(mode, seed, iterations, eval_episodes, out)
-    resume = (Path(config.run_dir) / "config.json").exists()
-    if resume and not same_settings(RunDir(config.run_dir).read_config(), config):
-        raise ConfigError(
-            f"{config.run_dir} holds a run with other settings than --iterations {iterations} --eval-episodes {eval_episodes}; "
-            "pass the settings it was started with, or another --out."
-        )
-    run = train(config, resume=resume)
+    run = train(config, resume=resumes(config, "pass the --iterations and --eval-episodes it was started with, or another --out"))
     cr = run.load_state("eval", EVAL_FIELDS)["cr"]
     by_state = run.load_state("eval_states", EVAL_STATES_FIELDS)
     if by_state is None:

@@ -34,6 +34,7 @@ from dialogue_gym.types import Trajectory
 from envs_registry import get
 from trainers.common import RunDir
 from trainers.common.cli import run_main
+from trainers.common.sweep import resumes
 from trainers.common.stats import t_interval
 from trainers.sead.config import PRESETS, SeadTrainConfig, build_config
 from trainers.sead.train import EVAL_FIELDS, make_policy_for, train
@@ -91,10 +92,7 @@ def _train_seed(job: tuple[str, int, int | None, int, str]) -> tuple[int, SeadTr
     if iterations is not None:
         overrides["iterations"] = iterations
     config = build_config(preset, **overrides)
-    resume = (Path(config.run_dir) / "config.json").exists()
-    if resume and RunDir(config.run_dir).read_config() != config.to_dict():
-        raise ConfigError(f"{config.run_dir} holds a run with other settings; pass the settings it was started with, or another --out.")
-    train(config, resume=resume)
+    train(config, resume=resumes(config, "pass the --preset, --iterations and --eval-episodes it was started with, or another --out"))
     return seed, config
 
 
