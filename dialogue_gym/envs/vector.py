@@ -10,6 +10,7 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 import numpy as np
 from gymnasium import logger
 from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.spaces import Dict, Discrete, Space
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
 from dialogue_gym.envs.driver import CounterpartDriver
@@ -20,6 +21,24 @@ from dialogue_gym.types import Trajectory
 
 DEFAULT_KEEP_TRAJECTORIES = 1024
 """The least ``keep_trajectories="auto"`` keeps: about 16 MiB of SEAD trajectories (~16 KiB each, measured)."""
+
+
+def observation_batcher(space: Space, num_envs: int) -> Callable[[list[Any]], Any]:
+    """A function that batches ``num_envs`` observations of ``space`` exactly as Gymnasium's
+    ``concatenate`` into a fresh ``create_empty_array`` does, resolved once instead of per step.
+
+    A ``Dict`` batches key by key; a ``Discrete`` becomes an array of its dtype; a space Gymnasium
+    batches as a tuple (text, chat messages, any custom space) becomes that tuple. Any other space
+    goes through ``concatenate`` itself. Resolving Gymnasium's per-space dispatch on every step was
+    a sixth of a scripted vector step."""
+    if isinstance(space, Dict):
+        parts = [(key, observation_batcher(subspace, num_envs)) for key, subspace in space.spaces.items()]
+        return lambda items: {key: batch([item[key] for item in items]) for key, batch in parts}
+    if type(space) is Discrete:
+        return lambda items: np.array(items, dtype=space.dtype)
+    if concatenate.dispatch(type(space)) is concatenate.dispatch(Space):
+        return tuple
+    return lambda items: concatenate(space, items, create_empty_array(space, num_envs))
 
 
 def check_keep_trajectories(value: Any, num_envs: int) -> int | None:
@@ -91,6 +110,7 @@ class DialogueVectorEnv(VectorEnv):
         self.single_action_space = self.games[0].action_space(learner)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
+        self._batch_observations = observation_batcher(self.single_observation_space, num_envs)
         self._memories: list[dict[str, Any]] = [{} for _ in range(num_envs)]
         self._needs_reset = np.zeros(num_envs, dtype=bool)
         self.finished_trajectories: deque[Trajectory] = deque(maxlen=self.keep_trajectories)
@@ -196,8 +216,7 @@ class DialogueVectorEnv(VectorEnv):
         return self._observations(), rewards, terminations, np.zeros(self.num_envs, dtype=bool), self._infos()
 
     def _observations(self):
-        out = create_empty_array(self.single_observation_space, self.num_envs)
-        return concatenate(self.single_observation_space, [g.observe(self.learner) for g in self.games], out)
+        return self._batch_observations([game.observe(self.learner) for game in self.games])
 
     def _infos(self) -> dict[str, Any]:
         infos: dict[str, Any] = {}

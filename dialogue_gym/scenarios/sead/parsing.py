@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 
 from dialogue_gym.scenarios.common import (
+    MAX_ACTION_CHARS,
     TagSpan,
     bound_text,
     clean_utterance,
@@ -31,7 +32,7 @@ from dialogue_gym.scenarios.common import (
     to_int,
     truncation_problem,
 )
-from dialogue_gym.scenarios.sead.state import UserState
+from dialogue_gym.scenarios.sead.state import STATE_DIMS, UserState
 
 _ANY_TAG = re.compile(r"</?\w+>")
 _USER_TAGS = ("think", "reply", "cooperation", "emotion", "trust", "status")
@@ -166,6 +167,9 @@ def render_agent_output(utterance: str, estimate: tuple[int, int, int] | None = 
 def parse_user_output(text: str, previous: UserState) -> UserMove:
     """Read one user turn. Out-of-range states are clamped, missing ones repaired from ``previous``;
     an output over ``MAX_ACTION_CHARS`` is read from its head and flagged. Total: any ``str`` gives a move."""
+    rendered = _RENDERED_MOVES.get(text)
+    if rendered is not None:
+        return rendered
     bounded, truncated = bound_text(text)
     move = _parse_user_output(bounded, previous)
     if not truncated:
@@ -235,10 +239,38 @@ def _parse_user_output(text: str, previous: UserState) -> UserMove:
     return UserMove(reply, raw_state.clamped(), status, fields.get("think", ""), "; ".join(problems) or None, tuple(problems), missing)
 
 
+_RENDERED_MOVES: dict[str, UserMove] = {}
+"""The move of every canonical record :func:`render_user_output` wrote lately, keyed by its text, so
+:func:`parse_user_output` reads the scripted user's records without scanning them again (that scan
+was a sixth of a scripted SEAD step). Only records that parse canonically go in, with the move that
+parse gives (a test checks both on every record the scripted user writes and on hostile fields)."""
+_MAX_RENDERED_MOVES = 16384
+"""Past this many records :data:`_RENDERED_MOVES` starts afresh: its memory stays bounded."""
+
+
 def render_user_output(reply: str, state: tuple[int, int, int], status: int, think: str = "") -> str:
     """The user record in tagged form (what an LLM user emits; the scripted user emits the same)."""
     c, e, tr = state
-    return (
+    text = (
         f"<think>{think}</think><reply>{reply}</reply>"
         f"<cooperation>{c}</cooperation><emotion>{e}</emotion><trust>{tr}</trust><status>{status}</status>"
+    )
+    if _renders_canonically(reply, state, status, think) and len(text) <= MAX_ACTION_CHARS:
+        if len(_RENDERED_MOVES) >= _MAX_RENDERED_MOVES:
+            _RENDERED_MOVES.clear()
+        _RENDERED_MOVES[text] = UserMove(" ".join(reply.split()), UserState(c, e, tr), status, think.strip())
+    return text
+
+
+def _renders_canonically(reply: str, state: tuple[int, int, int], status: int, think: str) -> bool:
+    """Whether the record of these fields is one :func:`_canonical_user` reads: no tag character in the
+    texts, a stripped non-empty reply, one-digit in-range state values and a known status (all plain ints)."""
+    return (
+        "<" not in reply
+        and "<" not in think
+        and bool(reply)
+        and reply.strip() == reply
+        and all(type(value) is int and 0 <= value < dims for value, dims in zip(state, STATE_DIMS))
+        and type(status) is int
+        and status in USER_STATUS
     )

@@ -3,8 +3,10 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dialogue_gym.scenarios.common import scan_tags
+from dialogue_gym.scenarios.common import MAX_ACTION_CHARS, scan_tags
+from dialogue_gym.scenarios.sead import parsing
 from dialogue_gym.scenarios.sead.parsing import (
+    _parse_user_output,
     _user_spans,
     parse_agent_output,
     parse_user_output,
@@ -135,3 +137,63 @@ def test_user_record_layout_shortcut_on_the_scripted_users_record():
     text = render_user_output("Sure, go on.", (2, 1, 3), 0, "open concerns: []")
     assert _user_spans(text) == scan_tags(text)
     assert [span.name for span in _user_spans(text)] == ["think", "reply", "cooperation", "emotion", "trust", "status"]
+
+
+def scanned(text, previous=UserState(1, 1, 1)):
+    """What parsing ``text`` gives without the rendered-record shortcut or the memo."""
+    parsing._RENDERED_MOVES.pop(text, None)
+    return _parse_user_output.__wrapped__(text, previous)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(max_size=40),
+    st.text(max_size=60),
+    st.tuples(*[st.one_of(st.integers(-2, 9), st.booleans()) for _ in range(3)]),
+    st.one_of(st.integers(-3, 3), st.booleans()),
+)
+def test_a_rendered_record_reads_back_as_its_scan_reads_it(think, reply, state, status):
+    """render_user_output keeps the move of each record it writes so the game need not scan it again:
+    whatever the fields (tags, blank or padded replies, out-of-range or bool values), the move read back
+    is the move a scan gives, from any previous state."""
+    text = render_user_output(reply, state, status, think)
+    kept = parsing._RENDERED_MOVES.get(text)
+    for previous in (UserState(0, 0, 0), UserState(4, 3, 5)):
+        assert parse_user_output(text, previous) == scanned(text, previous) if kept is None else kept == scanned(text, previous)
+
+
+def test_a_canonical_record_is_kept_and_a_non_canonical_one_is_scanned():
+    text = render_user_output("Sure,   go on.", (2, 1, 3), 0, " open concerns: [] ")
+    kept = parsing._RENDERED_MOVES[text]
+    assert kept == scanned(text) and kept.reply == "Sure, go on." and kept.think == "open concerns: []"
+    for fields in [
+        ("Sure <b>now</b>", (2, 1, 3), 0, ""),  # a tag character in the reply
+        ("Sure", (2, 1, 3), 0, "a<b"),  # ... or in the think
+        (" Sure", (2, 1, 3), 0, ""),  # a padded reply
+        ("", (2, 1, 3), 0, ""),  # an empty one
+        ("Sure", (5, 1, 3), 0, ""),  # cooperation out of range
+        ("Sure", (2, 1, 3), 2, ""),  # an unknown status
+        ("Sure", (True, 1, 3), 0, ""),  # a bool is no state value
+        ("Sure", (2, 1, 3), True, ""),  # ... nor a status
+        ("x" * MAX_ACTION_CHARS, (2, 1, 3), 0, ""),  # a record longer than a parser reads
+    ]:
+        assert render_user_output(*fields) not in parsing._RENDERED_MOVES, fields
+
+
+def test_every_record_the_scripted_user_writes_reads_back_as_scanned():
+    from dialogue_gym.evaluation import evaluate
+
+    for trajectory in evaluate("SEAD-Outbound-v0", "adaptive", 240, seed=3):
+        previous = UserState(*trajectory.profile["state"])
+        for turn in trajectory.turns:
+            if turn.role == "user":
+                assert parse_user_output(turn.raw, previous) == scanned(turn.raw, previous)
+                previous = turn.state
+
+
+def test_the_kept_records_are_bounded(monkeypatch):
+    monkeypatch.setattr(parsing, "_MAX_RENDERED_MOVES", 3)
+    monkeypatch.setattr(parsing, "_RENDERED_MOVES", {})
+    texts = [render_user_output(f"Reply {n}.", (2, 1, 3), 0) for n in range(7)]
+    assert len(parsing._RENDERED_MOVES) <= 3 and texts[-1] in parsing._RENDERED_MOVES
+    assert parse_user_output(texts[0], UserState(1, 1, 1)) == scanned(texts[0])
