@@ -5,6 +5,7 @@
     dialogue-gym eval TRACER-UserSim-v0 --agent scripted,random,flat,eager,reluctant --episodes 400
     dialogue-gym eval DMBench-Assistant-v0 --agent sop,consultative,empathetic,pushy,random --episodes 400
     dialogue-gym eval SEAD-Outbound-v0 --agent sop,adaptive --episodes 1200 --repeats 3 --save results.json
+    dialogue-gym eval SEAD-Outbound-v0 --agent llm,adaptive --agent-backend '{"name": "transformers", "model": "smollm2"}'
     dialogue-gym compare sop.json adaptive.json
     dialogue-gym audit SEAD-Outbound-v0 [--episodes 600]
     dialogue-gym export run.jsonl --format sft|preference|rollouts -o DIR [--env-kwargs JSON] [--parquet]
@@ -77,6 +78,25 @@ def _agent_names(text: str | None, default: str, baselines: Sequence[str]) -> li
     return names
 
 
+LLM_AGENT = "llm"
+"""The ``--agent`` name of a language model as the learner, played through ``--agent-backend``."""
+BACKEND_EXAMPLE = """'{"name": "transformers", "model": "smollm2"}'"""
+
+
+def _agent_backend(text: str | None, names: Sequence[str]) -> dict | None:
+    """The backend spec of ``--agent-backend`` for the agent named ``llm``, or ConfigError naming the fix."""
+    if text is None:
+        if LLM_AGENT in names:
+            raise ConfigError(f"--agent {LLM_AGENT} needs --agent-backend, the JSON spec of its model, e.g. --agent-backend {BACKEND_EXAMPLE}.")
+        return None
+    if LLM_AGENT not in names:
+        raise ConfigError(
+            f"--agent-backend is the model of the agent named {LLM_AGENT!r}; add {LLM_AGENT} to --agent "
+            f"(e.g. --agent {LLM_AGENT},{names[0]}) or drop it."
+        )
+    return _json_object(text, "--agent-backend")
+
+
 def _at_least(value: int, flag: str, minimum: int) -> int:
     if value < minimum:
         raise ConfigError(f"{flag} must be >= {minimum}, got {value}.")
@@ -127,10 +147,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
         check_output_path(args.save, append=True, name="--save")
     learner = args.learner or entry.default_learner
     names = _agent_names(args.agent, entry.agents[0], entry.agents)
+    agent_backend = _agent_backend(args.agent_backend, names)
     # Every agent name and env keyword is checked here, before the first episode and the first progress bar.
     unhealthy_threshold = UNHEALTHY_THRESHOLD if args.invalid_on_unhealthy else None
-    first = Evaluator(args.env_id, names[0], learner=learner, env_kwargs=env_kwargs, unhealthy_threshold=unhealthy_threshold)
-    evaluators = [first, *(first.for_agent(name) for name in names[1:])]
+
+    def backend_of(name: str) -> dict | None:
+        return agent_backend if name == LLM_AGENT else None
+
+    first = Evaluator(
+        args.env_id, names[0], learner=learner, env_kwargs=env_kwargs, agent_backend=backend_of(names[0]),
+        unhealthy_threshold=unhealthy_threshold,
+    )
+    evaluators = [first, *(first.for_agent(name, backend_of(name)) for name in names[1:])]
     episode_scores = resolve(entry.episode_scores) if entry.episode_scores else lambda trajectory: {}
     results, agents, health = {}, [], {}
     for evaluator in evaluators:
@@ -180,7 +208,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"\ntrajectories {'appended' if args.append else 'written'} to {args.out}")
     if args.save:
         provenance = {
-            "env_id": args.env_id, "env_kwargs": env_kwargs, "learner": learner, "agents": names,
+            "env_id": args.env_id, "env_kwargs": env_kwargs, "learner": learner, "agents": names, "agent_backend": agent_backend,
             "episodes": args.episodes, "repeats": args.repeats, "seed": args.seed,
             "strata": len(first.strata), "strata_played_equally": not note, "metric_kwargs": metric_kwargs,
             "bootstrap": {"resamples": args.bootstrap, "seed": 0, "confidence": 0.95, "unit": "start"},
@@ -273,6 +301,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--agent", default=None, help="agent name(s), comma-separated (e.g. random,sop,adaptive,oracle); default: the id's first baseline"
     )
     evaluation.add_argument("--learner", default=None, help="the role the agents play (default: the id's default learner)")
+    evaluation.add_argument(
+        "--agent-backend", default=None,
+        help=f"JSON backend spec of the agent named {LLM_AGENT} (a language model in the learner role), e.g. {BACKEND_EXAMPLE}",
+    )
     evaluation.add_argument(
         "--episodes", type=int, default=120,
         help="starts per agent, in a seeded stratified order (default: 120); a multiple of the id's strata plays each equally often",

@@ -150,6 +150,10 @@ def test_eval_save_csv_writes_provenance_comments(tmp_path, capsys):
         (["--agent", "sop,sop"], "names ['sop'] more than once"),
         (["--agent", "sop,adaptive,random,oracel"], "agent='oracel' is not a known agent policy (did you mean 'oracle'?)"),
         (["--env-kwargs", '{"usr": "llm"}'], "Did you mean 'user' for 'usr'?"),
+        (["--agent", "llm"], "--agent llm needs --agent-backend, the JSON spec of its model, e.g. --agent-backend '{\"name\""),
+        (["--agent-backend", '{"name": "canned", "replies": ["Hi."]}'], "--agent-backend is the model of the agent named 'llm'; add llm to --agent"),
+        (["--agent", "llm", "--agent-backend", '["canned"]'], "--agent-backend must be a JSON object"),
+        (["--agent", "sop,llm", "--agent-backend", '{"name": "canned", "replies": [3]}'], "CannedBackend: every reply must be a str, got 3"),
     ],
 )
 def test_every_argument_is_checked_before_the_first_episode_and_the_first_bar(tmp_path, monkeypatch, capsys, extra, message):
@@ -158,6 +162,20 @@ def test_every_argument_is_checked_before_the_first_episode_and_the_first_bar(tm
     assert main(["eval", "SEAD-Outbound-v0", "--episodes", "3", *extra]) == 2
     err = capsys.readouterr().err
     assert message in err and "it/s" not in err and "%|" not in err  # an error, and no progress bar before it
+
+
+def test_eval_plays_a_language_model_named_llm_through_agent_backend(tmp_path, capsys):
+    line = "Hello, this is Alex from FoodMap. Am I speaking with the owner?"
+    backend = json.dumps({"name": "canned", "replies": [line]})
+    save = tmp_path / "results.json"
+    assert main(["eval", "SEAD-Outbound-v0", "--agent", "llm,sop", "--agent-backend", backend, "--episodes", "6",
+                 "--out", str(tmp_path / "run.jsonl"), "--save", str(save), "--quiet"]) == 0
+    assert "| llm " in capsys.readouterr().out
+    played = load_trajectories(tmp_path / "run.jsonl")
+    llm_turns = [turn.raw for t in played if t.meta["agent"] == "llm" for turn in t.turns_of("agent")]
+    assert llm_turns and set(llm_turns) == {line}  # every llm turn came from the backend, the sop agent's did not
+    assert {turn.raw for t in played if t.meta["agent"] == "sop" for turn in t.turns_of("agent")} != {line}
+    assert json.loads(save.read_text())["provenance"]["agent_backend"] == json.loads(backend)
 
 
 def test_role_keywords_are_in_the_accepted_list(capsys):

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.health import TurnHealth
-from dialogue_gym.scenarios.common import bound_text, safe_json_loads
+from dialogue_gym.scenarios.common import bound_text, memoise_short_texts, safe_json_loads
 from dialogue_gym.scenarios.tracer.acts import TurnReading, analyze, read_turn, relevant_facts
 from dialogue_gym.scenarios.tracer.data import load_phrases
 from dialogue_gym.scenarios.tracer.prompts import judge_prompt
@@ -83,7 +83,6 @@ class HeuristicJudge:
             return _unscored()
         facts = tuple(str(f) for f in merchant.get("facts", []))
         known_numbers = set(_NUMBER.findall(" ".join(facts + (str(merchant.get("greeting", "")),))))
-        negative = re.compile(load_phrases()["negative_cues"], re.IGNORECASE)
         met = {name: 0 for name in DIMENSIONS}
         earlier: list[str] = []
         for i in spoken:
@@ -94,19 +93,34 @@ class HeuristicJudge:
             if reading.poor or reading.understood == 0:
                 continue
             brief = "monologue" not in reading.flags
-            met["accuracy"] += set(_NUMBER.findall(text)) <= known_numbers and not _OVERCLAIM.search(text)
+            numbers, overclaims = _claims(text)
+            met["accuracy"] += numbers <= known_numbers and not overclaims
             if "?" in heard:
                 met["helpfulness"] += brief and answers(heard, reading, facts)
             else:
                 met["helpfulness"] += brief and bool(reading.acts & {"answer", "probe"})
             met["informativeness"] += brief and bool(reading.new_facts)
-            sensitive = bool(negative.search(heard.strip())) or not heard.strip()
+            sensitive = _sounds_negative(heard.strip()) or not heard.strip()
             said = analyze(text, facts)  # what the turn says, before saturation: a judge reads each turn
             met["empathy"] += "urgency" not in said and (not sensitive or "empathy" in said)
         return _scores({name: 1.0 + 4.0 * count / len(spoken) for name, count in met.items()})
 
     def score_batch(self, items: Sequence[tuple[Transcript, dict[str, Any]]]) -> list[dict[str, float]]:
         return [self.score(transcript, merchant) for transcript, merchant in items]
+
+
+@memoise_short_texts(maxsize=4096)
+def _claims(text: str) -> tuple[frozenset[str], bool]:
+    """The numbers an assistant turn states, and whether it promises or claims scarcity. Memoised, as
+    :func:`_sounds_negative` is: a scripted assistant repeats its lines."""
+    return frozenset(_NUMBER.findall(text)), _OVERCLAIM.search(text) is not None
+
+
+@memoise_short_texts(maxsize=4096)
+def _sounds_negative(reply: str) -> bool:
+    """Whether a user reply carries one of the phrase file's negative cues. Memoised: the cue pattern is
+    a long alternation (13 µs a search) and scripted users repeat their replies."""
+    return re.compile(load_phrases()["negative_cues"], re.IGNORECASE).search(reply) is not None
 
 
 def answers(question: str, reading: TurnReading, facts: Sequence[str]) -> bool:
