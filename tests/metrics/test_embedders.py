@@ -2,6 +2,7 @@
 pooling, batching and truncation run against a fake model whose hidden states are known (the real
 weights are exercised by the slow test in test_tracer_metrics.py)."""
 
+import json
 import math
 import sys
 import types
@@ -76,12 +77,18 @@ class _Model:
         return types.SimpleNamespace(last_hidden_state=hidden)
 
 
+FAKE_MAX_SEQ_LENGTH = 128
+"""The stand-in model's own ``max_seq_length`` (its ``sentence_bert_config.json``; the real one's is 256)."""
+
+
 @pytest.fixture
-def fake_minilm(monkeypatch):
-    """make_embedder("minilm", ...) built on the fakes: the package path and transformers are stand-ins."""
+def fake_minilm(monkeypatch, tmp_path):
+    """make_embedder("minilm", ...) built on the fakes: the package path (a folder holding only the model's
+    ``sentence_bert_config.json``) and transformers are stand-ins."""
     torch = pytest.importorskip("torch")
     tokenizer = _Tokenizer(torch)
-    package = types.SimpleNamespace(get_model_path=lambda: "/fake/minilm")
+    (tmp_path / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": FAKE_MAX_SEQ_LENGTH, "do_lower_case": False}))
+    package = types.SimpleNamespace(get_model_path=lambda: str(tmp_path))
     fake_transformers = types.SimpleNamespace(
         AutoTokenizer=types.SimpleNamespace(from_pretrained=lambda path: tokenizer),
         AutoModel=types.SimpleNamespace(from_pretrained=lambda path: _Model(torch)),
@@ -106,8 +113,16 @@ def test_minilm_mean_pools_real_tokens_in_batches_and_normalises(fake_minilm):
     assert fake_minilm.calls == [2, 2], "four non-blank texts in batches of two"
 
 
-def test_minilm_truncates_a_reply_at_128_tokens(fake_minilm):
+def test_minilm_cuts_a_reply_at_the_models_own_max_seq_length(fake_minilm):
     # 128 words of length 1 then 72 of length 7: only the first 128 are read, so it embeds like "a".
-    long_reply = " ".join(["a"] * 128 + ["abcdefg"] * 72)
-    vectors = make_embedder("minilm").embed([long_reply, "a"])
+    long_reply = " ".join(["a"] * FAKE_MAX_SEQ_LENGTH + ["abcdefg"] * 72)
+    embedder = make_embedder("minilm")
+    assert embedder.max_length == FAKE_MAX_SEQ_LENGTH
+    vectors = embedder.embed([long_reply, "a"])
     assert np.allclose(vectors[0], vectors[1], atol=1e-12, rtol=0)
+
+
+def test_minilm_max_length_overrides_the_models_own(fake_minilm):
+    long_reply = " ".join(["a"] * FAKE_MAX_SEQ_LENGTH + ["abcdefg"] * 72)
+    vectors = make_embedder({"name": "minilm", "max_length": 200}).embed([long_reply, "a"])
+    assert not np.allclose(vectors[0], vectors[1], atol=1e-3, rtol=0)  # the 7-letter words were read too
