@@ -57,9 +57,15 @@ def _context_cues(text: str, domain: Domain) -> tuple[str, ...]:
 
 def names_intent(text: str, intent: Intent, tools: tuple[str, ...]) -> bool:
     """Whether ``text`` names the intent label or a tool (what a customer must never do)."""
+    return _names_intent(text, intent.name, intent.phrase, tuple(tools))
+
+
+@memoise_short_texts(maxsize=16384)
+def _names_intent(text: str, name: str, phrase: str, tools: tuple[str, ...]) -> bool:
+    # Memoised: a customer turn is checked twice (its concealment score and its record).
     lowered = re.sub(r"[^a-z0-9_ ]+", " ", text.lower())
     spaced = f" {' '.join(lowered.split())} "
-    if f" {intent.phrase} " in spaced or intent.name in lowered:
+    if f" {phrase} " in spaced or name in lowered:
         return True
     return any(tool in lowered or f" {tool.replace('_', ' ')} " in spaced for tool in tools)
 

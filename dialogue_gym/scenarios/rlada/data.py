@@ -20,7 +20,7 @@ import re
 import string
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -142,8 +142,9 @@ class Domain:
     arena: tuple[Scenario, ...]
     heldout: tuple[Scenario, ...]
 
-    @property
+    @cached_property
     def tool_names(self) -> tuple[str, ...]:
+        """The tools' names in order, worked out once (``tools`` is a frozen tuple): every customer turn reads them."""
         return tuple(tool.name for tool in self.tools)
 
     def tool(self, name: str) -> Tool:

@@ -29,7 +29,7 @@ from dialogue_gym.rewards.rlada import (
     customer_terminal_terms,
     strict_pass,
 )
-from dialogue_gym.scenarios.common import MAX_ACTION_CHARS, config_number, short_repr
+from dialogue_gym.scenarios.common import MAX_ACTION_CHARS, config_number, memoise_short_texts, short_repr
 from dialogue_gym.scenarios.rlada.bank import generate_bank
 from dialogue_gym.scenarios.rlada.cues import (
     concealment,
@@ -47,6 +47,7 @@ from dialogue_gym.scenarios.rlada.data import (
 )
 from dialogue_gym.scenarios.rlada.judge import LOOKUP, LLMJudge, RuleJudge, Verdict
 from dialogue_gym.scenarios.rlada.parsing import (
+    CustomerMove,
     parse_agent_action,
     parse_customer_output,
 )
@@ -74,6 +75,14 @@ SILENCE = "(silence)"
 
 MAX_FACT_CHARS = 200
 """Longest text fact (merchant, person, ...) a reset profile may plant in the bank."""
+
+
+@memoise_short_texts(maxsize=16384)
+def read_customer_output(text: str, domain: Domain, max_sentences: int, max_chars: int) -> CustomerMove:
+    """:func:`~dialogue_gym.scenarios.rlada.parsing.parse_customer_output` with ``domain``'s patterns,
+    memoised: scripted customers repeat most of their lines, and the key holds the domain (hashed by
+    identity) rather than its pattern tuples, which would be hashed pattern by pattern on every turn."""
+    return parse_customer_output(text, domain.hangup_markers, domain.role_reversal, domain.meta_talk, max_sentences, max_chars)
 
 
 @dataclass(frozen=True)
@@ -406,9 +415,7 @@ class RladaGame(Game):
 
     def _customer_move(self, text: str, token_ids, logprobs, rewards: dict[str, float]) -> None:
         domain, config = self.domain, self.config
-        move = parse_customer_output(
-            text, domain.hangup_markers, domain.role_reversal, domain.meta_talk, config.customer_max_sentences, config.customer_max_chars
-        )
+        move = read_customer_output(text, domain, config.customer_max_sentences, config.customer_max_chars)
         understood = bool(move.utterance) and customer_turn_understood(move.utterance, domain)
         earlier = [turn.text for turn in self.turns if turn.role == "customer" and turn.text]
         repeated = bool(move.utterance) and repeats_itself(move.utterance, earlier, domain)

@@ -107,6 +107,25 @@ def _calls(trajectory: Trajectory) -> list[tuple[int, dict[str, Any]]]:
     ]
 
 
+@dataclass(frozen=True)
+class _ResultEvidence:
+    """The numbers and ids written in one successful tool result (read from its JSON text)."""
+
+    numbers: frozenset[float]
+    ids: frozenset[str]
+
+
+def _results_evidence(calls: list[tuple[int, dict[str, Any]]]) -> dict[int, _ResultEvidence]:
+    """``{turn index: evidence}`` of every successful call's result, each serialised and read once:
+    both the explanation check and the consistency check read the same results."""
+    evidence = {}
+    for index, call in calls:
+        if call["ok"]:
+            shown = json.dumps(call["result"])
+            evidence[index] = _ResultEvidence(evidence_numbers(shown), frozenset(ID_PATTERN.findall(shown)))
+    return evidence
+
+
 def ended_by(trajectory: Trajectory) -> str | None:
     """How the call ended: ``end_call``, ``hangup``, or the outcome (``timeout``, ``invalid``, ...)."""
     if trajectory.turns:
@@ -130,6 +149,7 @@ class RuleJudge:
     def judge(self, trajectory: Trajectory) -> Verdict:
         target = trajectory.profile["tool"]
         calls = _calls(trajectory)
+        evidence = _results_evidence(calls)
         valid = [(i, c) for i, c in calls if c["schema_ok"]]
         lookup_ok = any(c["tool"] == LOOKUP and c["ok"] for _, c in valid)
         lookup_first = False
@@ -148,7 +168,7 @@ class RuleJudge:
             routing = domain_tools == (target,)
         chosen = routed[0] if len(routed) == 1 else None
         successes = [i for i, c in valid if chosen is not None and c["tool"] == chosen and c["ok"]]
-        explained = bool(successes) and self._explained_after(trajectory, successes[-1], calls)
+        explained = bool(successes) and self._explained_after(trajectory, successes[-1], calls, evidence[successes[-1]])
         confusing = self._confusing_turns(trajectory)
         procedure = lookup_first and bool(successes) and explained and not confusing
         end = ended_by(trajectory)
@@ -157,7 +177,7 @@ class RuleJudge:
             end == "end_call" and last_agent is not None and bool(last_agent.parsed.get("content"))
             and customer_turn_understood(last_agent.parsed["content"], self.domain)
         )
-        bad_claims = self._inconsistent_claims(trajectory)
+        bad_claims = self._inconsistent_claims(trajectory, evidence)
         components = {
             "routing": float(routing),
             "lookup_first": float(lookup_first),
@@ -183,12 +203,11 @@ class RuleJudge:
             confusing_turns=tuple(confusing),
         )
 
-    def _explained_after(self, trajectory: Trajectory, index: int, calls: list[tuple[int, dict[str, Any]]]) -> bool:
+    def _explained_after(self, trajectory: Trajectory, index: int, calls: list[tuple[int, dict[str, Any]]], evidence: _ResultEvidence) -> bool:
         """Whether a later spoken turn (or goodbye) that a person understands states a value of the
-        tool result at ``index``: one of its amounts, ids or numbers, or its status."""
+        tool result at ``index`` (``evidence``: its numbers and ids): one of its amounts, ids or numbers, or its status."""
         record = next(c for i, c in calls if i == index)
-        shown = json.dumps(record["result"])
-        numbers, ids = evidence_numbers(shown), set(ID_PATTERN.findall(shown))
+        numbers, ids = evidence.numbers, evidence.ids
         statuses = _statuses(record["result"], ("status",))
         for turn in trajectory.turns[index + 1 :]:
             if turn.role != "agent" or turn.invalid is not None or turn.parsed.get("action_type") not in ("speak", "end_call"):
@@ -223,9 +242,10 @@ class RuleJudge:
             said.append(content)
         return found
 
-    def _inconsistent_claims(self, trajectory: Trajectory) -> list[str]:
+    def _inconsistent_claims(self, trajectory: Trajectory, results: dict[int, _ResultEvidence]) -> list[str]:
         """Every claim and stated value of the agent's spoken turns that the evidence it had by then
-        (successful tool results and arguments, the customer's words) does not back."""
+        (successful tool results and arguments, the customer's words) does not back; ``results``:
+        :func:`_results_evidence` of the trajectory's calls."""
         succeeded: set[str] = set()
         statuses: set[str] = set()
         balances: set[float] = set()
@@ -233,7 +253,7 @@ class RuleJudge:
         ids: set[str] = set()
         bad: list[str] = []
         promises: list[Claim] = []
-        for turn in trajectory.turns:
+        for index, turn in enumerate(trajectory.turns):
             if turn.role == "customer":
                 numbers |= evidence_numbers(turn.text)
                 ids.update(ID_PATTERN.findall(turn.text))
@@ -245,7 +265,9 @@ class RuleJudge:
                     numbers |= evidence_numbers(shown)
                     ids.update(ID_PATTERN.findall(shown))
                 if call["ok"]:
-                    self._learn(call, succeeded, statuses, balances, numbers, ids)
+                    self._learn(call, succeeded, statuses, balances)
+                    numbers |= results[index].numbers
+                    ids.update(results[index].ids)
                 continue
             if turn.invalid is not None or turn.parsed.get("action_type") not in ("speak", "end_call"):
                 continue
@@ -261,13 +283,11 @@ class RuleJudge:
         return bad
 
     @staticmethod
-    def _learn(call: dict[str, Any], succeeded: set[str], statuses: set[str], balances: set[float], numbers: set[float], ids: set[str]) -> None:
+    def _learn(call: dict[str, Any], succeeded: set[str], statuses: set[str], balances: set[float]) -> None:
+        """Add what one successful call establishes: its tool succeeded, the statuses and balances it returned."""
         result = call["result"]
-        shown = json.dumps(result)
         succeeded.add(call["tool"])
         statuses.update(_statuses(result))
-        numbers |= evidence_numbers(shown)
-        ids.update(ID_PATTERN.findall(shown))
         if call["tool"] == LOOKUP:
             balances.update(round(a["balance"], 2) for a in result["accounts"])
         if call["tool"] == "transfer_funds":

@@ -4,6 +4,7 @@ the episode (bank, intent, facts, concealment level)."""
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 from dialogue_gym.scenarios.rlada.bank import Bank
@@ -11,8 +12,10 @@ from dialogue_gym.scenarios.rlada.cues import fact_strings
 from dialogue_gym.scenarios.rlada.data import Domain, Intent
 
 
+@lru_cache(maxsize=16)
 def tool_catalogue(domain: Domain) -> str:
-    """One line per tool: name, description and argument schema (compact JSON)."""
+    """One line per tool: name, description and argument schema (compact JSON). Memoised per domain
+    (domains hash by identity and are loaded once): every episode's agent prompt lists the same tools."""
     lines = [f"- {tool.name}: {tool.description} Arguments: {json.dumps(tool.parameters, separators=(',', ':'))}" for tool in domain.tools]
     return "\n".join(lines)
 

@@ -1,0 +1,133 @@
+"""RL-ADA's fast paths give exactly what the general code gives: each memoised or shortened reader
+against the plain code it stands for, on the lines scripted calls say and on hostile text, and the
+bank's draws against the draws they replace."""
+
+import hashlib
+import json
+import random
+from dataclasses import asdict
+
+import pytest
+
+from dialogue_gym.evaluation import Evaluator
+from dialogue_gym.scenarios.common import MAX_ACTION_CHARS, MAX_CACHED_TEXT_CHARS
+from dialogue_gym.scenarios.rlada import reading
+from dialogue_gym.scenarios.rlada.bank import BACKGROUND_DAYS_AGO, generate_bank
+from dialogue_gym.scenarios.rlada.cues import _names_intent, names_intent
+from dialogue_gym.scenarios.rlada.data import load_domain
+from dialogue_gym.scenarios.rlada.game import read_customer_output
+from dialogue_gym.scenarios.rlada.parsing import parse_customer_output
+from dialogue_gym.scenarios.rlada.prompts import tool_catalogue
+
+DOMAIN = load_domain()
+
+
+def scripted_texts() -> list[str]:
+    """What scripted calls say and hear: raw turns and their readings, tool calls and their results."""
+    texts = []
+    for env_id, learner, agent in (("RLADA-Banking-v0", "agent", "keyword"), ("RLADA-Customer-v0", "customer", "direct")):
+        for trajectory in Evaluator(env_id, agent, learner=learner).run(24, seed=5):
+            for turn in trajectory.turns:
+                texts += [turn.raw, turn.text]
+                outcome = turn.parsed.get("tool_outcome")
+                if outcome is not None:
+                    texts += [json.dumps(outcome["args"]), json.dumps(outcome["result"])]
+    return list(dict.fromkeys(texts))
+
+
+def hostile_texts() -> list[str]:
+    """Long runs of the characters the readers look at, texts on both sides of the memo's length
+    limit, odd code points, markup and number-like junk."""
+    units = ("1,234.5 ", "$1", "9" * 7, "-0.5e9 ", "ACC-12 ", "[hang up] ", "Customer: ", '"', "<a>", "? ", "refund ", "\x00\ud800")
+    texts = [unit * (MAX_ACTION_CHARS // len(unit) + 1) for unit in units]
+    texts += [unit * (MAX_CACHED_TEXT_CHARS // len(unit)) for unit in units]
+    texts += ["", " ", "?", "1" * 5000, "1,000,000,000,000,000.129", ".5", "5.", "1.2.3", "00042.80", "1e999", "NaN"]
+    texts += ["transaction charged twice", "I want to dispute_charge this", "TRANSFER  TO  HUMAN please", "lost_or_stolen_card?"]
+    return texts
+
+
+TEXTS = scripted_texts() + hostile_texts()
+
+
+def test_the_texts_cover_the_memo_limit_and_the_parsers_bound():
+    lengths = [len(text) for text in TEXTS]
+    assert min(lengths) == 0 and max(lengths) > MAX_ACTION_CHARS
+    assert any(length <= MAX_CACHED_TEXT_CHARS for length in lengths) and any(MAX_CACHED_TEXT_CHARS < length <= MAX_ACTION_CHARS for length in lengths)
+    assert len(TEXTS) > 150
+
+
+def test_evidence_numbers_reads_every_match_as_the_match_loop_did():
+    # _evidence_numbers takes the distinct matches from findall; the loop over match objects it replaced:
+    def by_match_loop(text: str) -> frozenset[float]:
+        found = {match.group(0) for match in reading._NUMBER.finditer(text)}
+        return frozenset(value for value in map(reading.number_value, found) if value is not None)
+
+    assert reading._NUMBER.groups == 0  # findall gives whole matches only while the pattern has no group
+    for text in TEXTS:
+        bounded = text[:MAX_ACTION_CHARS]
+        assert reading.evidence_numbers(text) == by_match_loop(bounded), text[:80]
+
+
+@pytest.mark.parametrize("customer_max_chars", [400, 20, MAX_ACTION_CHARS])
+def test_the_memoised_customer_parse_is_the_parse(customer_max_chars):
+    patterns = (DOMAIN.hangup_markers, DOMAIN.role_reversal, DOMAIN.meta_talk)
+    for max_sentences in (1, 2):
+        for text in TEXTS:
+            expected = parse_customer_output(text, *patterns, max_sentences, customer_max_chars)
+            for _ in range(2):  # a miss, then a hit where the text is short enough to be kept
+                assert read_customer_output(text, DOMAIN, max_sentences, customer_max_chars) == expected, text[:80]
+
+
+def test_the_memoised_names_intent_is_the_plain_check():
+    tools = DOMAIN.tool_names
+    for intent in DOMAIN.intents[::7]:
+        for text in TEXTS:
+            expected = _names_intent.__wrapped__(text, intent.name, intent.phrase, tools)
+            assert names_intent(text, intent, tools) == expected, (intent.name, text[:80])
+            assert names_intent(text, intent, list(tools)) == expected
+    intent = DOMAIN.intent("transaction_charged_twice")
+    assert names_intent("Was my transaction charged twice?", intent, tools)
+    assert names_intent("please transfer to human", intent, tools)
+    assert not names_intent("I see the same coffee twice on my statement", intent, tools)
+
+
+def test_the_domain_keeps_its_tool_names_in_order():
+    assert DOMAIN.tool_names == tuple(tool.name for tool in DOMAIN.tools)
+    assert DOMAIN.tool_names is DOMAIN.tool_names
+
+
+def test_the_kept_tool_catalogue_is_the_domain_catalogue():
+    lines = [f"- {tool.name}: {tool.description} Arguments: {json.dumps(tool.parameters, separators=(',', ':'))}" for tool in DOMAIN.tools]
+    assert tool_catalogue(DOMAIN) == "\n".join(lines)
+
+
+def test_choice_draws_what_randrange_and_randint_draw():
+    # generate_bank draws with choice where it drew options[randrange(len(options))] and randint(1, 30).
+    for seed in range(300):
+        sizes = random.Random(-seed).choices(range(1, 5000), k=40)
+        by_choice, by_randrange = random.Random(seed), random.Random(seed)
+        for size in sizes:
+            options = range(size)
+            assert by_choice.choice(options) == options[by_randrange.randrange(len(options))]
+            assert by_choice.choice(BACKGROUND_DAYS_AGO) == by_randrange.randint(1, 30)
+        assert by_choice.getstate() == by_randrange.getstate()
+
+
+def test_the_banks_are_the_ones_drawn_before():
+    # The digest of these banks and facts as the generator drew them with randrange and randint.
+    digest = hashlib.sha256()
+    for index, intent in enumerate(DOMAIN.intents):
+        for seed in (index, 10**9 + 7 * index, 2**61 + index):
+            bank, facts = generate_bank(seed, intent, DOMAIN)
+            digest.update(json.dumps([asdict(bank), facts], sort_keys=True).encode())
+    assert digest.hexdigest() == "f8f14969c9564fd34b3c7ffc3a5b5d1a55275f917f6dc9416b65c1d5384f5ef4"
+
+
+def test_no_reader_keeps_a_text_over_the_memo_limit():
+    long_text = "I was charged twice at Netflix. " * (MAX_CACHED_TEXT_CHARS // 30)
+    assert len(long_text) > MAX_CACHED_TEXT_CHARS
+    before = read_customer_output.cache_info().currsize, _names_intent.cache_info().currsize
+    read_customer_output(long_text, DOMAIN, 2, 400)
+    names_intent(long_text, DOMAIN.intents[0], DOMAIN.tool_names)
+    assert (read_customer_output.cache_info().currsize, _names_intent.cache_info().currsize) == before
+    assert read_customer_output(long_text, DOMAIN, 2, 400).utterance.startswith("I was charged twice at Netflix.")
