@@ -5,6 +5,7 @@ import importlib.util
 from pathlib import Path
 
 import gymnasium as gym
+import pytest
 
 import dialogue_gym  # noqa: F401
 from envs_registry import REGISTRY
@@ -63,3 +64,44 @@ def test_tiny_run_prints_both_tables_with_threads_and_load(capsys):
     assert "load average (1, 5, 15 min)" in printed and "OMP_NUM_THREADS=" in printed and "torch 1" in printed
     assert "RLADA-Customer-v0      customer" in printed and "learner turns" in printed
     assert torch.get_num_threads() == threads_before  # pinned only while the tables ran
+
+
+COMPARE = BENCHMARK.parent / "compare_revisions.py"
+
+
+def load_compare():
+    spec = importlib.util.spec_from_file_location("benchmark_compare_revisions", COMPARE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_comparing_with_head_finds_the_same_episodes_and_prints_every_row(capsys):
+    module = load_compare()
+    # HEAD against this tree: the suite runs on a clean checkout in CI, where both play the same episodes.
+    if module.subprocess.run(["git", "-C", str(module.ROOT), "diff", "--quiet", "HEAD", "--", "dialogue_gym", "envs_registry"]).returncode:
+        pytest.skip("the package differs from HEAD in this checkout")
+    assert module.main(["HEAD", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "the same episodes" in out and out.count("sha256") == 2
+    rows = [line for line in out.splitlines() if line.startswith(("SEAD", "TRACER", "DMBench", "RLADA"))]
+    assert len(rows) == sum(len(entry.roles) for entry in REGISTRY) + 1 + len(module.VECTOR_SIZES)
+    assert all(float(row.split()[-1]) > 0 for row in rows)
+
+
+def test_other_episodes_exit_1_and_the_ratio_is_this_tree_over_the_revision(monkeypatch, capsys):
+    module = load_compare()
+
+    def fake_run_in(tree, mode, *args):
+        mine = tree == module.ROOT
+        if mode == "fingerprint":
+            return "mine" if mine else "theirs"
+        if mode == "rows":
+            return ["SEAD-Outbound-v0 agent"]
+        return 300.0 if mine else 100.0
+
+    monkeypatch.setattr(module, "run_in", fake_run_in)
+    assert module.main(["HEAD", "--quick", "--fingerprint-episodes", "1"]) == 1
+    out = capsys.readouterr().out
+    assert "THE EPISODES DIFFER" in out
+    assert out.splitlines()[-1].split() == ["SEAD-Outbound-v0", "agent", "100", "300", "3.00"]

@@ -1,0 +1,171 @@
+"""Scripted speed of this working tree against a git revision, side by side, and whether both play the same episodes.
+
+    python benchmarks/compare_revisions.py [REV] [--rounds 2] [--episodes 3000] [--quick]
+
+REV (default ``HEAD``) is checked out into a temporary git worktree. Each round then plays every row
+of ``scripted_throughput.py``'s engine table and SEAD's ``gym.make`` (unwrapped) and ``gym.make_vec``
+rows at K = 1 and 64, each row in a fresh process of the revision and then of this tree (so a drifting
+machine load hits both alike, and no row meets the heap earlier rows left), with each tree's own
+benchmark module and package, threads pinned to one. It prints learner turns per CPU second of every round and the ratio of the round means
+(this tree over REV), with the load average before and after.
+
+First it plays, in each tree, every fair baseline and audit policy of every ID's exploit audits
+(``--fingerprint-episodes``, 120 each, seed 7) and prints a SHA-256 of their trajectories (strict
+JSON): a speed change that keeps the rules must keep it equal. The script exits 1 when it differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+VECTOR_SIZES = (1, 64)
+
+
+def fingerprint(episodes: int) -> str:
+    """SHA-256 over the trajectories of every audit player of every registered ID (in this process's tree)."""
+    from dialogue_gym.evaluation import evaluate
+    from envs_registry import REGISTRY, resolve
+
+    digest = hashlib.sha256()
+    for entry in REGISTRY:
+        for audit in resolve(entry.audits)():
+            players = [(name, name) for name in dict.fromkeys((*audit.fair_order, audit.baseline))]
+            players += [(policy.name, policy.make()) for policy in audit.policies]
+            for _, agent in players:
+                for trajectory in evaluate(audit.env_id, agent, episodes, 7, learner=audit.learner, env_kwargs=audit.env_kwargs):
+                    digest.update(trajectory.to_json().encode())
+    return digest.hexdigest()
+
+
+def rows() -> list[str]:
+    """The rows compared: every ID with each of its learner roles through the engine, then SEAD's single env and vector env."""
+    from envs_registry import REGISTRY
+
+    engine = [f"{entry.id} {role}" for entry in REGISTRY for role in sorted(entry.roles, key=lambda role: role != entry.default_learner)]
+    return [*engine, "SEAD gym.make unwrapped", *(f"SEAD gym.make_vec K={size}" for size in VECTOR_SIZES)]
+
+
+def rate(row: str, episodes: int, warmup: int) -> float:
+    """Learner turns per CPU second of one row, with this process's tree's scripted_throughput (each row
+    in a fresh process: a row played after others meets their memo caches on the heap and runs slower)."""
+    sys.path.insert(0, str(Path.cwd() / "benchmarks"))
+    import scripted_throughput as bench
+
+    players = bench.learner_players()
+    with bench.pinned_threads():
+        if row == "SEAD gym.make unwrapped":
+            result = bench.single(episodes, True, warmup, len(players))
+        elif row.startswith("SEAD gym.make_vec K="):
+            size = int(row.rsplit("=", 1)[1])
+            result = bench.vector(size, episodes, warmup, len(players) + 1 + VECTOR_SIZES.index(size))
+        else:
+            index = [f"{env_id} {learner}" for env_id, learner, _ in players].index(row)
+            result = bench.engine(*players[index], episodes, warmup, index)
+    return result["turns"] / result["cpu_seconds"]
+
+
+def child(argv: list[str]) -> None:
+    """``--child fingerprint N``, ``--child rows`` or ``--child rate ROW EPISODES WARMUP``, run inside one tree: prints JSON."""
+    sys.path.insert(0, str(Path.cwd()))
+    import dialogue_gym  # noqa: F401  (registers the ids)
+
+    if argv[0] == "fingerprint":
+        print(json.dumps(fingerprint(int(argv[1]))))
+    elif argv[0] == "rows":
+        print(json.dumps(rows()))
+    else:
+        print(json.dumps(rate(argv[1], int(argv[2]), int(argv[3]))))
+
+
+def run_in(tree: Path, *args: str) -> object:
+    """Run this script's child mode with ``tree`` as the working directory (its package first on the path)."""
+    environment = {**os.environ, **{variable: os.environ.get(variable, "1") for variable in THREAD_VARIABLES}}
+    environment["PYTHONPATH"] = str(tree)
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", *args], cwd=tree, env=environment,
+        capture_output=True, text=True, check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the run in {tree} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def table(results: dict[str, list[dict[str, float]]], revision: str) -> str:
+    rows = list(results["this tree"][0])
+    lines = [f"{'row':36s} {revision + ' (per round)':>24s} {'this tree (per round)':>24s} {'ratio':>6s}"]
+    for row in rows:
+        before = [round_[row] for round_ in results[revision]]
+        after = [round_[row] for round_ in results["this tree"]]
+        ratio = statistics.mean(after) / statistics.mean(before)
+        lines.append(
+            f"{row:36s} {' / '.join(f'{x:,.0f}' for x in before):>24s} {' / '.join(f'{x:,.0f}' for x in after):>24s} {ratio:6.2f}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child"]:
+        child(argv[1:])
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("revision", nargs="?", default="HEAD", help="git revision to compare with (default: HEAD)")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds (default: 2)")
+    parser.add_argument("--episodes", type=int, default=3000, help="episodes per row (default: 3000)")
+    parser.add_argument("--warmup", type=int, default=500, help="untimed episodes before each row (default: 500)")
+    parser.add_argument("--fingerprint-episodes", type=int, default=120, help="episodes per audit player (0: skip)")
+    parser.add_argument("--quick", action="store_true", help="one round of 60 episodes a row, 12 per audit player")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.rounds, args.episodes, args.warmup, args.fingerprint_episodes = 1, 60, 30, 12
+    for name in ("rounds", "episodes"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
+    with tempfile.TemporaryDirectory(prefix="dialogue-gym-rev-") as folder:
+        worktree = Path(folder) / "tree"
+        added = subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(worktree), args.revision], capture_output=True, text=True
+        )
+        if added.returncode != 0:
+            raise SystemExit(f"cannot check out {args.revision!r}: {added.stderr.strip()}")
+        try:
+            trees = {args.revision: worktree, "this tree": ROOT}
+            same = True
+            if args.fingerprint_episodes:
+                prints = {name: run_in(tree, "fingerprint", str(args.fingerprint_episodes)) for name, tree in trees.items()}
+                same = len(set(prints.values())) == 1
+                for name, value in prints.items():
+                    print(f"trajectories of every audit player, {name}: sha256 {value}")
+                print("the same episodes" if same else "THE EPISODES DIFFER")
+            load_before = os.getloadavg()
+            results: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+            for _ in range(args.rounds):
+                for name in trees:
+                    results[name].append({})
+                for row in run_in(ROOT, "rows"):
+                    for name, tree in trees.items():
+                        results[name][-1][row] = run_in(tree, "rate", row, str(args.episodes), str(args.warmup))
+            load_after = os.getloadavg()
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)], capture_output=True)
+    print(
+        f"\n{os.cpu_count()} CPUs; load average (1 min) {load_before[0]:.2f} before, {load_after[0]:.2f} after; "
+        f"learner turns per CPU second, {args.rounds} alternating round(s) of {args.episodes} episodes a row; "
+        "ratio: mean of this tree's rounds over the revision's\n"
+    )
+    print(table(results, args.revision))
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
