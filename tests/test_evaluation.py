@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import dialogue_gym  # noqa: F401
 from dialogue_gym.errors import ConfigError, ScenarioError
 from dialogue_gym.evaluation import (
+    ORDER_STREAM,
     EvaluationOrder,
     Evaluator,
     coverage_note,
@@ -120,6 +121,32 @@ def test_coverage_note_counts_the_strata_played_and_each_facet():
     assert "cooperation (played/proportional): 0 26/26.0, 1 26/26.0" in note
 
 
+def test_the_sead_evaluation_order_is_pinned():
+    """Published partial runs (not a multiple of 120) must replay the same starts in any later release."""
+    assert ORDER_STREAM == int.from_bytes(b"order", "big")
+    order = EvaluationOrder(_strata("SEAD-Outbound-v0"), 0)
+    assert order.starts(12) == [20, 76, 105, 41, 67, 24, 16, 104, 93, 54, 1, 65]
+    assert order.starts(6, first=120) == [227, 164, 135, 168, 199, 232]
+
+
+def test_the_second_pick_goes_to_the_under_represented_value_whatever_the_seed():
+    """Hand-computed: strata a=0, a=0, a=1 (shares 2/3, 1/3). The first pick is an a=0 stratum
+    (deficit -2/3 against -1/3); at prefix length 2 the deficits are 1 - 4/3 = -1/3 for a=0 and
+    0 - 2/3 = -2/3 for a=1, so a=1 comes second on every seed (a prefix length off by one would tie
+    them at -1 and let the seed decide)."""
+    strata = [{"a": 0}, {"a": 0}, {"a": 1}]
+    orders = {tuple(stratified_permutation(strata, seed)) for seed in range(12)}
+    assert orders == {(0, 2, 1), (1, 2, 0)}
+
+
+def test_coverage_note_prints_the_gap_range_of_a_facet_with_more_than_eight_values():
+    """4 of 9 one-value strata: the 4 played are 1 - 4/9 = +0.6 over, the 5 others 0 - 4/9 = -0.4 under."""
+    note = coverage_note([{"x": value} for value in range(9)], 4, 0)
+    assert note.splitlines()[1] == "  x (9 values): played minus proportional from -0.4 to +0.6"
+    eight = coverage_note([{"x": value} for value in range(8)], 3, 0).splitlines()[1]
+    assert eight.startswith("  x (played/proportional): 0 ") and eight.count("/0.4") == 8
+
+
 def test_repeats_replay_each_start_with_other_seeds():
     trajectories = evaluate("SEAD-Outbound-v0", "adaptive", 4, seed=2, repeats=3)
     assert [(t.meta["start"], t.meta["repeat"]) for t in trajectories[:3]] == [(trajectories[0].meta["start"], r) for r in range(3)]
@@ -170,6 +197,24 @@ def test_a_bad_out_path_is_a_config_error_before_any_episode(tmp_path, monkeypat
         evaluate("SEAD-Outbound-v0", "sop", 2, out=tmp_path / "missing" / "run.jsonl")
     with pytest.raises(ConfigError, match="is a folder; give a file path"):
         evaluate("SEAD-Outbound-v0", "sop", 2, out=tmp_path)
+
+
+def test_an_existing_empty_file_is_written_without_append_and_a_one_byte_file_is_refused(tmp_path):
+    out = tmp_path / "run.jsonl"
+    out.touch()
+    evaluate("SEAD-Outbound-v0", "sop", 1, out=out)
+    assert len(out.read_text().splitlines()) == 1
+    one_byte = tmp_path / "one.jsonl"
+    one_byte.write_text("\n")
+    with pytest.raises(ConfigError, match=r"one.jsonl' already exists \(1 bytes\)"):
+        evaluate("SEAD-Outbound-v0", "sop", 1, out=one_byte)
+
+
+@pytest.mark.parametrize("name, value", [("batch_size", True), ("batch_size", 0), ("batch_size", "3"), ("batch_size", 2.0), ("repeats", 0), ("episodes", False)])
+def test_a_count_that_is_not_a_positive_int_is_refused(name, value):
+    arguments = {"episodes": 1, name: value}
+    with pytest.raises(ConfigError, match=rf"{name} must be an int >= 1, got {value!r}\."):
+        evaluate("SEAD-Outbound-v0", "sop", **arguments)
 
 
 def test_learner_in_env_kwargs_is_refused_with_the_fix():
