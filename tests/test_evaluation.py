@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dialogue_gym  # noqa: F401
+from dialogue_gym.backends.canned import CannedBackend
 from dialogue_gym.errors import ConfigError, ScenarioError
 from dialogue_gym.evaluation import (
     ORDER_STREAM,
@@ -22,6 +23,7 @@ from dialogue_gym.evaluation import (
     load_trajectories,
     stratified_permutation,
 )
+from dialogue_gym.health import UNHEALTHY_THRESHOLD
 from dialogue_gym.scenarios.sead.game import SeadGame
 
 
@@ -140,11 +142,12 @@ def test_the_second_pick_goes_to_the_under_represented_value_whatever_the_seed()
 
 
 def test_coverage_note_prints_the_gap_range_of_a_facet_with_more_than_eight_values():
-    """4 of 9 one-value strata: the 4 played are 1 - 4/9 = +0.6 over, the 5 others 0 - 4/9 = -0.4 under."""
-    note = coverage_note([{"x": value} for value in range(9)], 4, 0)
+    """4 starts of 18 strata holding 9 values twice each: proportional is 4 * 2/18 = 0.44 a value, so
+    the 4 values played once are 1 - 0.44 = +0.6 over and the 5 others 0 - 0.44 = -0.4 under."""
+    note = coverage_note([{"x": index % 9} for index in range(18)], 4, 0)
     assert note.splitlines()[1] == "  x (9 values): played minus proportional from -0.4 to +0.6"
     eight = coverage_note([{"x": value} for value in range(8)], 3, 0).splitlines()[1]
-    assert eight.startswith("  x (played/proportional): 0 ") and eight.count("/0.4") == 8
+    assert eight == "  x (played/proportional): 0 1/0.4, 1 0/0.4, 2 1/0.4, 3 1/0.4, 4 0/0.4, 5 0/0.4, 6 0/0.4, 7 0/0.4"
 
 
 def test_repeats_replay_each_start_with_other_seeds():
@@ -167,6 +170,26 @@ def test_shards_of_a_repeated_run_add_up_to_the_run():
     evaluator = Evaluator("RLADA-Banking-v0", "keyword", batch_size=3)
     shards = evaluator.run(2, 1, repeats=2) + evaluator.run(4, 1, repeats=2, first_episode=2)
     assert [t.to_dict() for t in shards] == [t.to_dict() for t in whole]
+
+
+def test_plays_defaults_to_one_repeat_from_the_first_position():
+    evaluator = Evaluator("SEAD-Outbound-v0", "sop")
+    assert evaluator.plays(3, 0) == [(20, 0), (76, 0), (105, 0)]
+    assert evaluator.plays(2, 0, repeats=2, first_episode=1) == [(76, 0), (76, 1), (105, 0), (105, 1)]
+
+
+def test_run_defaults_to_seed_zero():
+    evaluator = Evaluator("SEAD-Outbound-v0", "sop")
+    assert [t.to_dict() for t in evaluator.run(2)] == [t.to_dict() for t in evaluator.run(2, 0)]
+    assert [t.seed for t in evaluator.run(2)] == [20, 76]
+
+
+def test_unhealthy_episodes_are_marked_only_when_asked():
+    """An LLM-played user that never writes its format fails its health checks on every turn."""
+    garbled = {"user": "llm", "user_backend": CannedBackend(["no format here"])}
+    assert not any("unhealthy" in t.meta for t in evaluate("SEAD-Outbound-v0", "sop", 2, env_kwargs=garbled))
+    marked = evaluate("SEAD-Outbound-v0", "sop", 2, env_kwargs=garbled, invalid_on_unhealthy=True)
+    assert [t.meta["unhealthy"] for t in marked] == [{"roles": {"user": 1.0}, "threshold": UNHEALTHY_THRESHOLD}] * 2
 
 
 def test_for_agent_shares_the_env_and_plays_like_a_fresh_evaluator():
