@@ -48,10 +48,10 @@ if __name__ == "__main__":
 
 TARGET = 20_000
 QUICK_EPISODES = 120
+"""``--quick``: one cycle of SEAD's 120 initial states per row."""
 SEED_BLOCK = 10**6
 """Row ``r`` is timed on the seeds from ``2 r`` blocks and warmed up on those from ``2 r + 1``: no row
 replays another's episodes, whose memoised parses would flatter it."""
-"""``--quick``: one cycle of SEAD's 120 initial states per row."""
 
 
 def clock() -> tuple[float, float]:
