@@ -188,17 +188,18 @@ def _user_spans(text: str) -> list[TagSpan]:
     ]
 
 
-def _canonical_user(text: str, spans: list[TagSpan]) -> UserMove | None:
-    """The move when ``text`` is exactly SEAD's user record with in-range values, else None."""
-    if tuple(span.name for span in spans) != _USER_TAGS or spans[0].start != 0 or spans[-1].end != len(text):
-        return None
-    if any(left.end != right.start for left, right in zip(spans, spans[1:])):
+def _canonical_user(spans: list[TagSpan]) -> UserMove | None:
+    """The move when ``spans`` are SEAD's six user tags in order with a non-blank reply and in-range
+    values, else None. Text around or between the tags does not matter: the general parser ignores it
+    too, and gives this same move (a property test checks it on records with text around, between
+    and inside their tags)."""
+    if tuple(span.name for span in spans) != _USER_TAGS:
         return None
     think, reply, c, e, tr, status = (span.content for span in spans)
     if not all(_DIGIT.fullmatch(value) for value in (c, e, tr)) or not _STATUS_DIGIT.fullmatch(status):
         return None
     state = UserState(int(c), int(e), int(tr))
-    if state.out_of_range() or int(status) not in USER_STATUS or not reply or reply.strip() != reply:
+    if state.out_of_range() or int(status) not in USER_STATUS or not reply.strip():
         return None
     return UserMove(" ".join(reply.split()), state, int(status), think.strip())
 
@@ -207,7 +208,7 @@ def _canonical_user(text: str, spans: list[TagSpan]) -> UserMove | None:
 def _parse_user_output(text: str, previous: UserState) -> UserMove:
     """Pure and memoised."""
     spans = _user_spans(text)
-    canonical = _canonical_user(text, spans)
+    canonical = _canonical_user(spans)
     if canonical is not None:
         return canonical
     fields = tag_fields(spans)

@@ -1,6 +1,9 @@
+import dataclasses
 import json
+from unittest import mock
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dialogue_gym.scenarios.common import MAX_ACTION_CHARS, scan_tags
@@ -197,3 +200,79 @@ def test_the_kept_records_are_bounded(monkeypatch):
     texts = [render_user_output(f"Reply {n}.", (2, 1, 3), 0) for n in range(7)]
     assert len(parsing._RENDERED_MOVES) <= 3 and texts[-1] in parsing._RENDERED_MOVES
     assert parse_user_output(texts[0], UserState(1, 1, 1)) == scanned(texts[0])
+
+
+def general(text, previous=UserState(1, 1, 1)):
+    """What the general parser gives for ``text``, without the canonical-record fast path."""
+    with mock.patch.object(parsing, "_canonical_user", lambda spans: None):
+        return _parse_user_output.__wrapped__(text, previous)
+
+
+_CLOSERS = ("</think>", "</reply>", "</cooperation>", "</emotion>", "</trust>")
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(max_size=20),
+    st.text(max_size=30),
+    st.tuples(st.integers(-1, 9), st.integers(-1, 9), st.integers(-1, 9)),
+    st.integers(-2, 2),
+    st.sampled_from(["", " ", "x", "<a>", "\n"]),
+    st.sampled_from(["", " ", "x", "</status>", "\n"]),
+    st.sampled_from(["", " ", "y"]),
+    st.sampled_from(_CLOSERS),
+)
+@example("t", " ", (2, 1, 3), 0, "", "", "", "</think>")  # a blank reply
+@example(" t ", " Sure,  go. ", (2, 1, 3), 1, "x", "x", "y", "</reply>")  # padding, text around and between
+def test_the_canonical_fast_path_gives_the_general_parsers_move_on_any_record(think, reply, state, status, before, after, gap, where):
+    """Records with text before, after or between their tags, padded or empty fields, out-of-range
+    values: the fast path either declines or returns exactly the general parser's move."""
+    text = before + render_user_output(reply, state, status, think).replace(where, where + gap, 1) + after
+    for previous in (UserState(0, 0, 0), UserState(4, 3, 5)):
+        assert _parse_user_output.__wrapped__(text, previous) == general(text, previous)
+
+
+def test_moves_are_frozen_because_the_parsers_share_them_from_their_memo():
+    agent = parse_agent_output("<response>Hello</response>")
+    user = parse_user_output(render_user_output("Sure.", (2, 1, 3), 0), UserState(1, 1, 1))
+    for move, field in ((agent, "utterance"), (user, "reply")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(move, field, "changed")
+
+
+def test_an_unclosed_response_reads_everything_after_its_first_opening():
+    """Two openings, no closing: the utterance is the text after the first, tags blanked to spaces."""
+    move = parse_agent_output("<response>Hello<response>there")
+    assert move.utterance == "Hello there" and move.format == "tags" and move.problem == "unclosed <response> tag"
+
+
+def test_an_utterance_of_2000_characters_is_kept_whole_and_one_more_is_cut():
+    assert parse_agent_output("a" * 2000).problem is None
+    move = parse_agent_output("a" * 2001)
+    assert move.utterance == "a" * 2000 and move.problem == "utterance of 2001 characters exceeds max_utterance_chars=2000; truncated"
+
+
+def test_a_non_integer_estimate_names_only_the_fields_that_are_not_integers():
+    text = "<response>Hi</response><cooperation_score>x</cooperation_score><emotion_score>1</emotion_score><trust_score>y</trust_score>"
+    move = parse_agent_output(text)
+    assert move.estimate is None and move.problem == "state estimate is not integer: {'cooperation_score': 'x', 'trust_score': 'y'}"
+
+
+def test_a_missing_status_reads_as_continue_without_a_problem_and_is_listed_as_missing():
+    move = parse_user_output("<think>t</think><reply>Fine.</reply><cooperation>2</cooperation><emotion>1</emotion><trust>3</trust>", UserState(1, 1, 1))
+    assert (move.status, move.problem, move.missing, move.state) == (0, None, ("status",), UserState(2, 1, 3))
+
+
+def test_records_at_the_length_limit_and_with_zero_states_are_kept():
+    longest = render_user_output("x" * (MAX_ACTION_CHARS - len(render_user_output("", (0, 0, 0), 0))), (0, 0, 0), 0)
+    assert len(longest) == MAX_ACTION_CHARS and longest in parsing._RENDERED_MOVES
+
+
+def test_the_kept_records_start_afresh_when_full(monkeypatch):
+    monkeypatch.setattr(parsing, "_MAX_RENDERED_MOVES", 3)
+    monkeypatch.setattr(parsing, "_RENDERED_MOVES", {})
+    sizes = []
+    for n in range(7):
+        render_user_output(f"Reply {n}.", (2, 1, 3), 0)
+        sizes.append(len(parsing._RENDERED_MOVES))
+    assert sizes == [1, 2, 3, 1, 2, 3, 1]
