@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from dialogue_gym.scenarios.common import MAX_ACTION_CHARS, scan_tags
 from dialogue_gym.scenarios.sead import parsing
 from dialogue_gym.scenarios.sead.parsing import (
+    UserMove,
     _parse_user_output,
     _user_spans,
     parse_agent_output,
@@ -109,21 +110,40 @@ def test_user_parser_always_returns_a_state_in_range(text, previous):
     assert not move.state.out_of_range() and move.status in (-1, 0, 1)
 
 
-@settings(max_examples=300, deadline=None)
+def general(text, previous=UserState(1, 1, 1)):
+    """What the general parser gives for ``text``, without the canonical-record fast path."""
+    with mock.patch.object(parsing, "_canonical_user", lambda spans: None):
+        return _parse_user_output.__wrapped__(text, previous)
+
+
+_CLOSERS = ("</think>", "</reply>", "</cooperation>", "</emotion>", "</trust>")
+
+
+@settings(max_examples=400, deadline=None)
 @given(
     st.text(max_size=40),
     st.text(max_size=60),
     st.tuples(st.integers(-1, 9), st.integers(-1, 9), st.integers(-1, 9)),
     st.integers(-2, 2),
+    st.sampled_from(["", " ", "x", "<a>", "\n"]),
+    st.sampled_from(["", " ", "x", "</status>", "\n"]),
+    st.sampled_from(["", " ", "y"]),
+    st.sampled_from(_CLOSERS),
 )
-def test_canonical_user_records_parse_like_the_general_path(think, reply, state, status):
-    """The fast path for well-formed records must agree with the lenient parser on every input."""
-    text = render_user_output(reply, state, status, think)
-    fast = parse_user_output(text, UserState(1, 1, 1))
-    slow = parse_user_output(text + " ", UserState(1, 1, 1))
-    assert fast.state == slow.state and fast.status == slow.status and (fast.problem is None) == (slow.problem is None)
-    if fast.problem is None:
-        assert fast.reply == slow.reply
+@example("t", " ", (2, 1, 3), 0, "", "", "", "</think>")  # a blank reply
+@example(" t ", " Sure,  go. ", (2, 1, 3), 1, "x", "x", "y", "</reply>")  # padding, text around and between
+def test_the_canonical_fast_path_gives_the_general_parsers_move_on_any_record(think, reply, state, status, before, after, gap, where):
+    """Records with text before, after or between their tags, padded or empty fields, out-of-range
+    values: the fast path either declines or returns exactly the general parser's move."""
+    text = before + render_user_output(reply, state, status, think).replace(where, where + gap, 1) + after
+    for previous in (UserState(0, 0, 0), UserState(4, 3, 5)):
+        assert _parse_user_output.__wrapped__(text, previous) == general(text, previous)
+
+
+def test_the_fast_path_takes_a_plain_record_and_one_with_text_around_and_between_its_tags():
+    text = render_user_output("Sure.", (2, 1, 3), 0, "t")
+    for variant in (text, f" x{text}\n", text.replace("</reply>", "</reply> y")):
+        assert parsing._canonical_user(_user_spans(variant)) == UserMove("Sure.", UserState(2, 1, 3), 0, "t")
 
 
 _USER_PIECES = ["<think>", "</think>", "<reply>", "</reply>", "<cooperation>", "</cooperation>", "<emotion>", "</emotion>",
@@ -200,36 +220,6 @@ def test_the_kept_records_are_bounded(monkeypatch):
     texts = [render_user_output(f"Reply {n}.", (2, 1, 3), 0) for n in range(7)]
     assert len(parsing._RENDERED_MOVES) <= 3 and texts[-1] in parsing._RENDERED_MOVES
     assert parse_user_output(texts[0], UserState(1, 1, 1)) == scanned(texts[0])
-
-
-def general(text, previous=UserState(1, 1, 1)):
-    """What the general parser gives for ``text``, without the canonical-record fast path."""
-    with mock.patch.object(parsing, "_canonical_user", lambda spans: None):
-        return _parse_user_output.__wrapped__(text, previous)
-
-
-_CLOSERS = ("</think>", "</reply>", "</cooperation>", "</emotion>", "</trust>")
-
-
-@settings(max_examples=400, deadline=None)
-@given(
-    st.text(max_size=20),
-    st.text(max_size=30),
-    st.tuples(st.integers(-1, 9), st.integers(-1, 9), st.integers(-1, 9)),
-    st.integers(-2, 2),
-    st.sampled_from(["", " ", "x", "<a>", "\n"]),
-    st.sampled_from(["", " ", "x", "</status>", "\n"]),
-    st.sampled_from(["", " ", "y"]),
-    st.sampled_from(_CLOSERS),
-)
-@example("t", " ", (2, 1, 3), 0, "", "", "", "</think>")  # a blank reply
-@example(" t ", " Sure,  go. ", (2, 1, 3), 1, "x", "x", "y", "</reply>")  # padding, text around and between
-def test_the_canonical_fast_path_gives_the_general_parsers_move_on_any_record(think, reply, state, status, before, after, gap, where):
-    """Records with text before, after or between their tags, padded or empty fields, out-of-range
-    values: the fast path either declines or returns exactly the general parser's move."""
-    text = before + render_user_output(reply, state, status, think).replace(where, where + gap, 1) + after
-    for previous in (UserState(0, 0, 0), UserState(4, 3, 5)):
-        assert _parse_user_output.__wrapped__(text, previous) == general(text, previous)
 
 
 def test_moves_are_frozen_because_the_parsers_share_them_from_their_memo():
