@@ -3,10 +3,14 @@ RQ, and helpfulness needs the fact that answers the question (scores computed by
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from dialogue_gym.scenarios.tracer.judges import HeuristicJudge, answers
+from dialogue_gym.backends.base import GenerationOutput
+from dialogue_gym.backends.canned import CannedBackend
 from dialogue_gym.scenarios.tracer.acts import read_turn
+from dialogue_gym.scenarios.tracer.judges import HeuristicJudge, LLMJudge, answers
 
 MERCHANT = {
     "name": "Shop",
@@ -77,3 +81,93 @@ def test_echo_and_content_free_turns_score_nothing_the_fair_turn_everything():
 @pytest.mark.parametrize("text", ["", "(silence)", "kalovex drimun zorpel quobre", "Okay."])
 def test_a_turn_with_nothing_understood_is_no_reply(text):
     assert rq([("user", "Hi"), ("assistant", text)])["rq"] == 1.0
+
+
+# -- each dimension's rule, one turn at a time (hand-computed: a dimension is 1 + 4 x the share of turns meeting it)
+
+
+def test_accuracy_needs_every_number_in_the_facts():
+    """Turn 1 states no number; turn 2 states 20%, which no fact holds (15% does): 1 + 4 x 1/2 = 3."""
+    scores = rq([
+        ("user", "Where is the showroom?"), ("assistant", "The showroom is next to the city ring road."),
+        ("user", "And the down payment?"), ("assistant", "Down payments start from 20% on most models."),
+    ])
+    assert scores["accuracy"] == 3.0
+
+
+def test_an_opening_turn_has_heard_nothing_so_it_needs_empathy():
+    """Nothing came before the opening turn (not the transcript's last user line): an empty reply is
+    sensitive, and a turn stating a fact without an empathic sentence misses empathy."""
+    scores = rq([("assistant", "The showroom is next to the city ring road."), ("user", "Great, thanks!")])
+    assert (scores["helpfulness"], scores["empathy"]) == (5.0, 1.0)
+
+
+def test_a_question_back_does_not_answer_a_question_a_fact_answers():
+    """After "Where is the showroom?" (the showroom fact answers it) a question back is not helpful,
+    though after a statement it would be (a probe)."""
+    assert rq([("user", "Where is the showroom?"), ("assistant", "Which model do you like best?")])["helpfulness"] == 1.0
+    assert rq([("user", "Ok."), ("assistant", "Which model do you like best?")])["helpfulness"] == 5.0
+
+
+def test_after_a_negative_reply_a_fact_without_empathy_misses_empathy():
+    assert rq([("user", "Too expensive."), ("assistant", "Down payments start from 15% on most models.")])["empathy"] == 1.0
+
+
+def test_pressure_misses_empathy_even_after_a_neutral_question():
+    pushy = "The showroom is next to the city ring road. Act now, this offer ends today."
+    assert rq([("user", "Where is the showroom?"), ("assistant", pushy)])["empathy"] == 1.0
+
+
+# -- the LLM judge's answer
+
+
+SCORES = '{"accuracy": 4, "helpfulness": 3, "informativeness": 2, "empathy": 5}'
+
+
+def test_the_llm_judge_is_greedy_with_96_new_tokens_unless_told():
+    judge = LLMJudge(CannedBackend([SCORES]))
+    assert (judge.sampling.temperature, judge.sampling.max_new_tokens) == (0.0, 96)
+    assert LLMJudge(CannedBackend([SCORES]), {"temperature": 0.7}).sampling.temperature == 0.7
+
+
+def test_the_rubric_json_alone_is_in_format_and_read_from_other_text_is_a_repair():
+    alone = LLMJudge.parse(SCORES)
+    assert {name: alone[name] for name in ("accuracy", "helpfulness", "informativeness", "empathy", "rq")} == {
+        "accuracy": 4.0, "helpfulness": 3.0, "informativeness": 2.0, "empathy": 5.0, "rq": 3.5
+    }
+    assert alone["health"]["judge"]["format_ok"] is True and alone["health"]["judge"]["repaired"] == []
+    for wrapped in (SCORES + ".", "Scores: " + SCORES, SCORES + "x"):
+        answer = LLMJudge.parse(wrapped)
+        assert answer["rq"] == 3.5, wrapped
+        assert answer["health"]["judge"]["format_ok"] is False and answer["health"]["judge"]["repaired"] == ["JSON read from inside other text"]
+
+
+@pytest.mark.parametrize("value, violation", [(1, None), (5, None), (6, "accuracy 6 outside the rubric's 1-5"), (0.5, "accuracy 0.5 outside the rubric's 1-5"), ("4", None)])
+def test_scores_must_be_numbers_from_1_to_5_and_only_numbers_outside_break_the_rubric(value, violation):
+    answer = LLMJudge.parse(SCORES.replace('"accuracy": 4', f'"accuracy": {json.dumps(value)}'))
+    if violation is None and not isinstance(value, str):
+        assert answer["accuracy"] == float(value) and answer["health"]["judge"]["rule_violations"] == []
+    else:
+        assert answer["accuracy"] is None and answer["rq"] is None
+        assert answer["health"]["judge"]["rule_violations"] == ([violation] if violation else [])
+
+
+def test_an_answer_with_no_json_or_no_text_is_unscored_and_out_of_format():
+    missing = LLMJudge.parse("no json here")
+    assert missing["error"] == "judge output is not the rubric's JSON (no JSON object): 'no json here'"
+    assert missing["health"]["judge"]["format_ok"] is False
+    not_text = LLMJudge.parse(None)
+    assert not_text["error"] == "judge output is a NoneType, not text" and not_text["health"]["judge"]["format_ok"] is False
+
+
+class GivesUpOnTheSecond:
+    """A backend that answers the first request of a batch and gives up on the second."""
+
+    def generate(self, requests):
+        return [GenerationOutput(SCORES), GenerationOutput("", error="backend gave up after 3 tries")][: len(requests)]
+
+
+def test_a_request_the_backend_gave_up_on_is_unscored_with_its_cause():
+    scored, failed = LLMJudge(GivesUpOnTheSecond()).score_batch([([("assistant", "Hi.")], MERCHANT)] * 2)
+    assert scored["rq"] == 3.5 and scored["health"]["judge"]["format_ok"] is True
+    assert failed["rq"] is None and failed["error"] == "backend gave up after 3 tries" and failed["health"]["judge"]["format_ok"] is False
