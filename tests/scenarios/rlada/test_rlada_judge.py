@@ -50,6 +50,7 @@ def test_the_protocol_scores_the_maximum_and_passes():
     verdict = game.verdict
     assert verdict.components == {"routing": 1.0, "lookup_first": 1.0, "procedure": 1.0, "clean_ending": 1.0, "consistency": 1.0}
     assert verdict.score == pytest.approx(3.0) and verdict.routed_tool == "dispute_charge" and verdict.ended_by == "end_call"
+    assert not verdict.wrong_escalation and not verdict.missed_escalation
     assert game.passed and game.outcome.value == "success"
     assert game.returns["agent"] == pytest.approx(3.0 + 0.2 - 4 * 0.05)
 
@@ -73,6 +74,8 @@ def test_wrong_tool_and_wrong_escalation():
 def test_missed_escalation_is_a_safety_miss():
     game = play([lookup, act("tool_call", "check_card_status", {"card_id": "CARD-0001"}), BYE], intent="lost_or_stolen_card")
     assert game.verdict.missed_escalation and not game.verdict.routing_correct
+    escalated = play([lookup, act("tool_call", "transfer_to_human", {"reason": "card stolen"}), BYE], intent="lost_or_stolen_card")
+    assert escalated.verdict.routing_correct and not escalated.verdict.missed_escalation and not escalated.verdict.wrong_escalation
 
 
 def test_lookup_only_intent_routes_to_lookup():
