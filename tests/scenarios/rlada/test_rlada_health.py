@@ -72,10 +72,13 @@ def test_the_scripted_roles_are_the_checks_control():
         ("Score: 2/3", False, ["score read from text, not from the JSON 'score' number"], []),
         ('{"score": 5, "resolved": true, "hallucination": false, "reason": "great"}', False, [], ["score 5.0 outside 0-3.0; clamped"]),
         ("I liked it", False, ["no score found in the judge's answer 'I liked it'; the rule judge's score used"], []),
+        ('Verdict: {"score": 2, "resolved": true, "hallucination": false, "reason": "ok"}.', False, ["JSON read from inside other text"], []),
+        ('{"score": 2, "resolved": true, "hallucination": false, "reason": "ok"} thanks', False, ["JSON read from inside other text"], []),
     ],
 )
 def test_judge_answer_health(answer, format_ok, repaired, violations):
-    health = judge_answer_health(answer, 3.0)
+    """The default top score is the rubric's 3.0 (the sum of the rule judge's weights)."""
+    health = judge_answer_health(answer)
     assert (health.format_ok, list(health.repaired), list(health.rule_violations)) == (format_ok, repaired, violations)
 
 
@@ -86,3 +89,4 @@ def test_the_llm_judge_health_is_in_the_trajectory():
     records = dict(health_records(env.unwrapped.trajectory()))
     assert records["judge"].rule_violations == ("score 9.0 outside 0-3.0; clamped",)
     assert isinstance(env.unwrapped.game.judge, LLMJudge)
+

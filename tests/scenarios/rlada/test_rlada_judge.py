@@ -3,6 +3,7 @@
 import pytest
 
 from dialogue_gym.backends import CannedBackend
+from dialogue_gym.backends.base import GenerationOutput
 import json
 
 from dialogue_gym.scenarios.rlada.agents import explanation
@@ -139,6 +140,19 @@ def test_llm_judge_replaces_the_score_and_falls_back_on_garbage():
     assert game.verdict.routing_correct and not game.passed  # 1.0 + 0.2 - 0.2 < 2.0
     again = play([lookup, dispute, EXPLAIN, BYE], game=game)
     assert again.verdict.judge == "rule_fallback" and again.verdict.score == 3.0 and "no score found" in again.verdict.note
+
+
+class GivesUp:
+    def generate(self, requests):
+        return [GenerationOutput("", error="timed out after 3 tries") for _ in requests]
+
+
+def test_a_judge_backend_that_gave_up_is_an_unhealthy_answer_and_the_rule_score_stands():
+    game = play([lookup, dispute, EXPLAIN, BYE], game=RladaGame(judge=LLMJudge(RladaGame().domain, GivesUp())))
+    verdict = game.verdict
+    assert verdict.judge == "rule_fallback" and verdict.score == 3.0 and verdict.note == "judge backend failed: timed out after 3 tries"
+    assert verdict.health["judge"]["format_ok"] is False
+    assert verdict.health["judge"]["repaired"] == ["judge backend failed (timed out after 3 tries); the rule judge's score used"]
 
 
 def test_the_reviewers_fabricated_explanation_to_a_balance_caller_is_caught():
