@@ -89,4 +89,3 @@ def test_the_llm_judge_health_is_in_the_trajectory():
     records = dict(health_records(env.unwrapped.trajectory()))
     assert records["judge"].rule_violations == ("score 9.0 outside 0-3.0; clamped",)
     assert isinstance(env.unwrapped.game.judge, LLMJudge)
-

@@ -2,8 +2,7 @@
 
 import pytest
 
-from dialogue_gym.backends import CannedBackend
-from dialogue_gym.backends.base import GenerationOutput
+from dialogue_gym.backends import CannedBackend, GenerationOutput
 import json
 
 from dialogue_gym.scenarios.rlada.agents import explanation

@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from dialogue_gym.backends.base import GenerationOutput
-from dialogue_gym.backends.canned import CannedBackend
+from dialogue_gym.backends import CannedBackend, GenerationOutput
 from dialogue_gym.scenarios.tracer.acts import read_turn
 from dialogue_gym.scenarios.tracer.judges import HeuristicJudge, LLMJudge, answers
 
@@ -142,14 +141,20 @@ def test_the_rubric_json_alone_is_in_format_and_read_from_other_text_is_a_repair
         assert answer["health"]["judge"]["format_ok"] is False and answer["health"]["judge"]["repaired"] == ["JSON read from inside other text"]
 
 
-@pytest.mark.parametrize("value, violation", [(1, None), (5, None), (6, "accuracy 6 outside the rubric's 1-5"), (0.5, "accuracy 0.5 outside the rubric's 1-5"), ("4", None)])
-def test_scores_must_be_numbers_from_1_to_5_and_only_numbers_outside_break_the_rubric(value, violation):
+@pytest.mark.parametrize(
+    "value, accepted, violations",
+    [
+        (1, True, []),
+        (5, True, []),
+        (6, False, ["accuracy 6 outside the rubric's 1-5"]),
+        (0.5, False, ["accuracy 0.5 outside the rubric's 1-5"]),
+        ("4", False, []),  # not a number: unscored, but no number broke the rubric
+    ],
+)
+def test_scores_must_be_numbers_from_1_to_5_and_only_numbers_outside_break_the_rubric(value, accepted, violations):
     answer = LLMJudge.parse(SCORES.replace('"accuracy": 4', f'"accuracy": {json.dumps(value)}'))
-    if violation is None and not isinstance(value, str):
-        assert answer["accuracy"] == float(value) and answer["health"]["judge"]["rule_violations"] == []
-    else:
-        assert answer["accuracy"] is None and answer["rq"] is None
-        assert answer["health"]["judge"]["rule_violations"] == ([violation] if violation else [])
+    assert answer["accuracy"] == (float(value) if accepted else None) and (answer["rq"] is None) is not accepted
+    assert answer["health"]["judge"]["rule_violations"] == violations
 
 
 def test_an_answer_with_no_json_or_no_text_is_unscored_and_out_of_format():
