@@ -183,14 +183,22 @@ def near_repeat(text: str, earlier: Iterable[str], extra: frozenset[str] = froze
     Made-up words are dropped before comparing, so padding a repeated turn with fresh gibberish does
     not make it new; a turn with no real content words repeats nothing (0.0).
     """
-    mine = content_words(text, extra)
-    if not mine:
+    return highest_overlap(content_words(text, extra), (content_words(other, extra) for other in earlier))
+
+
+def highest_overlap(words: frozenset[str], earlier: Iterable[frozenset[str]]) -> float:
+    """:func:`near_repeat` on content words already worked out: the highest Jaccard overlap of
+    ``words`` with any of ``earlier`` (0.0 when ``words`` is empty; ``earlier`` is then not read)."""
+    if not words:
         return 0.0
     best = 0.0
-    for other in earlier:
-        theirs = content_words(other, extra)
+    size = len(words)
+    for theirs in earlier:
         if theirs:
-            best = max(best, len(mine & theirs) / len(mine | theirs))
+            shared = len(words & theirs)
+            overlap = shared / (size + len(theirs) - shared)  # the union's size, without building it
+            if overlap > best:
+                best = overlap
     return best
 
 

@@ -54,6 +54,10 @@ class SeadHealthRules:
     behavior_cues: tuple[tuple[str, re.Pattern[str]], ...]
     """``(category, pattern)`` pairs."""
     _readings: dict[tuple[str, str], ReplyReading] = field(default_factory=dict, repr=False, compare=False)
+    _reply_readings: dict[str, tuple[tuple[str, ...], frozenset[str], frozenset[str]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    """What a reply says whatever it answers: its other-side phrases, cued categories, content words."""
 
     def read_reply(self, reply: str, caller_line: str) -> ReplyReading:
         """What the owner's ``reply`` says against the caller's last line: its other-side phrases, the
@@ -70,10 +74,20 @@ class SeadHealthRules:
         return reading
 
     def _read(self, reply: str, caller_line: str) -> ReplyReading:
-        mine, heard = content_words(reply), content_words(caller_line)
-        echoes = len(mine) >= ECHO_MIN_WORDS and bool(heard) and len(mine & heard) / len(mine | heard) >= self.echo_overlap
-        cued = frozenset(category for category, pattern in self.behavior_cues if pattern.search(reply))
-        return ReplyReading(self.voices["user"].reversals(reply), cued, echoes)
+        reading = self._reply_readings.get(reply)
+        if reading is None:
+            cued = frozenset(category for category, pattern in self.behavior_cues if pattern.search(reply))
+            reading = (self.voices["user"].reversals(reply), cued, content_words(reply))
+            if len(reply) <= MAX_CACHED_TEXT_CHARS:
+                if len(self._reply_readings) >= MAX_READINGS:
+                    self._reply_readings.clear()
+                self._reply_readings[reply] = reading
+        reversals, cued, mine = reading
+        echoes = False
+        if len(mine) >= ECHO_MIN_WORDS:
+            heard = content_words(caller_line)
+            echoes = bool(heard) and len(mine & heard) / len(mine | heard) >= self.echo_overlap
+        return ReplyReading(reversals, cued, echoes)
 
 
 def _fill(pattern: str, agent_name: str, company: str) -> str:

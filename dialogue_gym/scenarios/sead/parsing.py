@@ -256,7 +256,8 @@ def render_user_output(reply: str, state: tuple[int, int, int], status: int, thi
         f"<think>{think}</think><reply>{reply}</reply>"
         f"<cooperation>{c}</cooperation><emotion>{e}</emotion><trust>{tr}</trust><status>{status}</status>"
     )
-    if _renders_canonically(reply, state, status, think) and len(text) <= MAX_ACTION_CHARS:
+    # A stored record was stored from these same fields: a canonical record's text determines them.
+    if text not in _RENDERED_MOVES and _renders_canonically(reply, state, status, think) and len(text) <= MAX_ACTION_CHARS:
         if len(_RENDERED_MOVES) >= _MAX_RENDERED_MOVES:
             _RENDERED_MOVES.clear()
         _RENDERED_MOVES[text] = UserMove(" ".join(reply.split()), UserState(c, e, tr), status, think.strip())

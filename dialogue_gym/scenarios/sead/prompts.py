@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dialogue_gym.scenarios.sead.data import BehaviorLibrary, Campaign
 from dialogue_gym.scenarios.sead.parsing import render_agent_output, render_user_output
-from dialogue_gym.scenarios.sead.state import STATE_DIMS, Profile, UserState
+from dialogue_gym.scenarios.sead.state import TOP_COOPERATION, TOP_EMOTION, TOP_TRUST, Profile, UserState
 
 AGENT_EXAMPLE_UTTERANCE = "Hello, this is {agent_name} from {company}. Am I speaking with the owner?"
 AGENT_EXAMPLE_ESTIMATE = (2, 2, 3)
@@ -26,7 +26,7 @@ def agent_example(campaign: Campaign) -> str:
 def agent_system_prompt(campaign: Campaign) -> str:
     facts = "\n".join(f"- {value}" for value in campaign.facts.values())
     sop = "\n".join(f"Stage {i}: {stage['name']}. {stage['instruction']}" for i, stage in enumerate(campaign.sop))
-    c, e, tr = (n - 1 for n in STATE_DIMS)
+    c, e, tr = TOP_COOPERATION, TOP_EMOTION, TOP_TRUST
     return (
         f"You are {campaign.agent_name}, calling restaurant owners on behalf of {campaign.company}. "
         f"Goal: get the owner to claim the free advertising trial credit during this call.\n\n"
@@ -53,7 +53,7 @@ def user_system_prompt(campaign: Campaign, profile: Profile, library: BehaviorLi
     (:func:`caller_turn`)."""
     behaviors = "\n".join(f"- {library[b].description}" for b in profile.behaviors)
     stages = ", then ".join(stage["name"] for stage in campaign.sop)
-    c, e, tr = (n - 1 for n in STATE_DIMS)
+    c, e, tr = TOP_COOPERATION, TOP_EMOTION, TOP_TRUST
     return (
         f"You are a restaurant owner receiving a phone call from {campaign.company}. Play this person realistically.\n"
         f"The caller wants you to claim {campaign.facts.get('credit', 'an offer')}; their script goes: {stages}. "
@@ -80,8 +80,7 @@ def caller_turn(heard: str, state: UserState) -> str:
 
     The note stays in the history, so the owner's prompt only grows at the end from turn to turn and
     every earlier turn's prompt is a prefix of the next (the system prompt never changes)."""
-    c, e, tr = (n - 1 for n in STATE_DIMS)
-    return f"{heard}{STATE_NOTE_START}cooperation {state.cooperation}/{c}, emotion {state.emotion}/{e}, trust {state.trust}/{tr}.]"
+    return f"{heard}{STATE_NOTE_START}cooperation {state.cooperation}/{TOP_COOPERATION}, emotion {state.emotion}/{TOP_EMOTION}, trust {state.trust}/{TOP_TRUST}.]"
 
 
 def caller_words(content: str) -> str:

@@ -31,8 +31,8 @@ from dialogue_gym.scenarios.sead.data import Behavior, BehaviorLibrary
 from dialogue_gym.scenarios.sead.game import MIN_COOPERATION_TO_ACT, SILENCE
 from dialogue_gym.scenarios.sead.parsing import render_user_output
 from dialogue_gym.scenarios.sead.prompts import caller_words
-from dialogue_gym.scenarios.sead.state import STATE_DIMS
-from dialogue_gym.scenarios.understanding import content_words, near_repeat
+from dialogue_gym.scenarios.sead.state import TOP_COOPERATION, TOP_EMOTION, TOP_TRUST
+from dialogue_gym.scenarios.understanding import content_words, highest_overlap
 from dialogue_gym.simulators.base import ScriptedPolicy
 
 
@@ -90,8 +90,8 @@ class UserMemory:
     voice_at: dict[str, int]
     open: dict[str, int] = field(default_factory=dict)
     voiced: set[str] = field(default_factory=set)
-    agent_lines: list[str] = field(default_factory=list)
-    """Everything the caller said, for :func:`near_repeat`."""
+    agent_words: list[frozenset[str]] = field(default_factory=list)
+    """The content words of everything the caller said, for near-repeat checks (worked out once each)."""
     last_reply: str = ""
     """The owner's own last words (an echo of them is not an answer)."""
     heard: dict[str, int] = field(default_factory=dict)
@@ -118,11 +118,12 @@ _CONFUSED = "Communication_and_Comprehension"
 _OPERATIONAL = "Operational_Concerns"
 
 
-_TOP_C, _TOP_E, _TOP_TR = (n - 1 for n in STATE_DIMS)
-
-
 def _clamp(c: int, e: int, tr: int) -> tuple[int, int, int]:
-    return min(max(c, 0), _TOP_C), min(max(e, 0), _TOP_E), min(max(tr, 0), _TOP_TR)
+    # Comparisons, not min/max: two clamps a turn, and the builtin calls were most of their cost.
+    c = 0 if c < 0 else TOP_COOPERATION if c > TOP_COOPERATION else c
+    e = 0 if e < 0 else TOP_EMOTION if e > TOP_EMOTION else e
+    tr = 0 if tr < 0 else TOP_TRUST if tr > TOP_TRUST else tr
+    return c, e, tr
 
 
 def _one(rng: random.Random, options: tuple[str, ...]) -> str:
@@ -174,9 +175,10 @@ class ScriptedUser(ScriptedPolicy):
 
         just_asked = [behavior_id for behavior_id, age in memory.open.items() if age == 0]
         asked_again = memory.repeat_ok or (memory.step_again and bool(recognition.steps))
-        repeated = not asked_again and near_repeat(utterance, memory.agent_lines, VOCABULARY) >= d.repeat_similarity
+        words = content_words(utterance, VOCABULARY)
+        repeated = not asked_again and highest_overlap(words, memory.agent_words) >= d.repeat_similarity
         echo = echoes(utterance, memory.last_reply, d.echo_share, d.echo_min_words)
-        memory.agent_lines.append(utterance)
+        memory.agent_words.append(words)
         memory.repeat_ok = False
         memory.step_again = memory.step_again and not recognition.steps
         acts = frozenset() if (repeated or echo) else recognition.acts - {OFF_SCRIPT}

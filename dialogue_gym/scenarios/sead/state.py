@@ -16,6 +16,8 @@ EMOTION_LEVELS = 4
 TRUST_LEVELS = 6
 STATE_DIMS = (COOPERATION_LEVELS, EMOTION_LEVELS, TRUST_LEVELS)
 STATE_NAMES = ("cooperation", "emotion", "trust")
+TOP_COOPERATION, TOP_EMOTION, TOP_TRUST = (n - 1 for n in STATE_DIMS)
+"""The highest level of each dimension."""
 MAX_BEHAVIORS = 3
 
 

@@ -14,6 +14,7 @@ from dialogue_gym.scenarios.sead.scripted_user import (
     COMPLETED,
     ScriptedUser,
     UserDynamics,
+    _clamp,
     echoes,
 )
 from dialogue_gym.simulators.base import ScriptedPolicy
@@ -213,3 +214,10 @@ def test_padding_a_repeat_with_a_made_up_word_is_still_a_repeat():
     # (unless the owner missed the first saying, or misses the second)
     heard = [replies[2] for _, replies in results if len(replies) > 2 and "missed that" not in replies[1] + replies[2]]
     assert len(heard) >= 80 and all("You already said that." in reply for reply in heard)
+
+
+def test_the_state_is_clamped_into_its_ranges_dimension_by_dimension():
+    """Cooperation 0-4, emotion 0-3, trust 0-5: each bound applies to its own dimension only."""
+    assert _clamp(-1, 4, 6) == (0, 3, 5)
+    assert _clamp(5, -2, -1) == (4, 0, 0)
+    assert _clamp(0, 0, 0) == (0, 0, 0) and _clamp(4, 3, 5) == (4, 3, 5) and _clamp(2, 1, 3) == (2, 1, 3)

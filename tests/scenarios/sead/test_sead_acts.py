@@ -126,3 +126,26 @@ def test_recognition_is_memoised_for_short_texts_only():
     for index in range(20):
         analyze(f"{index} " + "we offer free credit " * 300)
     assert analyze.cache_info().currsize == 1 and understanding._read.cache_info().currsize == 1
+
+
+def test_highest_overlap_is_the_best_jaccard_share_by_hand():
+    """{a, b, c} against {a, b} shares 2 of 3 words, against {c, d, e, f} 1 of 6: the best is 2/3 (a
+    formula dividing by the smaller set would give 1.0, by the larger 2/3 and 1/4); empty sets count 0."""
+    words = frozenset("abc")
+    assert understanding.highest_overlap(words, [frozenset(), frozenset("cdef"), frozenset("ab")]) == 2 / 3
+    assert understanding.highest_overlap(words, [frozenset("cdef")]) == 1 / 6
+    assert understanding.highest_overlap(words, [frozenset("xyz")]) == 0.0 == understanding.highest_overlap(words, [])
+
+    def unread():
+        raise AssertionError("the earlier turns were read for a turn without content words")
+        yield
+
+    assert understanding.highest_overlap(frozenset(), unread()) == 0.0
+
+
+def test_near_repeat_is_highest_overlap_on_content_words():
+    first, second = "We offer free credit for new restaurants.", "The free credit is for new restaurants like yours."
+    mine, theirs = (understanding.content_words(text) for text in (first, second))
+    assert understanding.near_repeat(first, [second]) == len(mine & theirs) / len(mine | theirs) > 0
+    assert understanding.near_repeat(first, ["Hello?", second, first]) == 1.0
+    assert understanding.near_repeat("Hello?", [first]) == 0.0  # no content words: repeats nothing

@@ -77,6 +77,18 @@ def test_echoing_the_caller_breaks_the_rules():
     assert health["rule_violations"] == ["copies the caller's last line"]
 
 
+def test_a_reply_is_read_afresh_against_each_caller_line():
+    """What a reply says alone is kept per reply, but whether it copies the caller depends on the caller's
+    line: the same reply read after another line first must still be an echo of its own line."""
+    rules = load_health_rules(load_campaign(), load_behaviors())
+    line = "Please open the merchant back-office app and tap get more exposure to claim the credit once more."
+    after_hello, after_itself = rules.read_reply(line, HELLO), rules.read_reply(line, line)
+    assert not after_hello.echoes and after_itself.echoes
+    assert after_hello.reversals == after_itself.reversals and after_hello.categories == after_itself.categories
+    four, three = "Okay then, open the merchant app.", "Okay, open the app."  # content words: 4 and 3
+    assert rules.read_reply(four, four).echoes and not rules.read_reply(three, three).echoes  # ECHO_MIN_WORDS = 4
+
+
 def test_a_frozen_llm_owner_is_in_format_but_flagged_and_warned_about():
     # Attacker on the health rates: the same well-formed record every turn tops format compliance.
     frozen = render_user_output("Okay, go on.", (2, 2, 2), 0)

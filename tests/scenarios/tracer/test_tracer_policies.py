@@ -47,6 +47,28 @@ def test_feature_map_switches_on_the_named_features():
     assert {feature_map.names[i] for i in np.flatnonzero(first)} == {"bias", "prev:start", "act:greeting"}
 
 
+def numpy_draw(logits, rng):
+    """draw_level as NumPy computes it, the reference its memoised CDFs must equal."""
+    cumulative = np.cumsum(np.exp(logits - logits.max()))
+    return int(min(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"), 5))
+
+
+def test_a_memoised_draw_is_the_numpy_draw():
+    """Drawn twice (the second time from the memo), from ties (-inf logits), float32 logits (not
+    memoised) and logits with NaN or +inf (a NaN CDF, whole or from a point on), every draw equals
+    NumPy's on the same generator state."""
+    generator = np.random.default_rng(0)
+    cases = [generator.normal(0, scale, 6) for scale in (0.1, 1.0, 5.0, 30.0) for _ in range(25)]
+    cases += [np.array([0.0, -np.inf, -np.inf, 0.0, -np.inf, 2.0]), np.array([1.0] * 6), np.array([0.0, 1, 2, 3, 4, 5], dtype=np.float32)]
+    cases += [np.array([np.nan, 0, 0, 0, 0, 0]), np.array([-np.inf] * 6), np.array([0.0, 0, np.inf, 0, 0, 0]), np.array([3.0, 1.0, 2.0])]
+    with np.errstate(invalid="ignore"):  # the NaN, +inf and all -inf cases
+        for index, logits in enumerate(cases):
+            for seed in (index, index + 1000):
+                for _ in range(2):
+                    assert draw_level(logits, random.Random(seed)) == numpy_draw(logits, random.Random(seed)), logits
+    assert draw_level(np.array([0.0, 0, 0, 0, 0, 0]), random.Random(0)) == int(random.Random(0).random() * 6)
+
+
 def test_dynamics_probabilities_and_seeded_draws():
     dynamics = IntentDynamics.from_file()
     x = dynamics.feature_map.features(PROFILE, ["Hello"], None, 0)
