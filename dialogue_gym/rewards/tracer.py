@@ -56,10 +56,20 @@ def final_reward(simulated: Sequence[float], reference: Sequence[float]) -> floa
 
 def flatness(simulated: Sequence[float], reference: Sequence[float], eta_flat: float = 0.2) -> float:
     """eta: ``eta_flat`` when the reference varies (>= 2 distinct levels) but the simulation is constant, else 1."""
+    _check_eta_flat(eta_flat)
+    reference_levels = _levels(reference, "reference")
+    return _flatness(_levels(simulated, "simulated"), reference_levels, eta_flat)
+
+
+def _check_eta_flat(eta_flat: Any) -> None:
     if isinstance(eta_flat, bool) or not isinstance(eta_flat, (int, float)) or not 0.0 < eta_flat <= 1.0:
         raise ConfigError(f"eta_flat must be in (0, 1], got {eta_flat!r}.")
-    varies = np.unique(_levels(reference, "reference")).size >= 2
-    flat = np.unique(_levels(simulated, "simulated")).size == 1
+
+
+def _flatness(simulated_levels: np.ndarray, reference_levels: np.ndarray, eta_flat: float) -> float:
+    # distinct levels counted as a set: an episode's few levels cost np.unique's sort and call more than the count
+    varies = len(set(reference_levels.tolist())) >= 2
+    flat = len(set(simulated_levels.tolist())) == 1
     return float(eta_flat) if varies and flat else 1.0
 
 
@@ -73,13 +83,20 @@ def trajectory_reward(
 ) -> float:
     """R_traj = exp(-alpha (D + beta |T* - T|) / T) * eta; pass ``cost`` (D) when it is already known."""
     simulated_levels, reference_levels = _levels(simulated, "simulated"), _levels(reference, "reference")
+    distance = dtw(simulated_levels, reference_levels) if cost is None else float(cost)
+    return _trajectory_reward(simulated_levels, reference_levels, alpha, beta, eta_flat, distance)[0]
+
+
+def _trajectory_reward(
+    simulated_levels: np.ndarray, reference_levels: np.ndarray, alpha: float, beta: float, eta_flat: float, distance: float
+) -> tuple[float, float]:
+    """``(R_traj, eta)`` of levels already checked."""
     if alpha < 0 or beta < 0:
         raise ConfigError(f"alpha and beta must be >= 0, got alpha={alpha!r}, beta={beta!r}.")
-    distance = dtw(simulated_levels, reference_levels) if cost is None else float(cost)
+    _check_eta_flat(eta_flat)
+    eta = _flatness(simulated_levels, reference_levels, eta_flat)
     length_gap = abs(simulated_levels.size - reference_levels.size)
-    return math.exp(-alpha * (distance + beta * length_gap) / reference_levels.size) * flatness(
-        simulated_levels, reference_levels, eta_flat
-    )
+    return math.exp(-alpha * (distance + beta * length_gap) / reference_levels.size) * eta, eta
 
 
 @dataclass(frozen=True)
@@ -124,13 +141,16 @@ def tracer_reward(
         raise ConfigError(f"format_ok has {len(format_ok)} flags for {len(simulated)} simulated turns; give one per turn.")
     if len(weights) != 3:
         raise ConfigError(f"weights must be (l1, l2, l3), got {weights!r}.")
-    distance = dtw(_levels(simulated, "simulated"), _levels(reference, "reference")) if cost is None else float(cost)
+    simulated_levels, reference_levels = _levels(simulated, "simulated"), _levels(reference, "reference")
+    distance = dtw(simulated_levels, reference_levels) if cost is None else float(cost)
+    r_fmt = format_reward(format_ok)
+    r_traj, eta = _trajectory_reward(simulated_levels, reference_levels, alpha, beta, eta_flat, distance)
     return TracerReward(
-        r_fmt=format_reward(format_ok),
-        r_final=final_reward(simulated, reference),
-        r_traj=trajectory_reward(simulated, reference, alpha, beta, eta_flat, cost=distance),
+        r_fmt=r_fmt,
+        r_final=float(simulated_levels[-1] == reference_levels[-1]),
+        r_traj=r_traj,
         dtw_cost=distance,
-        eta=flatness(simulated, reference, eta_flat),
+        eta=eta,
         weights=tuple(float(w) for w in weights),
     )
 

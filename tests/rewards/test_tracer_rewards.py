@@ -54,6 +54,27 @@ def test_weighted_sum_and_its_terms():
         tracer_reward([2, 3, 5], [1, 5], [True, True])
 
 
+def test_a_flat_session_of_a_varying_reference_is_discounted_in_the_record():
+    # D([3, 3, 3], [3, 4, 3]) = 1, no length gap, T = 3: R_traj = exp(-1/3) * 0.2
+    reward = tracer_reward([3, 3, 3], [3, 4, 3], [True] * 3, eta_flat=0.2)
+    assert reward.eta == 0.2 and reward.dtw_cost == 1.0 and reward.r_final == 1.0
+    assert reward.r_traj == pytest.approx(math.exp(-1 / 3) * 0.2)
+    with pytest.raises(ConfigError, match=r"eta_flat must be in \(0, 1\], got 1.5"):
+        tracer_reward([3], [3], [True], eta_flat=1.5)
+    with pytest.raises(ConfigError, match="alpha and beta must be >= 0, got alpha=1.0, beta=-1"):
+        tracer_reward([3], [3], [True], beta=-1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(levels, levels, st.floats(0.01, 1.0), st.floats(0, 3), st.floats(0, 3))
+def test_the_reward_record_holds_exactly_the_terms_of_the_term_functions(simulated, reference, eta_flat, alpha, beta):
+    flags = [i % 3 != 0 for i in range(len(simulated))]
+    reward = tracer_reward(simulated, reference, flags, alpha=alpha, beta=beta, eta_flat=eta_flat)
+    assert reward.r_fmt == format_reward(flags) and reward.r_final == final_reward(simulated, reference)
+    assert reward.r_traj == trajectory_reward(simulated, reference, alpha, beta, eta_flat)
+    assert reward.eta == flatness(simulated, reference, eta_flat) and reward.dtw_cost == dtw(simulated, reference)
+
+
 @settings(max_examples=200, deadline=None)
 @given(levels, levels)
 def test_trajectory_reward_is_in_unit_interval_and_one_only_without_cost_or_length_gap(simulated, reference):
