@@ -12,6 +12,8 @@ Usage::
     python tools/mutation.py advantages            # a named target (module + its tests)
     python tools/mutation.py --files dialogue_gym/rewards/sead.py --tests tests/rewards
     python tools/mutation.py rewards --limit 40 --seed 1 --json mutants.json
+    python tools/mutation.py --files dialogue_gym/rewards/tracer.py --tests tests/rewards --since main
+                                                   # only the lines changed since a git revision
 
 Mutants (``ast``-located, one source span replaced each time):
 
@@ -37,6 +39,7 @@ import importlib.util
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -203,6 +206,27 @@ def load_equivalent(path: Path) -> set[tuple[str, str, str]]:
     return {(entry["file"], entry["code"], entry["mutation"]) for entry in entries}
 
 
+_HUNK = re.compile(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
+
+
+def hunk_lines(diff: str) -> set[int]:
+    """The new-side line numbers a ``git diff -U0`` adds or changes (``+start,count``; no count is one
+    line, a count of 0 is a pure deletion)."""
+    lines: set[int] = set()
+    for match in _HUNK.finditer(diff):
+        start, count = int(match[1]), int(match[2]) if match[2] is not None else 1
+        lines.update(range(start, start + count))
+    return lines
+
+
+def changed_lines(relative: str, revision: str) -> set[int]:
+    """The lines of ``relative`` in the working tree that differ from ``revision``."""
+    diff = subprocess.run(["git", "diff", "-U0", revision, "--", relative], cwd=ROOT, capture_output=True, text=True)
+    if diff.returncode != 0:
+        raise SystemExit(f"git diff {revision} -- {relative} failed: {diff.stderr.strip()}; give --since a revision git knows")
+    return hunk_lines(diff.stdout)
+
+
 def scratch_copy(destination: Path) -> None:
     """The working tree as git sees it (tracked and untracked, not ignored) copied to ``destination``."""
     listed = subprocess.run(
@@ -239,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per test run before the mutant counts as killed")
     parser.add_argument("--json", help="also write every mutant's result to this file")
     parser.add_argument("--equivalent", default=str(EQUIVALENT_FILE), help="the list of mutants judged equivalent (not run)")
+    parser.add_argument("--since", help="only mutants on lines changed since this git revision (e.g. main, HEAD~3)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--list-targets", action="store_true", help="list the named targets and exit")
     args = parser.parse_args(argv)
@@ -259,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
 
     equivalent = load_equivalent(Path(args.equivalent))
     everything = [m for name in files for m in mutants_of(ROOT / name, name)]
+    if args.since:
+        changed = {name: changed_lines(name, args.since) for name in files}
+        everything = [m for m in everything if m.line in changed[m.file]]
     mutants = [m for m in everything if (m.file, m.code, m.description) not in equivalent]
     skipped = len(everything) - len(mutants)
     if args.limit and args.limit < len(mutants):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -53,6 +54,47 @@ def test_each_mutant_is_one_small_edit_that_still_parses(tmp_path):
     for mutant in by_description.values():
         compile(mutated(mutant, SOURCE), "toy.py", "exec")
         assert mutant.code == SOURCE.splitlines()[mutant.line - 1].strip()
+
+
+def test_the_changed_lines_of_a_diff_are_its_new_side_hunks():
+    diff = """diff --git a/x.py b/x.py
+--- a/x.py
++++ b/x.py
+@@ -3 +3 @@ def f():
+-    a = 1
++    a = 2
+@@ -10,0 +11,3 @@ def g():
++    b = 1
++    c = 2
++    d = 3
+@@ -20,2 +22,0 @@ def h():
+-    gone = 1
+-    too = 2
+@@ -40 +40,2 @@
++@@ -1 +99 @@ inside a line's text is no hunk
+"""
+    assert mutation.hunk_lines(diff) == {3, 11, 12, 13, 40, 41}
+    assert mutation.hunk_lines("") == set()
+
+
+def test_since_keeps_only_the_mutants_of_changed_lines(tmp_path, monkeypatch, capsys):
+    """In a repository where only line 8 of the toy module changed since HEAD, --since HEAD lists that
+    line's mutants (4 of the 10) and no other; a revision git does not know is refused with the fix."""
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "toy.py").write_text(SOURCE)
+    git("add", "toy.py")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "toy")
+    (tmp_path / "toy.py").write_text(SOURCE.replace("return -x * 2 >= y", "return -x * 3 >= y"))
+    monkeypatch.setattr(mutation, "ROOT", tmp_path)
+    assert mutation.main(["--files", "toy.py", "--tests", "t", "--list", "--since", "HEAD", "--equivalent", str(tmp_path / "none.json")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert sorted(lines[:-1]) == ["toy.py:8: * -> /", "toy.py:8: 3 -> 4", "toy.py:8: >= -> >", "toy.py:8: drop unary -"]
+    assert lines[-1] == "4 mutants (0 more judged equivalent)"
+    with pytest.raises(SystemExit, match="give --since a revision git knows"):
+        mutation.main(["--files", "toy.py", "--tests", "t", "--list", "--since", "no-such-revision"])
 
 
 def test_equivalent_entries_need_a_reason(tmp_path):
