@@ -356,7 +356,23 @@ _DIGIT = re.compile(r"\d")
 def _without_numbers(text: str) -> str:
     """``text`` with every whitespace-separated run holding a digit blanked (linear: ``\\S*\\d\\S*``
     backtracks quadratically on a long run without a digit)."""
+    if _DIGIT.search(text) is None:  # most replies: nothing to blank, and no Python call per word
+        return text
     return _WORD_RUN.sub(lambda match: " " if _DIGIT.search(match.group(0)) else match.group(0), text)
+
+
+@memoise_short_texts(maxsize=16384)
+def _language_problem(text: str) -> str | None:
+    """Why ``text`` (numbers set aside) is not language a person writes, or ``None``. Memoised: scripted
+    users repeat their templates, and only the numbers in them change."""
+    for sentence in sentences(text):
+        reading = read_sentence(sentence, SCENARIO_WORDS)
+        if reading.reason in REPLY_REASONS:
+            return f"the reply is not language a person writes ({reading.reason.replace('_', ' ')})"
+        function_words = sum(is_function_word(w) for w in reading.words)
+        if len(reading.words) >= REPLY_KEYWORD_WORDS and function_words < REPLY_MIN_FUNCTION_SHARE * len(reading.words):
+            return "the reply is not language a person writes (keyword list)"
+    return None
 
 
 def reply_problem(reply: str, heard: str = "") -> str | None:
@@ -366,14 +382,9 @@ def reply_problem(reply: str, heard: str = "") -> str | None:
     then a sentence of made-up words, a keyword list or babble, or a copy of the assistant's last
     line (``heard``; one holds all of the other verbatim, at least ``REPLY_ECHO_SPAN`` tokens) is a
     problem."""
-    text = _without_numbers(reply)
-    for sentence in sentences(text):
-        reading = read_sentence(sentence, SCENARIO_WORDS)
-        if reading.reason in REPLY_REASONS:
-            return f"the reply is not language a person writes ({reading.reason.replace('_', ' ')})"
-        function_words = sum(is_function_word(w) for w in reading.words)
-        if len(reading.words) >= REPLY_KEYWORD_WORDS and function_words < REPLY_MIN_FUNCTION_SHARE * len(reading.words):
-            return "the reply is not language a person writes (keyword list)"
+    problem = _language_problem(_without_numbers(reply))
+    if problem is not None:
+        return problem
     mine, theirs = tokens(reply), tokens(heard)
     if _contains(mine, theirs, REPLY_ECHO_SPAN) or _contains(theirs, mine, REPLY_ECHO_SPAN):
         return "the reply copies the assistant's last line"

@@ -202,6 +202,17 @@ def test_reply_problem(reply, heard, problem):
     assert (found is None) if problem is None else (problem in found)
 
 
+def test_a_replys_language_is_read_once_but_its_copy_check_each_time():
+    reply = "Leave your phone number and our specialist"
+    assert reply_problem(reply, "") is None
+    assert "copies" in reply_problem(reply, reply + " will call.")
+    assert reply_problem(reply, "Hello") is None
+    # numbers are set aside before reading: a word list with numbers in it is still a keyword list
+    assert "keyword list" in reply_problem("price 12 phone 34 free wechat appointment discount yes number")
+    assert acts._without_numbers("Call 13812345678 now, ok?") == "Call   now, ok?"
+    assert acts._without_numbers("No digits at all.") == "No digits at all."
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.text(max_size=300))
 def test_the_recogniser_is_total(text):
