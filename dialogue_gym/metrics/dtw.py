@@ -615,13 +615,26 @@ def discounted_suffix(deviations: Any, rho: float) -> np.ndarray:
     return suffix
 
 
-def align(simulated: Any, reference: Any, metric: str = "abs") -> Alignment:
-    """Optimal path, cost D and per-turn deviations d_t of ``simulated`` against ``reference``."""
-    cost = np.ascontiguousarray(local_cost_matrix(simulated, reference, metric))
+@numba.njit(cache=True, nogil=True)
+def _align_cost(cost: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:  # pragma: no cover - compiled
+    """``(path, D, d_t)`` of a local-cost matrix in one compiled call: :func:`_accumulate`,
+    :func:`_trace_path`, then :func:`_deviations`' sums taken in path order, as ``np.bincount`` takes
+    them (the same additions, so the same bits); a DTW path visits every row."""
     accumulated = _accumulate(cost)
     path = _trace_path(accumulated)
-    deviations = _deviations(cost, path)
-    return Alignment(tuple(map(tuple, path.tolist())), float(accumulated[-1, -1]), tuple(deviations.tolist()))
+    totals = np.zeros(cost.shape[0])
+    counts = np.zeros(cost.shape[0], dtype=np.int64)
+    for k in range(path.shape[0]):
+        row = path[k, 0]
+        totals[row] += cost[row, path[k, 1]]
+        counts[row] += 1
+    return path, accumulated[-1, -1], totals / counts
+
+
+def align(simulated: Any, reference: Any, metric: str = "abs") -> Alignment:
+    """Optimal path, cost D and per-turn deviations d_t of ``simulated`` against ``reference``."""
+    path, cost, deviations = _align_cost(np.ascontiguousarray(local_cost_matrix(simulated, reference, metric)))
+    return Alignment(tuple(map(tuple, path.tolist())), float(cost), tuple(deviations.tolist()))
 
 
 __all__ = [

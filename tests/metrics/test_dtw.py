@@ -140,6 +140,23 @@ def test_discounted_suffix():
             discounted_suffix([1.0], rho)
 
 
+vectors = st.integers(1, 3).flatmap(
+    lambda d: st.tuples(*(st.lists(st.lists(st.floats(-10, 10, allow_nan=False), min_size=d, max_size=d), min_size=1, max_size=9),) * 2)
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(reals, reals, vectors)
+def test_align_is_dtw_path_and_turn_deviations_bit_for_bit(a, b, pair):
+    """The one compiled call equals the separate functions exactly, on real numbers (where a sum's
+    order would show) and on vectors under every metric."""
+    for simulated, reference, metric in [(a, b, "abs"), (a, b, "sqeuclidean"), (*pair, "abs"), (*pair, "sqeuclidean"), (*pair, "cosine")]:
+        alignment = align(simulated, reference, metric)
+        path, cost = dtw_path(simulated, reference, metric)
+        assert list(alignment.path) == path and alignment.cost == cost
+        assert alignment.deviations == tuple(turn_deviations(simulated, reference, path, metric).tolist())
+
+
 @settings(max_examples=80, deadline=None)
 @given(levels, levels, st.floats(0, 1))
 def test_suffix_definition_and_deviations_bound(simulated, reference, rho):
