@@ -260,6 +260,17 @@ def analyze(utterance: str, facts: Sequence[str] = ()) -> frozenset[str]:
     return found or frozenset({"none"})
 
 
+def carries(utterance: str, act: str, facts: Sequence[str] = ()) -> bool:
+    """``act in analyze(utterance, facts)``, without building that set (a user counts its contact
+    requests over the whole dialogue every turn)."""
+    parsed = _parse_turn(utterance, tuple(facts))
+    if act in parsed.heard_acts:
+        return True
+    if act == "answer":
+        return bool(parsed.heard_facts)
+    return act == "none" and not parsed.heard_acts and not parsed.heard_facts
+
+
 def _contains(longer: tuple[str, ...], shorter: tuple[str, ...], span: int = ECHO_SPAN) -> bool:
     """Whether ``longer`` holds all of ``shorter`` (at least ``span`` tokens) verbatim."""
     return span <= len(shorter) <= len(longer) and f" {' '.join(shorter)} " in f" {' '.join(longer)} "

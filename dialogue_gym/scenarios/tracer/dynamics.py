@@ -22,7 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from dialogue_gym.errors import ConfigError
-from dialogue_gym.scenarios.tracer.acts import ACTS, FLAGS, analyze, read_turn
+from dialogue_gym.scenarios.tracer.acts import ACTS, FLAGS, carries, read_turn
 from dialogue_gym.scenarios.tracer.data import (
     DYNAMICS_FILE,
     LEVELS,
@@ -94,7 +94,7 @@ class FeatureMap:
             on += [f"turn:{flag}" for flag in reading.flags]
         else:
             on.append("act:none")
-        if sum(CONTACT_ACT in analyze(u, facts) for u in assistant_utterances) >= PUSHY_AFTER:
+        if sum(carries(u, CONTACT_ACT, facts) for u in assistant_utterances) >= PUSHY_AFTER:
             on.append("pushy")
         user = profile.get("user", {})
         on += [f"personality:{user.get('personality')}", f"need:{user.get('need')}"]

@@ -213,6 +213,23 @@ def test_a_replys_language_is_read_once_but_its_copy_check_each_time():
     assert acts._without_numbers("No digits at all.") == "No digits at all."
 
 
+CARRIES_SAMPLES = [
+    "Hello! Leave your phone number and our specialist will call you.",
+    "Down payments start from 15% on most models.",  # states a fact: an answer
+    "What budget do you have in mind?",
+    "Sorry to hear that. Book now, the offer ends today!",
+    "kalovex drimun zorpel",  # carries nothing: none
+    "",
+]
+
+
+@pytest.mark.parametrize("utterance", CARRIES_SAMPLES)
+def test_carries_is_membership_in_analyze(utterance):
+    for facts in ([], FACTS):
+        found = analyze(utterance, facts)
+        assert {act for act in acts.ACTS if acts.carries(utterance, act, facts)} == found, (utterance, facts)
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.text(max_size=300))
 def test_the_recogniser_is_total(text):
