@@ -1,6 +1,7 @@
 """Scripted speed of this working tree against a git revision, side by side, and whether both play the same episodes.
 
     python benchmarks/compare_revisions.py [REV] [--rounds 2] [--episodes 3000] [--quick]
+    python benchmarks/compare_revisions.py [REV] --instructions [--episodes 300]
 
 REV (default ``HEAD``) is checked out into a temporary git worktree. Each round then plays every row
 of ``scripted_throughput.py``'s engine table and SEAD's ``gym.make`` (unwrapped) and ``gym.make_vec``
@@ -12,6 +13,14 @@ benchmark module and package, threads pinned to one. It prints learner turns per
 First it plays, in each tree, every fair baseline and audit policy of every ID's exploit audits
 (``--fingerprint-episodes``, 120 each, seed 7) and prints a SHA-256 of their trajectories (strict
 JSON): a speed change that keeps the rules must keep it equal. The script exits 1 when it differs.
+
+``--instructions`` counts instead of timing (needs ``valgrind``): CPU instructions per learner turn
+of every engine row in each tree under callgrind, the warm-up's count taken away (a run of the
+warm-up alone, after one more that fills numba's caches for the emulated CPU). On shared cores the
+CPU time of one process varies by a quarter from run to run; the count varies by under 0.1% (same
+hash seed; what is left is address layout), so a change of a few percent shows. It takes about a minute a row per tree for SEAD and five for the
+others at the default 300 episodes. Its ratio is the revision's count over this tree's (above 1:
+fewer instructions now).
 """
 
 from __future__ import annotations
@@ -20,6 +29,8 @@ import argparse
 import hashlib
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -74,8 +85,27 @@ def rate(row: str, episodes: int, warmup: int) -> float:
     return result["turns"] / result["cpu_seconds"]
 
 
+def learner_turns(row: str, episodes: int, warmup: int) -> int:
+    """Play ``warmup`` episodes of an engine row, then ``episodes`` more (none: the warm-up alone);
+    the learner turns of the latter (what :func:`instructions` divides by)."""
+    sys.path.insert(0, str(Path.cwd() / "benchmarks"))
+    import scripted_throughput as bench
+    from dialogue_gym.evaluation import Evaluator
+
+    players = bench.learner_players()
+    index = [f"{env_id} {learner}" for env_id, learner, _ in players].index(row)
+    env_id, learner, agent = players[index]
+    seed, warmup_seed = bench.row_seeds(index)
+    evaluator = Evaluator(env_id, agent, learner=learner)
+    evaluator.run(warmup, seed=warmup_seed)
+    if not episodes:
+        return 0
+    return sum(len(trajectory.turns_of(learner)) for trajectory in evaluator.run(episodes, seed=seed))
+
+
 def child(argv: list[str]) -> None:
-    """``--child fingerprint N``, ``--child rows`` or ``--child rate ROW EPISODES WARMUP``, run inside one tree: prints JSON."""
+    """``--child fingerprint N``, ``--child rows``, ``--child rate ROW EPISODES WARMUP`` or ``--child turns
+    ROW EPISODES WARMUP``, run inside one tree: prints JSON."""
     sys.path.insert(0, str(Path.cwd()))
     import dialogue_gym  # noqa: F401  (registers the ids)
 
@@ -83,8 +113,46 @@ def child(argv: list[str]) -> None:
         print(json.dumps(fingerprint(int(argv[1]))))
     elif argv[0] == "rows":
         print(json.dumps(rows()))
+    elif argv[0] == "turns":
+        print(json.dumps(learner_turns(argv[1], int(argv[2]), int(argv[3]))))
     else:
         print(json.dumps(rate(argv[1], int(argv[2]), int(argv[3]))))
+
+
+def callgrind_count(tree: Path, *args: str) -> tuple[int, object]:
+    """``(instructions, printed JSON)`` of this script's child mode in ``tree`` run under callgrind."""
+    environment = {**os.environ, **{variable: os.environ.get(variable, "1") for variable in THREAD_VARIABLES}}
+    environment.update(PYTHONPATH=str(tree), PYTHONHASHSEED="0")  # the same set orders in every run
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, str(Path(__file__).resolve()), "--child", *args],
+        cwd=tree, env=environment, capture_output=True, text=True, check=False,
+    )
+    counted = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or counted is None:
+        raise SystemExit(f"the callgrind run in {tree} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return int(counted.group(1)), json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def instructions(tree: Path, row: str, episodes: int, warmup: int) -> float:
+    """CPU instructions per learner turn of ``episodes`` episodes of an engine row in ``tree``: the count
+    of warm-up plus episodes less that of the warm-up alone, after a first run that fills numba's caches
+    (callgrind emulates a CPU of its own, so native cache entries do not serve it)."""
+    callgrind_count(tree, "turns", row, "0", str(warmup))
+    alone, _ = callgrind_count(tree, "turns", row, "0", str(warmup))
+    total, turns = callgrind_count(tree, "turns", row, str(episodes), str(warmup))
+    return (total - alone) / turns
+
+
+def count_instructions(trees: dict[str, Path], revision: str, episodes: int, warmup: int) -> str:
+    """The ``--instructions`` table: each engine row's instructions per learner turn in both trees."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions counts with valgrind's callgrind, which is not on PATH; install valgrind (e.g. apt-get install valgrind) or time the rows without it")
+    engine_rows = [row for row in run_in(ROOT, "rows") if not row.startswith("SEAD gym.")]
+    lines = [f"{'row':36s} {revision + ' (instr/turn)':>24s} {'this tree (instr/turn)':>24s} {'ratio':>6s}"]
+    for row in engine_rows:
+        before, after = (instructions(trees[name], row, episodes, warmup) for name in (revision, "this tree"))
+        lines.append(f"{row:36s} {before:24,.0f} {after:24,.0f} {before / after:6.3f}")
+    return "\n".join(lines)
 
 
 def run_in(tree: Path, *args: str) -> object:
@@ -121,11 +189,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("revision", nargs="?", default="HEAD", help="git revision to compare with (default: HEAD)")
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds (default: 2)")
-    parser.add_argument("--episodes", type=int, default=3000, help="episodes per row (default: 3000)")
-    parser.add_argument("--warmup", type=int, default=500, help="untimed episodes before each row (default: 500)")
+    parser.add_argument("--episodes", type=int, help="episodes per row (default: 3000; 300 with --instructions)")
+    parser.add_argument("--warmup", type=int, help="untimed episodes before each row (default: 500; 200 with --instructions)")
     parser.add_argument("--fingerprint-episodes", type=int, default=120, help="episodes per audit player (0: skip)")
     parser.add_argument("--quick", action="store_true", help="one round of 60 episodes a row, 12 per audit player")
+    parser.add_argument("--instructions", action="store_true", help="count instructions per learner turn under callgrind instead of timing (engine rows)")
     args = parser.parse_args(argv)
+    # under callgrind a turn takes ~50 times as long, and the count needs no repeats to settle
+    args.episodes = args.episodes if args.episodes is not None else 300 if args.instructions else 3000
+    args.warmup = args.warmup if args.warmup is not None else 200 if args.instructions else 500
     if args.quick:
         args.rounds, args.episodes, args.warmup, args.fingerprint_episodes = 1, 60, 30, 12
     for name in ("rounds", "episodes"):
@@ -147,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
                 for name, value in prints.items():
                     print(f"trajectories of every audit player, {name}: sha256 {value}")
                 print("the same episodes" if same else "THE EPISODES DIFFER")
+            if args.instructions:
+                print(f"\nCPU instructions per learner turn under callgrind, {args.episodes} episodes a row after {args.warmup} warm-up; "
+                      "ratio: the revision's count over this tree's\n")
+                print(count_instructions(trees, args.revision, args.episodes, args.warmup))
+                return 0 if same else 1
             load_before = os.getloadavg()
             results: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
             for _ in range(args.rounds):

@@ -105,3 +105,38 @@ def test_other_episodes_exit_1_and_the_ratio_is_this_tree_over_the_revision(monk
     out = capsys.readouterr().out
     assert "THE EPISODES DIFFER" in out
     assert out.splitlines()[-1].split() == ["SEAD-Outbound-v0", "agent", "100", "300", "3.00"]
+
+
+def test_instructions_are_per_learner_turn_less_the_warm_up_and_the_ratio_is_the_revision_over_this_tree(monkeypatch, capsys):
+    module = load_compare()
+    counted = []
+
+    def fake_callgrind_count(tree, mode, row, episodes, warmup):
+        counted.append((tree == module.ROOT, row, episodes, warmup))
+        per_turn = 1_000 if tree == module.ROOT else 1_500
+        turns = 40 if episodes != "0" else 0
+        return 7_000_000 + per_turn * turns, turns  # warm-up alone: 7M in both trees
+
+    def fake_run_in(tree, mode, *args):
+        return {"fingerprint": "same", "rows": ["SEAD-Outbound-v0 agent", "SEAD gym.make unwrapped", "SEAD gym.make_vec K=1"]}[mode]
+
+    monkeypatch.setattr(module, "callgrind_count", fake_callgrind_count)
+    monkeypatch.setattr(module, "run_in", fake_run_in)
+    monkeypatch.setattr(module.shutil, "which", lambda name: "/usr/bin/valgrind")
+    assert module.main(["HEAD", "--instructions", "--fingerprint-episodes", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1].split() == ["SEAD-Outbound-v0", "agent", "1,500", "1,000", "1.500"]
+    assert "SEAD gym." not in out  # the engine rows only
+    # per tree: one run to fill numba's caches, the warm-up alone, then warm-up and episodes (300 after 200 by default)
+    assert [c[2:] for c in counted] == [("0", "200"), ("0", "200"), ("300", "200")] * 2
+    monkeypatch.setattr(module.shutil, "which", lambda name: None)
+    with pytest.raises(SystemExit, match="not on PATH; install valgrind"):
+        module.main(["HEAD", "--instructions", "--fingerprint-episodes", "0", "--episodes", "5"])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(__import__("shutil").which("valgrind") is None, reason="counting instructions needs valgrind")
+def test_instruction_counts_of_one_row_are_positive_and_repeat_within_a_tenth_of_a_percent():
+    module = load_compare()
+    counts = [module.instructions(module.ROOT, "SEAD-Outbound-v0 agent", 6, 2) for _ in range(2)]
+    assert counts[0] > 10_000 and abs(counts[0] - counts[1]) <= 0.001 * counts[0]

@@ -216,6 +216,16 @@ def test_padding_a_repeat_with_a_made_up_word_is_still_a_repeat():
     assert len(heard) >= 80 and all("You already said that." in reply for reply in heard)
 
 
+def test_a_line_sharing_exactly_the_repeat_share_of_words_is_a_repeat():
+    """"The free advertising credit helps you." shares 3 of the 5 content words it and "We offer free
+    advertising credit." have between them: 0.6, the repeat_similarity, is a repeat; 3 of 7 is not."""
+    first = "We offer free advertising credit."
+    for line, repeat in (("The free advertising credit helps you.", True), ("The free advertising credit helps restaurants grow.", False)):
+        results = play([OPENER, first, line], profile={"state": [3, 3, 5], "behaviors": ["IC1"]}, seeds=range(40))
+        heard = [replies[2] for _, replies in results if len(replies) > 2 and "missed that" not in replies[1] + replies[2]]
+        assert len(heard) >= 25 and all(("You already said that." in reply) is repeat for reply in heard), line
+
+
 def test_the_state_is_clamped_into_its_ranges_dimension_by_dimension():
     """Cooperation 0-4, emotion 0-3, trust 0-5: each bound applies to its own dimension only."""
     assert _clamp(-1, 4, 6) == (0, 3, 5)

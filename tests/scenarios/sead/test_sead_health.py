@@ -87,6 +87,10 @@ def test_a_reply_is_read_afresh_against_each_caller_line():
     assert after_hello.reversals == after_itself.reversals and after_hello.categories == after_itself.categories
     four, three = "Okay then, open the merchant app.", "Okay, open the app."  # content words: 4 and 3
     assert rules.read_reply(four, four).echoes and not rules.read_reply(three, three).echoes  # ECHO_MIN_WORDS = 4
+    # 4 shared content words of 5 in all: exactly the 0.8 echo_overlap, which is a copy
+    shorter, longer = "Please open the merchant app and tap it.", "Open the merchant app and tap it, okay?"
+    assert rules.echo_overlap == 0.8 and rules.read_reply(shorter, longer).echoes and rules.read_reply(longer, shorter).echoes
+    assert not rules.read_reply(shorter, "Okay, open the merchant app and tap exposure now.").echoes  # 4 of 6
 
 
 def test_a_frozen_llm_owner_is_in_format_but_flagged_and_warned_about():

@@ -54,12 +54,14 @@ def numpy_draw(logits, rng):
 
 
 def test_a_memoised_draw_is_the_numpy_draw():
-    """Drawn twice (the second time from the memo), from ties (-inf logits), float32 logits (not
-    memoised) and logits with NaN or +inf (a NaN CDF, whole or from a point on), every draw equals
-    NumPy's on the same generator state."""
+    """Drawn twice (the second time from the memo), from ties (-inf logits), logits whose exponent
+    overflows unless shifted by their maximum, float32 logits (not memoised, so two of them must not
+    share an entry) and logits with NaN or +inf (a NaN CDF, whole or from a point on), every draw
+    equals NumPy's on the same generator state."""
     generator = np.random.default_rng(0)
     cases = [generator.normal(0, scale, 6) for scale in (0.1, 1.0, 5.0, 30.0) for _ in range(25)]
-    cases += [np.array([0.0, -np.inf, -np.inf, 0.0, -np.inf, 2.0]), np.array([1.0] * 6), np.array([0.0, 1, 2, 3, 4, 5], dtype=np.float32)]
+    cases += [np.array([0.0, -np.inf, -np.inf, 0.0, -np.inf, 2.0]), np.array([1.0] * 6), np.array([400.0, 0, 0, 0, 0, 399.0])]
+    cases += [np.array(values, dtype=np.float32) for values in ([0, 1, 2, 3, 4, 5], [5, 4, 3, 2, 1, 0], [np.nan, 0, 0, 0, 0, 0])]
     cases += [np.array([np.nan, 0, 0, 0, 0, 0]), np.array([-np.inf] * 6), np.array([0.0, 0, np.inf, 0, 0, 0]), np.array([3.0, 1.0, 2.0])]
     with np.errstate(invalid="ignore"):  # the NaN, +inf and all -inf cases
         for index, logits in enumerate(cases):
