@@ -143,11 +143,22 @@ def instructions(tree: Path, row: str, episodes: int, warmup: int) -> float:
     return (total - alone) / turns
 
 
-def count_instructions(trees: dict[str, Path], revision: str, episodes: int, warmup: int) -> str:
+def selected(all_rows: list[str], wanted: str | None) -> list[str]:
+    """The rows whose name holds one of the comma-separated texts of ``wanted`` (all when ``None``)."""
+    if wanted is None:
+        return all_rows
+    texts = [text.strip() for text in wanted.split(",") if text.strip()]
+    chosen = [row for row in all_rows if any(text in row for text in texts)]
+    if not chosen:
+        raise SystemExit(f"--rows {wanted!r} matches no row; the rows are {all_rows}")
+    return chosen
+
+
+def count_instructions(trees: dict[str, Path], revision: str, episodes: int, warmup: int, wanted: str | None = None) -> str:
     """The ``--instructions`` table: each engine row's instructions per learner turn in both trees."""
     if shutil.which("valgrind") is None:
         raise SystemExit("--instructions counts with valgrind's callgrind, which is not on PATH; install valgrind (e.g. apt-get install valgrind) or time the rows without it")
-    engine_rows = [row for row in run_in(ROOT, "rows") if not row.startswith("SEAD gym.")]
+    engine_rows = selected([row for row in run_in(ROOT, "rows") if not row.startswith("SEAD gym.")], wanted)
     lines = [f"{'row':36s} {revision + ' (instr/turn)':>24s} {'this tree (instr/turn)':>24s} {'ratio':>6s}"]
     for row in engine_rows:
         before, after = (instructions(trees[name], row, episodes, warmup) for name in (revision, "this tree"))
@@ -193,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, help="untimed episodes before each row (default: 500; 200 with --instructions)")
     parser.add_argument("--fingerprint-episodes", type=int, default=120, help="episodes per audit player (0: skip)")
     parser.add_argument("--quick", action="store_true", help="one round of 60 episodes a row, 12 per audit player")
+    parser.add_argument("--rows", help="only the rows whose name holds one of these comma-separated texts (e.g. SEAD,RLADA-Banking)")
     parser.add_argument("--instructions", action="store_true", help="count instructions per learner turn under callgrind instead of timing (engine rows)")
     args = parser.parse_args(argv)
     # under callgrind a turn takes ~50 times as long, and the count needs no repeats to settle
@@ -222,14 +234,14 @@ def main(argv: list[str] | None = None) -> int:
             if args.instructions:
                 print(f"\nCPU instructions per learner turn under callgrind, {args.episodes} episodes a row after {args.warmup} warm-up; "
                       "ratio: the revision's count over this tree's\n")
-                print(count_instructions(trees, args.revision, args.episodes, args.warmup))
+                print(count_instructions(trees, args.revision, args.episodes, args.warmup, args.rows))
                 return 0 if same else 1
             load_before = os.getloadavg()
             results: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
             for _ in range(args.rounds):
                 for name in trees:
                     results[name].append({})
-                for row in run_in(ROOT, "rows"):
+                for row in selected(run_in(ROOT, "rows"), args.rows):
                     for name, tree in trees.items():
                         results[name][-1][row] = run_in(tree, "rate", row, str(args.episodes), str(args.warmup))
             load_after = os.getloadavg()

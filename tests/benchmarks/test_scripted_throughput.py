@@ -134,6 +134,15 @@ def test_instructions_are_per_learner_turn_less_the_warm_up_and_the_ratio_is_the
         module.main(["HEAD", "--instructions", "--fingerprint-episodes", "0", "--episodes", "5"])
 
 
+def test_rows_select_by_any_of_their_texts():
+    module = load_compare()
+    rows = ["SEAD-Outbound-v0 agent", "TRACER-UserSim-v0 user", "RLADA-Banking-v0 agent", "SEAD gym.make_vec K=1"]
+    assert module.selected(rows, None) == rows
+    assert module.selected(rows, "SEAD, RLADA-Banking") == ["SEAD-Outbound-v0 agent", "RLADA-Banking-v0 agent", "SEAD gym.make_vec K=1"]
+    with pytest.raises(SystemExit, match="--rows 'DM' matches no row; the rows are"):
+        module.selected(rows, "DM")
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(__import__("shutil").which("valgrind") is None, reason="counting instructions needs valgrind")
 def test_instruction_counts_of_one_row_are_positive_and_repeat_within_a_tenth_of_a_percent():
