@@ -18,9 +18,9 @@ JSON): a speed change that keeps the rules must keep it equal. The script exits 
 of every engine row in each tree under callgrind, the warm-up's count taken away (a run of the
 warm-up alone, after one more that fills numba's caches for the emulated CPU). On shared cores the
 CPU time of one process varies by a quarter from run to run; the count varies by under 0.1% (same
-hash seed; what is left is address layout), so a change of a few percent shows. It takes about a minute a row per tree for SEAD and five for the
-others at the default 300 episodes. Its ratio is the revision's count over this tree's (above 1:
-fewer instructions now).
+hash seed; what is left is address layout), so a change of a few percent shows. It takes about a
+minute a row per tree for SEAD and five for the others at the default 300 episodes. Its ratio is the
+revision's count over this tree's (above 1: fewer instructions now).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
@@ -80,27 +81,24 @@ def rate(row: str, episodes: int, warmup: int) -> float:
             size = int(row.rsplit("=", 1)[1])
             result = bench.vector(size, episodes, warmup, len(players) + 1 + VECTOR_SIZES.index(size))
         else:
-            index = [f"{env_id} {learner}" for env_id, learner, _ in players].index(row)
-            result = bench.engine(*players[index], episodes, warmup, index)
+            result = engine_row(bench, row, episodes, warmup)
     return result["turns"] / result["cpu_seconds"]
 
 
-def learner_turns(row: str, episodes: int, warmup: int) -> int:
-    """Play ``warmup`` episodes of an engine row, then ``episodes`` more (none: the warm-up alone);
-    the learner turns of the latter (what :func:`instructions` divides by)."""
-    sys.path.insert(0, str(Path.cwd() / "benchmarks"))
-    import scripted_throughput as bench
-    from dialogue_gym.evaluation import Evaluator
-
+def engine_row(bench: Any, row: str, episodes: int, warmup: int) -> dict[str, Any]:
+    """``scripted_throughput.engine`` on the engine row named ``row`` (``"<env id> <learner>"``)."""
     players = bench.learner_players()
     index = [f"{env_id} {learner}" for env_id, learner, _ in players].index(row)
-    env_id, learner, agent = players[index]
-    seed, warmup_seed = bench.row_seeds(index)
-    evaluator = Evaluator(env_id, agent, learner=learner)
-    evaluator.run(warmup, seed=warmup_seed)
-    if not episodes:
-        return 0
-    return sum(len(trajectory.turns_of(learner)) for trajectory in evaluator.run(episodes, seed=seed))
+    return bench.engine(*players[index], episodes, warmup, index)
+
+
+def learner_turns(row: str, episodes: int, warmup: int) -> int:
+    """The learner turns of ``episodes`` episodes of an engine row after its warm-up (none: the warm-up
+    alone), what :func:`instructions` divides by."""
+    sys.path.insert(0, str(Path.cwd() / "benchmarks"))
+    import scripted_throughput as bench
+
+    return engine_row(bench, row, episodes, warmup)["turns"]
 
 
 def child(argv: list[str]) -> None:

@@ -104,14 +104,15 @@ def row_seeds(row: int) -> tuple[int, int]:
 
 
 def engine(env_id: str, learner: str, agent: str, episodes: int, warmup: int, row: int) -> dict[str, Any]:
-    """``episodes`` episodes of the evaluation sequence through the batched engine; the learner's turns."""
+    """``episodes`` episodes of the evaluation sequence through the batched engine; the learner's turns
+    (0 episodes: the warm-up alone, which ``compare_revisions --instructions`` counts to take it away)."""
     from dialogue_gym.evaluation import Evaluator
 
     seed, warmup_seed = row_seeds(row)
     evaluator = Evaluator(env_id, agent, learner=learner)
     evaluator.run(warmup, seed=warmup_seed)
     start = clock()
-    trajectories = evaluator.run(episodes, seed=seed)
+    trajectories = evaluator.run(episodes, seed=seed) if episodes else []
     times = elapsed(start)
     turns = sum(len(trajectory.turns_of(learner)) for trajectory in trajectories)
     return {"env_id": env_id, "learner": learner, "agent": agent, "episodes": len(trajectories), "turns": turns, **times}

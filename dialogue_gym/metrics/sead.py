@@ -18,10 +18,10 @@ from dialogue_gym.metrics.core import (
     split_failures,
     tokens_per_dialogue,
 )
-from dialogue_gym.scenarios.sead.state import STATE_DIMS
+from dialogue_gym.scenarios.sead.state import STATE_DIMS, TOP_COOPERATION, TOP_EMOTION, TOP_TRUST
 from dialogue_gym.types import Outcome, Trajectory
 
-_RANGES = tuple(n - 1 for n in STATE_DIMS)
+_RANGES = (TOP_COOPERATION, TOP_EMOTION, TOP_TRUST)
 
 
 def agent_turns(trajectory: Trajectory) -> int:

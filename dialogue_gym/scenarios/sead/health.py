@@ -27,7 +27,7 @@ from dialogue_gym.scenarios.common import MAX_CACHED_TEXT_CHARS, read_json
 from dialogue_gym.scenarios.sead.data import DATA_DIR, BehaviorLibrary, Campaign
 from dialogue_gym.scenarios.sead.parsing import AgentMove, UserMove
 from dialogue_gym.scenarios.sead.state import STATE_NAMES, UserState
-from dialogue_gym.scenarios.understanding import content_words
+from dialogue_gym.scenarios.understanding import content_words, highest_overlap
 
 DEFAULT_HEALTH_FILE = DATA_DIR / "health.json"
 MIN_COOPERATION_TO_ACT = 3
@@ -83,10 +83,7 @@ class SeadHealthRules:
                     self._reply_readings.clear()
                 self._reply_readings[reply] = reading
         reversals, cued, mine = reading
-        echoes = False
-        if len(mine) >= ECHO_MIN_WORDS:
-            heard = content_words(caller_line)
-            echoes = bool(heard) and len(mine & heard) / len(mine | heard) >= self.echo_overlap
+        echoes = len(mine) >= ECHO_MIN_WORDS and highest_overlap(mine, (content_words(caller_line),)) >= self.echo_overlap
         return ReplyReading(reversals, cued, echoes)
 
 

@@ -152,25 +152,30 @@ class IntentDynamics:
 
 
 _CUMULATIVE: dict[bytes, list[float]] = {}
-"""Unnormalised CDFs of float64 logit vectors lately drawn from, keyed by their bytes: a scripted user
-meets the same few contexts again and again, and NumPy's per-call cost on six numbers was most of a draw."""
+"""Unnormalised CDFs of float64 logit vectors of the six levels lately drawn from, keyed by their
+bytes: a scripted user meets the same few contexts again and again, and NumPy's per-call cost on six
+numbers was most of a draw."""
 _MAX_CUMULATIVE = 16384
 
 
 def draw_level(logits: np.ndarray, rng: random.Random) -> int:
     """One level drawn from ``softmax(logits)`` with ``rng`` (inverse CDF on one uniform draw, so a
     seeded ``random.Random`` replays exactly)."""
-    memoisable = type(logits) is np.ndarray and logits.dtype == np.float64 and logits.ndim == 1
-    key = logits.tobytes() if memoisable else b""
-    cumulative = _CUMULATIVE.get(key) if memoisable else None
-    if cumulative is None:
-        array = np.cumsum(np.exp(logits - logits.max()))
-        if not memoisable:
-            return int(min(np.searchsorted(array, rng.random() * array[-1], side="right"), LEVELS - 1))
-        cumulative = array.tolist()
+    if type(logits) is not np.ndarray or logits.dtype != np.float64 or logits.shape != (LEVELS,):
+        cumulative = _cdf(logits)
+        return int(min(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"), LEVELS - 1))
+    key = logits.tobytes()
+    memoised = _CUMULATIVE.get(key)
+    if memoised is None:
+        memoised = _cdf(logits).tolist()
         if len(_CUMULATIVE) >= _MAX_CUMULATIVE:
             _CUMULATIVE.clear()
-        _CUMULATIVE[key] = cumulative
+        _CUMULATIVE[key] = memoised
     # bisect_right on the non-decreasing CDF is searchsorted(side="right") on it; a NaN logit makes the
     # target NaN, which both place past the end (no comparison with NaN holds; NumPy sorts NaN last)
-    return min(bisect_right(cumulative, rng.random() * cumulative[-1]), LEVELS - 1)
+    return min(bisect_right(memoised, rng.random() * memoised[-1]), LEVELS - 1)
+
+
+def _cdf(logits: np.ndarray) -> np.ndarray:
+    """The unnormalised CDF of ``softmax(logits)`` (shifted by the maximum, so no exponent overflows)."""
+    return np.cumsum(np.exp(logits - logits.max()))

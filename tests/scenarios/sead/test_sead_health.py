@@ -93,6 +93,19 @@ def test_a_reply_is_read_afresh_against_each_caller_line():
     assert not rules.read_reply(shorter, "Okay, open the merchant app and tap exposure now.").echoes  # 4 of 6
 
 
+def test_a_long_reply_is_read_but_not_kept():
+    """Hostile owner output: a reply past the memo bound is read afresh and pins nothing in either memo."""
+    from dialogue_gym.scenarios.common import MAX_CACHED_TEXT_CHARS
+
+    rules = load_health_rules(load_campaign(), load_behaviors())
+    long = "Are there any hidden fees I should know about? " * (MAX_CACHED_TEXT_CHARS // 40)
+    kept = len(rules._readings), len(rules._reply_readings)
+    assert "Cost_Concerns" in rules.read_reply(long, HELLO).categories
+    assert (len(rules._readings), len(rules._reply_readings)) == kept
+    rules.read_reply("A short reply about fees, kept.", HELLO)
+    assert (len(rules._readings), len(rules._reply_readings)) == (kept[0] + 1, kept[1] + 1)
+
+
 def test_a_frozen_llm_owner_is_in_format_but_flagged_and_warned_about():
     # Attacker on the health rates: the same well-formed record every turn tops format compliance.
     frozen = render_user_output("Okay, go on.", (2, 2, 2), 0)

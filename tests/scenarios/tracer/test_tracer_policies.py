@@ -6,6 +6,7 @@ import pytest
 from dialogue_gym.backends import CannedBackend
 from dialogue_gym.envs.driver import CounterpartDriver
 from dialogue_gym.errors import ConfigError
+from dialogue_gym.scenarios.tracer import dynamics
 from dialogue_gym.scenarios.tracer.dynamics import (
     FeatureMap,
     IntentDynamics,
@@ -69,6 +70,10 @@ def test_a_memoised_draw_is_the_numpy_draw():
                 for _ in range(2):
                     assert draw_level(logits, random.Random(seed)) == numpy_draw(logits, random.Random(seed)), logits
     assert draw_level(np.array([0.0, 0, 0, 0, 0, 0]), random.Random(0)) == int(random.Random(0).random() * 6)
+    # only six-level vectors are memoised: a long one would pin its bytes in the memo
+    kept = len(dynamics._CUMULATIVE)
+    draw_level(np.zeros(10_000), random.Random(0))
+    assert len(dynamics._CUMULATIVE) == kept
 
 
 def test_dynamics_probabilities_and_seeded_draws():
