@@ -81,24 +81,33 @@ def rate(row: str, episodes: int, warmup: int) -> float:
             size = int(row.rsplit("=", 1)[1])
             result = bench.vector(size, episodes, warmup, len(players) + 1 + VECTOR_SIZES.index(size))
         else:
-            result = engine_row(bench, row, episodes, warmup)
+            index, player = engine_player(bench, row)
+            result = bench.engine(*player, episodes, warmup, index)
     return result["turns"] / result["cpu_seconds"]
 
 
-def engine_row(bench: Any, row: str, episodes: int, warmup: int) -> dict[str, Any]:
-    """``scripted_throughput.engine`` on the engine row named ``row`` (``"<env id> <learner>"``)."""
+def engine_player(bench: Any, row: str) -> tuple[int, tuple[str, str, str]]:
+    """``(row number, (env id, learner, agent))`` of the engine row named ``row`` (``"<env id> <learner>"``)."""
     players = bench.learner_players()
     index = [f"{env_id} {learner}" for env_id, learner, _ in players].index(row)
-    return bench.engine(*players[index], episodes, warmup, index)
+    return index, players[index]
 
 
 def learner_turns(row: str, episodes: int, warmup: int) -> int:
-    """The learner turns of ``episodes`` episodes of an engine row after its warm-up (none: the warm-up
-    alone), what :func:`instructions` divides by."""
+    """Play ``warmup`` episodes of an engine row, then ``episodes`` more (none: the warm-up alone);
+    the learner turns of the latter (what :func:`instructions` divides by). This runs in the revision's
+    tree with its own benchmark module, so it uses only what older revisions have too."""
     sys.path.insert(0, str(Path.cwd() / "benchmarks"))
     import scripted_throughput as bench
+    from dialogue_gym.evaluation import Evaluator
 
-    return engine_row(bench, row, episodes, warmup)["turns"]
+    index, (env_id, learner, agent) = engine_player(bench, row)
+    seed, warmup_seed = bench.row_seeds(index)
+    evaluator = Evaluator(env_id, agent, learner=learner)
+    evaluator.run(warmup, seed=warmup_seed)
+    if not episodes:
+        return 0
+    return sum(len(trajectory.turns_of(learner)) for trajectory in evaluator.run(episodes, seed=seed))
 
 
 def child(argv: list[str]) -> None:

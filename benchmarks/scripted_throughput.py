@@ -104,15 +104,14 @@ def row_seeds(row: int) -> tuple[int, int]:
 
 
 def engine(env_id: str, learner: str, agent: str, episodes: int, warmup: int, row: int) -> dict[str, Any]:
-    """``episodes`` episodes of the evaluation sequence through the batched engine; the learner's turns
-    (0 episodes: the warm-up alone, which ``compare_revisions --instructions`` counts to take it away)."""
+    """``episodes`` episodes of the evaluation sequence through the batched engine; the learner's turns."""
     from dialogue_gym.evaluation import Evaluator
 
     seed, warmup_seed = row_seeds(row)
     evaluator = Evaluator(env_id, agent, learner=learner)
     evaluator.run(warmup, seed=warmup_seed)
     start = clock()
-    trajectories = evaluator.run(episodes, seed=seed) if episodes else []
+    trajectories = evaluator.run(episodes, seed=seed)
     times = elapsed(start)
     turns = sum(len(trajectory.turns_of(learner)) for trajectory in trajectories)
     return {"env_id": env_id, "learner": learner, "agent": agent, "episodes": len(trajectories), "turns": turns, **times}
