@@ -24,11 +24,12 @@ Mutants (``ast``-located, one source span replaced each time):
 
 Strings, docstrings and annotations are never mutated. A mutant judged *equivalent* (no test could
 tell it apart, e.g. how many bad values an error message quotes) is listed with its reason in
-``tools/mutation_equivalent.json`` (file, the source line's code, the mutation) and not run, so the
-source needs no markers; a line carrying ``# pragma: no mutate`` is skipped too. A mutant is
-*killed* when the tests fail or run past ``--timeout``, *survived* when they pass. The kill rate is
-killed / (killed + survived) over the non-equivalent mutants; survivors are listed with their line
-so they can be judged (a real gap in the tests, or an equivalent mutant to add to the list).
+``tools/mutation_equivalent.json`` (file, the source line's code, the mutation; a line's second
+twin of one mutation is ``... (#2 on the line)``) and not run, so the source needs no markers; a line
+carrying ``# pragma: no mutate`` is skipped too. A mutant is *killed* when the tests fail or run
+past ``--timeout``, *survived* when they pass. The kill rate is killed / (killed + survived) over the
+non-equivalent mutants; survivors are listed with their line so they can be judged (a real gap in
+the tests, or an equivalent mutant to add to the list).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -191,7 +192,22 @@ def mutants_of(path: Path, relative: str) -> list[Mutant]:
             elif isinstance(value, float):
                 mutated = repr(value * 2) if value else "1.0"
                 add(node, span, mutated, f"{value!r} -> {mutated}")
-    return sorted(found, key=lambda m: (m.line, m.start))
+    return _numbered(sorted(found, key=lambda m: (m.line, m.start)))
+
+
+def _numbered(mutants: list[Mutant]) -> list[Mutant]:
+    """The mutants with the second and later of a line's twins (same line, same mutation: the two ``0``
+    of ``0 if c < 0 else c``) described as ``0 -> 1 (#2 on the line)``, so ``mutation_equivalent.json``
+    can list one twin without hiding the other."""
+    seen: dict[tuple[int, str], int] = {}
+    numbered = []
+    for mutant in mutants:
+        key = (mutant.line, mutant.description)
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] > 1:
+            mutant = replace(mutant, description=f"{mutant.description} (#{seen[key]} on the line)")
+        numbered.append(mutant)
+    return numbered
 
 
 def load_equivalent(path: Path) -> set[tuple[str, str, str]]:

@@ -56,6 +56,24 @@ def test_each_mutant_is_one_small_edit_that_still_parses(tmp_path):
         assert mutant.code == SOURCE.splitlines()[mutant.line - 1].strip()
 
 
+def test_twins_on_a_line_are_numbered_so_one_can_be_listed_alone(tmp_path, monkeypatch, capsys):
+    """The two ``0`` of ``0 if c < 0 else c`` are one mutation twice: the second is ``(#2 on the line)``,
+    and an equivalent entry for it hides it and not its killable twin."""
+    source = "def clamp(c):\n    return 0 if c < 0 else c\n"
+    path = tmp_path / "twins.py"
+    path.write_text(source)
+    mutants = mutation.mutants_of(path, "twins.py")
+    assert [m.description for m in mutants] == ["0 -> 1", "< -> <=", "0 -> 1 (#2 on the line)"]
+    assert "return 1 if c < 0 else c" in mutated(mutants[0], source)
+    assert "return 0 if c < 1 else c" in mutated(mutants[2], source)
+    listed = tmp_path / "equivalent.json"
+    entry = {"file": "twins.py", "code": "return 0 if c < 0 else c", "mutation": "0 -> 1 (#2 on the line)", "reason": "ints"}
+    listed.write_text(json.dumps([entry]))
+    monkeypatch.setattr(mutation, "ROOT", tmp_path)
+    assert mutation.main(["--files", "twins.py", "--tests", "t", "--list", "--equivalent", str(listed)]) == 0
+    assert capsys.readouterr().out.splitlines() == ["twins.py:2: 0 -> 1", "twins.py:2: < -> <=", "2 mutants (1 more judged equivalent)"]
+
+
 def test_the_changed_lines_of_a_diff_are_its_new_side_hunks():
     diff = """diff --git a/x.py b/x.py
 --- a/x.py
