@@ -81,19 +81,24 @@ def trajectory_reward(
     eta_flat: float = 0.2,
     cost: float | None = None,
 ) -> float:
-    """R_traj = exp(-alpha (D + beta |T* - T|) / T) * eta; pass ``cost`` (D) when it is already known."""
+    """R_traj = exp(-alpha (D + beta |T* - T|) / T) * eta; pass ``cost`` (D) when it is already known.
+    Every argument is checked before the DTW runs."""
     simulated_levels, reference_levels = _levels(simulated, "simulated"), _levels(reference, "reference")
+    _check_trajectory_settings(alpha, beta, eta_flat)
     distance = dtw(simulated_levels, reference_levels) if cost is None else float(cost)
     return _trajectory_reward(simulated_levels, reference_levels, alpha, beta, eta_flat, distance)[0]
+
+
+def _check_trajectory_settings(alpha: float, beta: float, eta_flat: float) -> None:
+    if alpha < 0 or beta < 0:
+        raise ConfigError(f"alpha and beta must be >= 0, got alpha={alpha!r}, beta={beta!r}.")
+    _check_eta_flat(eta_flat)
 
 
 def _trajectory_reward(
     simulated_levels: np.ndarray, reference_levels: np.ndarray, alpha: float, beta: float, eta_flat: float, distance: float
 ) -> tuple[float, float]:
-    """``(R_traj, eta)`` of levels already checked."""
-    if alpha < 0 or beta < 0:
-        raise ConfigError(f"alpha and beta must be >= 0, got alpha={alpha!r}, beta={beta!r}.")
-    _check_eta_flat(eta_flat)
+    """``(R_traj, eta)`` of levels and settings already checked."""
     eta = _flatness(simulated_levels, reference_levels, eta_flat)
     length_gap = abs(simulated_levels.size - reference_levels.size)
     return math.exp(-alpha * (distance + beta * length_gap) / reference_levels.size) * eta, eta
@@ -136,14 +141,16 @@ def tracer_reward(
     eta_flat: float = 0.2,
     cost: float | None = None,
 ) -> TracerReward:
-    """R = l1 R_fmt + l2 R_final + l3 R_traj of one simulated session against its reference."""
+    """R = l1 R_fmt + l2 R_final + l3 R_traj of one simulated session against its reference. Every
+    argument is checked before the DTW runs."""
     if len(format_ok) != len(simulated):
         raise ConfigError(f"format_ok has {len(format_ok)} flags for {len(simulated)} simulated turns; give one per turn.")
     if len(weights) != 3:
         raise ConfigError(f"weights must be (l1, l2, l3), got {weights!r}.")
-    simulated_levels, reference_levels = _levels(simulated, "simulated"), _levels(reference, "reference")
-    distance = dtw(simulated_levels, reference_levels) if cost is None else float(cost)
     r_fmt = format_reward(format_ok)
+    simulated_levels, reference_levels = _levels(simulated, "simulated"), _levels(reference, "reference")
+    _check_trajectory_settings(alpha, beta, eta_flat)
+    distance = dtw(simulated_levels, reference_levels) if cost is None else float(cost)
     r_traj, eta = _trajectory_reward(simulated_levels, reference_levels, alpha, beta, eta_flat, distance)
     return TracerReward(
         r_fmt=r_fmt,

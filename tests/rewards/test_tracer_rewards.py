@@ -142,11 +142,72 @@ def test_errors(call, message):
         call()
 
 
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: trajectory_reward([1, 2], [1, 2], alpha=-1.0, cost="x"), "alpha and beta must be >= 0"),
+        (lambda: trajectory_reward([1, 2], [1, 2], eta_flat=0, cost=[1, 2]), r"eta_flat must be in \(0, 1\]"),
+        (lambda: tracer_reward([math.nan], [1], [True], cost="x"), "simulated must be a non-empty 1-D sequence"),
+        (lambda: tracer_reward([1], [], [True], cost="x"), "reference must be a non-empty 1-D sequence"),
+        (lambda: tracer_reward([], [1], [], cost=3), "format_ok must be a non-empty sequence of bools"),
+        (lambda: tracer_reward([1], [1], [True], alpha=-1.0, cost="x"), "alpha and beta must be >= 0"),
+    ],
+)
+def test_arguments_are_checked_before_the_cost_is_read_or_computed(call, message, monkeypatch):
+    """A bad setting is named before a bad ``cost`` is converted, and before a DTW of long sequences
+    runs (which would take seconds first and then raise anyway)."""
+    import dialogue_gym.rewards.tracer as tracer_rewards
+
+    def no_dtw(*args):
+        raise AssertionError("the DTW ran before the arguments were checked")
+
+    monkeypatch.setattr(tracer_rewards, "dtw", no_dtw)
+    with pytest.raises(ConfigError, match=message):
+        call()
+    with pytest.raises(ConfigError, match="alpha and beta must be >= 0"):
+        trajectory_reward([0, 1] * 10_000, [1, 0] * 10_000, alpha=-1.0)
+
+
+def test_the_paper_defaults_by_hand():
+    """eta_flat 0.2, l_adv 0.2 and gamma 0.5 (paper 002, SPEC section 2) are the defaults of every function."""
+    assert flatness([3, 3, 3], [1, 3, 5]) == 0.2
+    assert tracer_reward([3, 3, 3], [3, 4, 3], [True] * 3).eta == 0.2
+    # A = 1, c = 2: 1 - 0.2 tanh(0.5 * 2) = 0.8476811...
+    assert modulate_advantage(1.0, [2.0]) == pytest.approx([1 - 0.2 * math.tanh(1.0)])
+    assert 1 - 0.2 * math.tanh(1.0) == pytest.approx(0.8476811)
+    rewards, suffixes = [1.0, 0.0], [[2.0], [2.0]]
+    standardized = group_standardized_advantages(rewards)
+    expected = [modulate_advantage(a, c, l_adv=0.2, gamma=0.5) for a, c in zip(standardized, suffixes)]
+    assert [list(turns) for turns in turn_advantages(rewards, suffixes)] == [list(turns) for turns in expected]
+
+
+def test_a_bool_is_no_setting():
+    """True is an int to Python, but no eta_flat, l_adv or gamma: each is refused by name."""
+    with pytest.raises(ConfigError, match=r"eta_flat must be in \(0, 1\], got True"):
+        flatness([1], [1], eta_flat=True)
+    with pytest.raises(ConfigError, match="l_adv must be in"):
+        modulate_advantage(1.0, [0.0], l_adv=True)
+    with pytest.raises(ConfigError, match="gamma must be a positive number, got True"):
+        modulate_advantage(1.0, [0.0], gamma=True)
+
+
+def test_the_reward_record_is_frozen_and_weighs_each_term_by_its_own_weight():
+    import dataclasses
+
+    reward = tracer_reward([2, 3, 4], [1, 5], [True, True, False])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        reward.r_fmt = 1.0
+    # r_final = 0 (4 != 5): its weighted term is 0.5 * 0 = 0
+    assert reward.r_final == 0.0 and reward.weighted()["final"] == 0.0
+    assert reward.weighted()["trajectory"] == pytest.approx(0.3 * reward.r_traj) and reward.r_traj < 1.0
+
+
 def test_trl_reward_functions_take_standard_and_conversational_completions():
     good = render_user_output("Where is your store?", 4, "ready")
     completions = [good, "just text", [{"role": "assistant", "content": good}]]
     assert trl_format_reward(completions) == [1.0, 0.0, 1.0]
     assert trl_intent_reward(completions, intent_level=[4, 2, 3]) == [1.0, 0.0, 0.0]
+    assert trl_intent_reward(["just text"] * 6, intent_level=[0, 1, 2, 3, 4, 5]) == [0.0] * 6  # unreadable: no level
     with pytest.raises(ConfigError, match="intent_level has 1 values for 3 completions"):
         trl_intent_reward(completions, intent_level=[4])
     with pytest.raises(ConfigError, match="a completion must be a str or a list of chat messages"):

@@ -53,9 +53,11 @@ class SeadHealthRules:
     voices: dict[str, RoleVoice]
     behavior_cues: tuple[tuple[str, re.Pattern[str]], ...]
     """``(category, pattern)`` pairs."""
-    _readings: dict[tuple[str, str], ReplyReading] = field(default_factory=dict, repr=False, compare=False)
+    # The memos are no init fields, so dataclasses.replace() gives the new rules empty ones: a reading
+    # of the old rules' cues and voices must not answer for rules with others.
+    _readings: dict[tuple[str, str], ReplyReading] = field(default_factory=dict, init=False, repr=False, compare=False)
     _reply_readings: dict[str, tuple[tuple[str, ...], frozenset[str], frozenset[str]]] = field(
-        default_factory=dict, repr=False, compare=False
+        default_factory=dict, init=False, repr=False, compare=False
     )
     """What a reply says whatever it answers: its other-side phrases, cued categories, content words."""
 
@@ -83,7 +85,9 @@ class SeadHealthRules:
                     self._reply_readings.clear()
                 self._reply_readings[reply] = reading
         reversals, cued, mine = reading
-        echoes = len(mine) >= ECHO_MIN_WORDS and highest_overlap(mine, (content_words(caller_line),)) >= self.echo_overlap
+        heard = content_words(caller_line)
+        # A line without content words is copied by no reply, whatever echo_overlap (0.0 is a valid setting).
+        echoes = len(mine) >= ECHO_MIN_WORDS and bool(heard) and highest_overlap(mine, (heard,)) >= self.echo_overlap
         return ReplyReading(reversals, cued, echoes)
 
 

@@ -99,7 +99,8 @@ class ReferenceSet:
 
     path: str
     sessions: tuple[ReferenceSession, ...]
-    _by_id: dict[str, ReferenceSession] = field(default_factory=dict, repr=False, compare=False)
+    _by_id: dict[str, ReferenceSession] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """Built from :attr:`sessions`; no init field, so ``dataclasses.replace`` builds the new set's own."""
 
     def __post_init__(self) -> None:
         self._by_id.update({s.session_id: s for s in self.sessions})

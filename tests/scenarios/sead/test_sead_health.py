@@ -93,6 +93,32 @@ def test_a_reply_is_read_afresh_against_each_caller_line():
     assert not rules.read_reply(shorter, "Okay, open the merchant app and tap exposure now.").echoes  # 4 of 6
 
 
+def test_with_echo_overlap_zero_a_line_without_content_words_is_copied_by_no_reply(tmp_path):
+    """echo_overlap 0.0 is a valid setting: every reply then copies a line it shares a content word
+    with, or none, but no reply copies a line that has no content words ("", "...", "Hi")."""
+    data = json.loads((load_health_rules.__globals__["DEFAULT_HEALTH_FILE"]).read_text())
+    path = tmp_path / "health.json"
+    path.write_text(json.dumps({**data, "echo_overlap": 0.0}))
+    rules = load_health_rules(load_campaign(), load_behaviors(), path)
+    reply = "Restaurant delivery prices customers weekend menu kitchen."
+    assert [rules.read_reply(reply, line).echoes for line in ("", "...", "Hi")] == [False, False, False]
+    assert rules.read_reply(reply, "Our drivers cover the whole town.").echoes
+
+
+def test_replaced_rules_read_afresh():
+    """dataclasses.replace gives rules of their own memos: a reading under the old cues does not answer
+    for the new ones."""
+    import dataclasses
+
+    rules = load_health_rules(load_campaign(), load_behaviors())
+    reply = "Are you a robot? Any hidden fees? Make it quick, how can I help you today?"
+    assert "Cost_Concerns" in rules.read_reply(reply, HELLO).categories
+    uncued = dataclasses.replace(rules, behavior_cues=())
+    assert uncued.read_reply(reply, HELLO).categories == frozenset()
+    assert uncued.read_reply(reply, "A second caller line.").categories == frozenset()
+    assert "Cost_Concerns" in rules.read_reply(reply, "A second caller line.").categories
+
+
 def test_a_long_reply_is_read_but_not_kept():
     """Hostile owner output: a reply past the memo bound is read afresh and pins nothing in either memo."""
     from dialogue_gym.scenarios.common import MAX_CACHED_TEXT_CHARS

@@ -1,4 +1,5 @@
 import copy
+import dataclasses
 import json
 
 import pytest
@@ -64,6 +65,15 @@ def test_a_good_record_loads(tmp_path):
     assert references.subset(["s2"]).ids == ("s2",)
     with pytest.raises(ScenarioError, match=r"Unknown session id 'nope' in .*refs.jsonl; use one of its 2 ids"):
         references["nope"]
+    # dataclasses.replace builds the new set's own index: it neither finds the sessions it dropped nor
+    # adds its sessions to the original's
+    only_first = dataclasses.replace(references, sessions=references.sessions[:1], path="first.jsonl")
+    with pytest.raises(ScenarioError, match=r"Unknown session id 's2' in first.jsonl; use one of its 1 ids"):
+        only_first["s2"]
+    renamed = dataclasses.replace(references, sessions=(dataclasses.replace(references["s1"], session_id="s9"),))
+    assert renamed["s9"].session_id == "s9"
+    with pytest.raises(ScenarioError, match="Unknown session id 's9'"):
+        references["s9"]
 
 
 def broken(change):
