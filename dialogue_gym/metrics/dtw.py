@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -63,7 +64,7 @@ def _real(value: Any, name: str) -> np.ndarray:
         array = np.asarray(value)
         if array.dtype.kind != "c":
             return array.astype(np.float64, copy=False)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: an int beyond float64, e.g. 10**400
         raise ConfigError(f"{name} must be a sequence of numbers (or of equal-length vectors), got {value!r:.80}.") from exc
     raise ConfigError(f"{name} must hold real numbers, got dtype {array.dtype}: {value!r:.80}.")
 
@@ -75,6 +76,8 @@ def _sequence(value: Any, name: str) -> np.ndarray:
         raise ConfigError(
             f"{name} must be a non-empty 1-D sequence (T,) or a 2-D array (T, d), got shape {array.shape}: {value!r:.80}."
         )
+    if array.ndim == 2 and array.shape[1] == 0:
+        raise ConfigError(f"{name} must hold points of at least one feature, got shape {array.shape}.")
     if not np.all(np.isfinite(array)):
         raise ConfigError(f"{name} must hold finite numbers, got {value!r:.80}.")
     return array
@@ -91,14 +94,20 @@ def _pair(a: Any, b: Any, metric: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def local_cost_matrix(a: Any, b: Any, metric: str = "abs") -> np.ndarray:
-    """The ``(len(a), len(b))`` matrix of local costs between points of ``a`` and ``b``."""
+    """The ``(len(a), len(b))`` matrix of local costs between points of ``a`` and ``b``.
+
+    Multivariate costs take tslearn's arithmetic, so that every bit matches: ``abs`` and
+    ``sqeuclidean`` sum the features one after another, from the first (as scipy's ``cdist`` does,
+    where NumPy's ``sum`` would add eight at a time, and in another order for a Fortran-ordered
+    array); ``cosine`` takes scikit-learn's norms (``sqrt(einsum("ij,ij->i"))``) and matrix product."""
     a, b = _pair(a, b, metric)
     if a.ndim == 1:
         difference = a[:, None] - b[None, :]
         return np.abs(difference) if metric == "abs" else difference * difference
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
     if metric == "cosine":
-        norm_a = np.linalg.norm(a, axis=1)
-        norm_b = np.linalg.norm(b, axis=1)
+        norm_a = np.sqrt(np.einsum("ij,ij->i", a, a))
+        norm_b = np.sqrt(np.einsum("ij,ij->i", b, b))
         unit_a = a / np.where(norm_a > 0, norm_a, 1.0)[:, None]
         unit_b = b / np.where(norm_b > 0, norm_b, 1.0)[:, None]
         cost = 1.0 - np.clip(unit_a @ unit_b.T, -1.0, 1.0)
@@ -106,10 +115,12 @@ def local_cost_matrix(a: Any, b: Any, metric: str = "abs") -> np.ndarray:
         cost[zero_a[:, None] | zero_b[None, :]] = 1.0
         cost[zero_a[:, None] & zero_b[None, :]] = 0.0
         return cost
-    difference = a[:, None, :] - b[None, :, :]
-    if metric == "abs":
-        return np.abs(difference).sum(axis=2)
-    return (difference * difference).sum(axis=2)
+    total = None
+    for feature in range(a.shape[1]):
+        difference = a[:, feature, None] - b[None, :, feature]
+        term = np.abs(difference) if metric == "abs" else difference * difference
+        total = term if total is None else total + term
+    return total
 
 
 # -- compiled kernels ------------------------------------------------------------------------
@@ -216,10 +227,8 @@ def _costs_range(values_a, offsets_a, values_b, offsets_b, mode, squared, width,
 
 @numba.njit(cache=True, parallel=True)
 def _costs_parallel(values_a, offsets_a, values_b, offsets_b, mode, squared, width, out):  # pragma: no cover
-    """:func:`_costs_range` over the whole batch, ``_BLOCK`` pairs per work item, on numba's threads.
-
-    It keeps the GIL (no ``nogil``) so that two Python threads never start a parallel region at once,
-    which numba's ``workqueue`` threading layer does not survive."""
+    """:func:`_costs_range` over the whole batch, ``_BLOCK`` pairs per work item, on numba's threads
+    (one call at a time: :data:`_PARALLEL_REGION`)."""
     count = out.shape[0]
     for block in numba.prange(-(-count // _BLOCK)):  # ceil(count / _BLOCK) blocks, the last one short
         start = block * _BLOCK
@@ -248,7 +257,7 @@ def dtw_path(a: Any, b: Any, metric: str = "abs") -> tuple[list[tuple[int, int]]
 
 def dtw_path_from_cost(cost: Any) -> tuple[list[tuple[int, int]], float]:
     """``(path, cost)`` from a precomputed local-cost matrix (tslearn's ``metric="precomputed"``)."""
-    matrix = np.asarray(cost, dtype=np.float64)
+    matrix = _real(cost, "cost")
     if matrix.ndim != 2 or 0 in matrix.shape or not np.all(np.isfinite(matrix)):
         raise ConfigError(f"cost must be a non-empty finite 2-D matrix, got shape {matrix.shape}.")
     accumulated = _accumulate(np.ascontiguousarray(matrix))
@@ -319,37 +328,50 @@ def _checked_layout(values: Any, offsets: Any, name: str) -> tuple[np.ndarray, n
     return values, offsets
 
 
-def _check_sequences(values: Any, name: str) -> None:
-    """Validate item by item, raising the precise error (the slow path of :func:`_packed_list`)."""
+def _univariate(values: Sequence[Any], name: str) -> list[np.ndarray]:
+    """Each item checked and converted on its own, errors naming it ``name[k]`` (the slow path of
+    :func:`_packed_list`)."""
+    sequences = []
     for position, value in enumerate(values):
+        if isinstance(value, (str, bytes, set, frozenset, dict)):  # NumPy would read digits, codes or keys
+            raise ConfigError(f"{name}[{position}] must be a sequence of numbers, got {type(value).__name__}: {value!r:.80}.")
         sequence = _sequence(value, f"{name}[{position}]")
         if sequence.ndim != 1:
             raise ConfigError(
                 f"{name}[{position}] has shape {sequence.shape}; batch_dtw / cdist_dtw take univariate sequences. "
                 "Use dtw() for multivariate ones."
             )
+        sequences.append(sequence)
+    return sequences
+
+
+_PACKED_FAST = frozenset({list, tuple, np.ndarray})
+"""Item types :func:`_packed_list` packs in one pass; a batch holding any other goes item by item."""
 
 
 def _packed_list(values: Sequence[Any], name: str) -> tuple[np.ndarray, np.ndarray]:
     """A list of sequences packed with no Python code run per sequence: the lengths by one ``map(len)``,
     the values by one concatenation (arrays) or one ``fromiter`` (lists), well under a microsecond a
-    sequence."""
+    sequence. A batch with items of other types, or that this pass cannot read as real numbers, is
+    checked and converted item by item, so that a bad item is named."""
     offsets = np.zeros(len(values) + 1, dtype=np.int64)
     if not len(values):
         return np.zeros(0), offsets
     flat = None
-    if not isinstance(values[0], (str, bytes)):  # fromiter would read "12" as the sequence 1, 2
+    types = set(map(type, values))
+    if types <= _PACKED_FAST:
         try:
             np.cumsum(np.fromiter(map(len, values), dtype=np.int64, count=len(values)), out=offsets[1:])
-            if isinstance(values[0], np.ndarray):
+            if np.ndarray in types:  # keeps a complex array complex, to be refused, where fromiter would cast it
                 flat = np.concatenate(values)
             else:
                 flat = np.fromiter(itertools.chain.from_iterable(values), dtype=np.float64, count=int(offsets[-1]))
-        except (TypeError, ValueError):  # not numbers, or nested deeper: the item-by-item check names the culprit
-            pass
-    if flat is None or flat.ndim != 1 or flat.dtype.kind == "c":
-        _check_sequences(values, name)
-        raise ConfigError(f"{name} must be a list of non-empty univariate numeric sequences, got {values!r:.80}.")
+        except (TypeError, ValueError, OverflowError):
+            flat = None
+    if flat is None or flat.ndim != 1 or flat.dtype.kind not in "biuf":
+        sequences = _univariate(values, name)
+        np.cumsum([sequence.size for sequence in sequences], out=offsets[1:])
+        flat = np.concatenate(sequences)
     return _checked_layout(flat, offsets, name)
 
 
@@ -409,16 +431,41 @@ def _wavefront(a: Any, b: Any, lengths_a: Any, lengths_b: Any, squared: bool, xp
     return diagonals[lengths_a + lengths_b, xp.arange(count), lengths_a]
 
 
-def _batch_numpy(values_a, offsets_a, values_b, offsets_b, index_a, index_b, squared: bool, chunk: int = 4096) -> np.ndarray:
+_CHUNK_CELLS = 1 << 24
+"""Cells (float64: 128 MiB) of the padded cumulative matrices one chunk of the numpy / torch wavefront
+keeps: ``count x (L + 1) x (2 L + 1)`` for its longest sequence ``L`` (a single longer pair still runs)."""
+
+
+def _chunks(offsets_a: np.ndarray, offsets_b: np.ndarray, index_a: np.ndarray, index_b: np.ndarray, most: int = 4096) -> Any:
+    """Positions of the pairs in chunks of at most ``most``, shortest pairs first, each chunk as large
+    as keeps its padded cumulative matrices under :data:`_CHUNK_CELLS` (one pair at least): a long pair
+    among thousands of short ones no longer pads them all to its length (hundreds of gigabytes)."""
+    longest = np.maximum(offsets_a[index_a + 1] - offsets_a[index_a], offsets_b[index_b + 1] - offsets_b[index_b])
+    order = np.argsort(longest, kind="stable")
+    work = (longest[order] + 1) * (2 * longest[order] + 1)  # per pair, padded to the chunk's last (longest) pair
+    start = 0
+    while start < order.size:
+        low, high = 1, min(most, order.size - start)  # the largest count whose work fits: it grows with count
+        while low < high:
+            middle = (low + high + 1) // 2
+            if middle * int(work[start + middle - 1]) <= _CHUNK_CELLS:
+                low = middle
+            else:
+                high = middle - 1
+        yield order[start : start + low]
+        start += low
+
+
+def _batch_numpy(values_a, offsets_a, values_b, offsets_b, index_a, index_b, squared: bool) -> np.ndarray:
     out = np.empty(index_a.size)
-    for start in range(0, index_a.size, chunk):
-        a, lengths_a = _padded(values_a, offsets_a, index_a[start : start + chunk])
-        b, lengths_b = _padded(values_b, offsets_b, index_b[start : start + chunk])
-        out[start : start + a.shape[0]] = _wavefront(a, b, lengths_a, lengths_b, squared, np)
+    for chunk in _chunks(offsets_a, offsets_b, index_a, index_b):
+        a, lengths_a = _padded(values_a, offsets_a, index_a[chunk])
+        b, lengths_b = _padded(values_b, offsets_b, index_b[chunk])
+        out[chunk] = _wavefront(a, b, lengths_a, lengths_b, squared, np)
     return out
 
 
-def _batch_torch(values_a, offsets_a, values_b, offsets_b, index_a, index_b, squared: bool, chunk: int = 4096) -> np.ndarray:
+def _batch_torch(values_a, offsets_a, values_b, offsets_b, index_a, index_b, squared: bool) -> np.ndarray:
     try:
         import torch
     except ImportError as exc:
@@ -426,11 +473,11 @@ def _batch_torch(values_a, offsets_a, values_b, offsets_b, index_a, index_b, squ
 
         raise DependencyNotInstalled("torch", "llm", "batch_dtw(backend='torch')") from exc
     out = np.empty(index_a.size)
-    for start in range(0, index_a.size, chunk):
-        a, lengths_a = _padded(values_a, offsets_a, index_a[start : start + chunk])
-        b, lengths_b = _padded(values_b, offsets_b, index_b[start : start + chunk])
+    for chunk in _chunks(offsets_a, offsets_b, index_a, index_b):
+        a, lengths_a = _padded(values_a, offsets_a, index_a[chunk])
+        b, lengths_b = _padded(values_b, offsets_b, index_b[chunk])
         tensors = (torch.from_numpy(x) for x in (a, b, lengths_a, lengths_b))
-        out[start : start + a.shape[0]] = _wavefront(*tensors, squared, torch).numpy()
+        out[chunk] = _wavefront(*tensors, squared, torch).numpy()
     return out
 
 
@@ -483,6 +530,12 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+_PARALLEL_REGION = threading.Lock()
+"""Held while a parallel kernel runs: numba's ``workqueue`` threading layer aborts the process when two
+Python threads run parallel regions at once (numba releases the GIL around them), so calls from
+several threads take turns; one-thread calls do not wait."""
+
+
 def _numba_costs(packed_a, packed_b, mode: int, squared: bool, threads: int, size: int) -> np.ndarray:
     out = np.empty(size)
     if not size:
@@ -490,16 +543,17 @@ def _numba_costs(packed_a, packed_b, mode: int, squared: bool, threads: int, siz
     width = int(np.diff(packed_b[1]).max())
     if threads == 1 or size <= _BLOCK or _ThreadPool.inherited:
         return _costs_range(*packed_a, *packed_b, mode, squared, width, out, 0, size)
-    _ThreadPool.started = True
-    previous = numba.get_num_threads()
-    numba.set_num_threads(threads)
-    try:
-        # Blocks handed out one at a time as threads free up, not split evenly in advance: on shared
-        # cores one thread can run at half speed.
-        with numba.parallel_chunksize(1):
-            return _costs_parallel(*packed_a, *packed_b, mode, squared, width, out)
-    finally:
-        numba.set_num_threads(previous)
+    with _PARALLEL_REGION:
+        _ThreadPool.started = True
+        previous = numba.get_num_threads()
+        numba.set_num_threads(threads)
+        try:
+            # Blocks handed out one at a time as threads free up, not split evenly in advance: on shared
+            # cores one thread can run at half speed.
+            with numba.parallel_chunksize(1):
+                return _costs_parallel(*packed_a, *packed_b, mode, squared, width, out)
+        finally:
+            numba.set_num_threads(previous)
 
 
 def _costs(packed_a, packed_b, mode: int, metric: str, backend: str, threads: int) -> np.ndarray:
@@ -587,16 +641,46 @@ class Alignment:
 def _deviations(cost: np.ndarray, path: np.ndarray) -> np.ndarray:
     rows = path[:, 0]
     totals = np.bincount(rows, weights=cost[rows, path[:, 1]], minlength=cost.shape[0])
-    counts = np.bincount(rows, minlength=cost.shape[0])
-    if np.any(counts == 0):
-        raise ConfigError(f"path does not visit every simulated turn (visited {np.flatnonzero(counts).tolist()}); pass a DTW path.")
-    return totals / counts
+    return totals / np.bincount(rows, minlength=cost.shape[0])
 
 
-def turn_deviations(simulated: Any, reference: Any, path: Sequence[tuple[int, int]], metric: str = "abs") -> np.ndarray:
+def _warping_path(path: Any, shape: tuple[int, int]) -> np.ndarray:
+    """``path`` as a ``(k, 2)`` int64 array, checked to be a warping path of a ``shape`` cost matrix:
+    integer ``(i, j)`` pairs from ``(0, 0)`` to ``(n - 1, m - 1)``, each step ``(1, 0)``, ``(0, 1)`` or
+    ``(1, 1)`` (so every simulated turn is on it)."""
+    fix = "pass the path dtw_path() returns"
+    try:
+        array = np.asarray(path)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"path must be a sequence of (i, j) index pairs, got {path!r:.80}; {fix}.") from exc
+    if array.ndim != 2 or array.shape[0] == 0 or array.shape[1] != 2 or array.dtype.kind not in "iu":
+        raise ConfigError(
+            f"path must be a non-empty sequence of (i, j) integer pairs, got dtype {array.dtype} and shape {array.shape}; {fix}."
+        )
+    array = array.astype(np.int64)
+    n, m = shape
+    if tuple(array[0]) != (0, 0) or tuple(array[-1]) != (n - 1, m - 1):
+        raise ConfigError(
+            f"path must run from (0, 0) to (len(simulated) - 1, len(reference) - 1) = {(n - 1, m - 1)}, got "
+            f"{tuple(array[0].tolist())} to {tuple(array[-1].tolist())}; {fix}."
+        )
+    steps = np.diff(array, axis=0)
+    bad = np.flatnonzero((steps < 0).any(axis=1) | (steps > 1).any(axis=1) | (steps == 0).all(axis=1))
+    if bad.size:
+        k = int(bad[0])
+        raise ConfigError(
+            f"path steps from {tuple(array[k].tolist())} to {tuple(array[k + 1].tolist())}; a warping path moves by "
+            f"(1, 0), (0, 1) or (1, 1); {fix}."
+        )
+    return array
+
+
+def turn_deviations(simulated: Any, reference: Any, path: Any, metric: str = "abs") -> np.ndarray:
     """d_t = mean over the reference turns ``s`` with ``(t, s)`` on ``path`` of the local cost between
-    simulated turn ``t`` and reference turn ``s`` (SPEC section 2). Every simulated turn is on a DTW path."""
-    return _deviations(local_cost_matrix(simulated, reference, metric), np.asarray(path, dtype=np.int64).reshape(-1, 2))
+    simulated turn ``t`` and reference turn ``s`` (SPEC section 2). ``path`` must be a warping path
+    (see :func:`dtw_path`), so every simulated turn is on it."""
+    cost = local_cost_matrix(simulated, reference, metric)
+    return _deviations(cost, _warping_path(path, cost.shape))
 
 
 def discounted_suffix(deviations: Any, rho: float) -> np.ndarray:
@@ -604,9 +688,12 @@ def discounted_suffix(deviations: Any, rho: float) -> np.ndarray:
     ``rho=0`` gives d_t itself."""
     if isinstance(rho, bool) or not isinstance(rho, (int, float)) or not 0.0 <= rho <= 1.0:
         raise ConfigError(f"rho must be a number in [0, 1], got {rho!r}.")
-    d = np.asarray(deviations, dtype=np.float64)
+    d = _real(deviations, "deviations")
     if d.ndim != 1:
         raise ConfigError(f"deviations must be a 1-D sequence, got shape {d.shape}.")
+    if not np.all(np.isfinite(d)):
+        # An infinite deviation (local costs that overflow float64) would make rho * inf NaN at rho = 0.
+        raise ConfigError(f"deviations must be finite, got {deviations!r:.80}; rescale sequences whose local costs overflow float64.")
     suffix = np.zeros_like(d)
     running = 0.0
     for t in range(d.size - 1, -1, -1):

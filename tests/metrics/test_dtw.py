@@ -10,6 +10,7 @@ from dialogue_gym.errors import ConfigError
 from dialogue_gym.metrics import batch_dtw, cdist_dtw, dtw, dtw_path
 from dialogue_gym.metrics.dtw import (
     BACKENDS,
+    METRICS,
     align,
     discounted_suffix,
     dtw_path_from_cost,
@@ -20,6 +21,7 @@ from dialogue_gym.metrics.dtw import (
 # tslearn, the reference, is imported in the tests that use it: importing it takes seconds (it loads
 # torch and scikit-learn), which the tests that need no reference, and mutation runs stopped by them, skip.
 levels = st.lists(st.integers(0, 5), min_size=1, max_size=15)
+TSLEARN_NAMES = {"abs": "cityblock", "sqeuclidean": "sqeuclidean", "cosine": "cosine"}
 reals = st.lists(st.floats(-100, 100, allow_nan=False, allow_infinity=False), min_size=1, max_size=12)
 
 
@@ -65,6 +67,43 @@ def test_multivariate_and_cosine_points():
     path, total = dtw_path_from_cost(cost)
     assert path[0] == (0, 0) and path[-1] == (1, 2) and total == pytest.approx(1.0)
     assert dtw(a, b) == dtw_path_from_metric(a, b, metric="cityblock")[1]
+
+
+def left_to_right(a, b, metric):
+    """The local costs as scipy's cdist (tslearn's cityblock and sqeuclidean) takes them: features added one after another."""
+    return [[sum((abs(x - y) if metric == "abs" else (x - y) * (x - y)) for x, y in zip(p, q)) for q in b] for p in a]
+
+
+@pytest.mark.parametrize("features", [2, 7, 8, 9, 15, 16])
+def test_multivariate_costs_equal_tslearn_bit_for_bit_in_any_memory_layout(features):
+    """Eight or more features are where NumPy's sum adds in another order (and a Fortran-ordered array
+    in yet another): the costs follow scipy's left-to-right sum and scikit-learn's cosine exactly."""
+    from tslearn.metrics import dtw_path_from_metric
+
+    rng = np.random.default_rng(features)
+    for _ in range(20):
+        a = np.round(rng.normal(size=(int(rng.integers(1, 6)), features)), 1)
+        b = np.round(rng.normal(size=(int(rng.integers(1, 6)), features)), 1)
+        for metric in ("abs", "sqeuclidean"):
+            assert local_cost_matrix(a, b, metric).tolist() == left_to_right(a.tolist(), b.tolist(), metric)
+        for metric in METRICS:
+            expected = dtw_path_from_metric(a, b, metric=TSLEARN_NAMES[metric])
+            for layout_a, layout_b in [(a, b), (np.asfortranarray(a), np.asfortranarray(b)), (a.T.copy().T, b.T.copy().T)]:
+                assert dtw_path(layout_a, layout_b, metric) == (expected[0], expected[1])
+                assert align(layout_a, layout_b, metric).cost == expected[1]
+    # by hand: 0.3 + 0.2 + 0.3 + 0.1 + 0.1 + 0.3 + 0.0 + 0.1 left to right is 1.4000000000000001 in float64
+    assert dtw([[0.3, 0.2, 0.3, 0.1, 0.1, 0.3, 0.0, 0.1]], np.zeros((1, 8))) == 1.4000000000000001
+
+
+def test_points_need_a_feature_and_numbers_need_to_fit_a_float():
+    for metric in METRICS:
+        with pytest.raises(ConfigError, match=r"^a must hold points of at least one feature, got shape \(3, 0\)\.$"):
+            dtw(np.zeros((3, 0)), np.zeros((2, 0)), metric)
+    with pytest.raises(ConfigError, match=r"^a must be a sequence of numbers .*got \[1, 1000000"):
+        dtw([1, 10**400], [1])
+    for cost in ([["a", "b"]], [[1.0], [1.0, 2.0]], [[1j]], [[10**400]]):
+        with pytest.raises(ConfigError, match=r"^cost must (be a sequence of numbers|hold real numbers)"):
+            dtw_path_from_cost(cost)
 
 
 def test_cosine_distance_is_exact_at_its_ends_and_ignores_length():
@@ -126,8 +165,31 @@ def test_turn_deviations_average_the_aligned_reference_turns():
     path, _ = dtw_path([3, 5], [1, 2, 3, 5])
     assert path == [(0, 0), (0, 1), (0, 2), (1, 3)]
     assert turn_deviations([3, 5], [1, 2, 3, 5], path).tolist() == [1.0, 0.0]
-    with pytest.raises(ConfigError, match=r"does not visit every simulated turn \(visited \[0\]\)"):
-        turn_deviations([3, 5], [1], [(0, 0)])
+    assert turn_deviations([3, 5], [1, 2, 3, 5], np.array(path, dtype=np.int32)).tolist() == [1.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        ([(0, 0)], r"must run from \(0, 0\) to .* = \(1, 0\), got \(0, 0\) to \(0, 0\); pass the path dtw_path\(\) returns"),
+        ([(0, 0), (1, -1)], r"must run from \(0, 0\) to .* = \(1, 0\), got \(0, 0\) to \(1, -1\)"),
+        ([(0, -1), (1, 0)], r"got \(0, -1\) to \(1, 0\)"),
+        ([(0, 0), (2, 0), (1, 0)], r"^path steps from \(0, 0\) to \(2, 0\)"),
+        ([(0, 0), (0, 0), (1, 0)], r"^path steps from \(0, 0\) to \(0, 0\); a warping path moves by \(1, 0\), \(0, 1\) or \(1, 1\)"),
+        ([(0, 0, 1), (1, 0, 1)], r"integer pairs, got dtype int64 and shape \(2, 3\)"),
+        ([(0, 0), (1, 0.0)], r"integer pairs, got dtype float64"),
+        ([(0, 0), (1,)], r"path must be a sequence of \(i, j\) index pairs"),
+        ([], r"integer pairs, got dtype float64 and shape \(0,\)"),
+        ([(0, "0"), (1, "0")], r"integer pairs, got dtype <U"),
+    ],
+)
+def test_turn_deviations_takes_only_a_warping_path(path, message):
+    """A path that skips, repeats, leaves the matrix or holds other than integer pairs is refused by
+    name (it used to be read anyway: a negative index wrapped round, a triple was read as pairs)."""
+    with pytest.raises(ConfigError, match=message):
+        turn_deviations([3, 5], [1], path)
+    with pytest.raises(ConfigError, match="steps from \\(0, 0\\) to \\(1, 2\\)"):
+        turn_deviations([3, 5], [1, 2, 3], [(0, 0), (1, 2)])
 
 
 def test_discounted_suffix():
@@ -138,6 +200,14 @@ def test_discounted_suffix():
     for rho in (1.5, -0.5, True, "0.5"):  # a bool is not a discount factor, though True == 1
         with pytest.raises(ConfigError, match=rf"^rho must be a number in \[0, 1\], got {rho!r}\.$"):
             discounted_suffix([1.0], rho)
+    for deviations in ([0.0, np.inf], [np.nan]):
+        with pytest.raises(ConfigError, match=r"^deviations must be finite, got .*; rescale sequences whose local costs overflow"):
+            discounted_suffix(deviations, 0.0)
+    with np.errstate(over="ignore"), pytest.raises(ConfigError, match="deviations must be finite"):
+        align([0.0, 1e200], [0.0, -1e200], "sqeuclidean").suffix(0.0)  # (2e200)^2 overflows to inf
+    for deviations in (["a"], [[1.0], [1.0, 2.0]], [1j], [10**400]):
+        with pytest.raises(ConfigError, match=r"deviations must (be a sequence of numbers|hold real numbers)"):
+            discounted_suffix(deviations, 0.5)
 
 
 vectors = st.integers(1, 3).flatmap(

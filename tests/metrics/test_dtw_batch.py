@@ -147,7 +147,14 @@ def test_packed_sequences_errors_name_the_sequence(values, offsets, message):
         ([[1, 2], [3, float("inf")], [4]], r"^seqs_a\[1\] must hold finite numbers"),
         ([[1], [1j]], r"^seqs_a\[1\] must hold real numbers, got dtype complex128"),
         ([np.ones(2), np.array([1j])], r"^seqs_a\[1\] must hold real numbers, got dtype complex128"),
-        (["12", "34"], r"^seqs_a\[0\] must be a non-empty 1-D sequence \(T,\) or a 2-D array \(T, d\), got shape \(\)"),
+        (["12", "34"], r"^seqs_a\[0\] must be a sequence of numbers, got str: '12'\.$"),
+        ([[1, 2], "34"], r"^seqs_a\[1\] must be a sequence of numbers, got str: '34'\.$"),
+        ([[1, 2], b"12"], r"^seqs_a\[1\] must be a sequence of numbers, got bytes"),
+        ([[1, 2], {30, 1}], r"^seqs_a\[1\] must be a sequence of numbers, got set"),
+        ([{3, 1}], r"^seqs_a\[0\] must be a sequence of numbers, got set"),
+        ([[1, 2], {7: "a", 8: "b"}], r"^seqs_a\[1\] must be a sequence of numbers, got dict"),
+        ([[1, 2], np.array([3 + 1j, 4])], r"^seqs_a\[1\] must hold real numbers, got dtype complex128"),
+        ([[1, 2], [10**400]], r"^seqs_a\[1\] must be a sequence of numbers"),
         ([np.ones(2), np.ones((2, 1))], r"^seqs_a\[1\] has shape \(2, 1\); batch_dtw / cdist_dtw take univariate sequences"),
         ([[1, 2], 3], r"^seqs_a\[1\] must be a non-empty 1-D sequence \(T,\) or a 2-D array \(T, d\), got shape \(\)"),
         (np.ones(3), r"^seqs_a as an array must be 2-D, .* got shape \(3,\): that is one sequence, pass \[sequence\] or call dtw\(\)"),
@@ -162,6 +169,17 @@ def test_packed_sequences_errors_name_the_sequence(values, offsets, message):
 def test_batch_input_errors_name_the_sequence(seqs, message):
     with pytest.raises(ConfigError, match=message):
         batch_dtw(seqs, [[1]] * 3)
+
+
+def test_other_sequence_types_are_read_item_by_item():
+    """A batch holding ranges, deques or array subclasses is not refused: it is converted item by item,
+    to the same costs as lists."""
+    import collections
+
+    expected = batch_dtw([[0, 1, 2], [4.0, 5.0]], [[1], [2]])
+    mixed = [range(3), collections.deque([4.0, 5.0])]
+    assert batch_dtw(mixed, [[1], [2]]).tolist() == expected.tolist()
+    assert batch_dtw([[0, 1, 2], np.ma.masked_array([4.0, 5.0])], [[1], [2]]).tolist() == expected.tolist()
 
 
 def test_every_sequence_counts_in_the_length_check():
@@ -312,3 +330,71 @@ def test_a_child_forked_after_the_threads_started_computes_on_one_thread():
     result = subprocess.run([sys.executable, "-c", FORK_SCRIPT], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["2", "0"], result.stderr
+
+
+THREADS_SCRIPT = textwrap.dedent(
+    """
+    import threading
+
+    import numpy as np
+
+    from dialogue_gym.metrics.dtw import batch_dtw
+
+    seqs = [np.arange(1.0, 2 + k % 7) for k in range(600)]  # over one block: the threaded kernel runs
+    expected = batch_dtw(seqs, seqs[::-1], n_jobs=1)
+    same = []
+
+    def work():
+        for _ in range(20):
+            same.append(np.array_equal(batch_dtw(seqs, seqs[::-1], n_jobs=2), expected))
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    print(len(same), all(same))
+    """
+)
+
+
+@needs_two_threads
+def test_two_python_threads_share_the_workqueue_layer():
+    """numba's workqueue layer (which batch_dtw's docstring suggests on shared cores) aborts the process
+    when two Python threads run parallel regions at once; the kernels take turns instead."""
+    environment = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}
+    result = subprocess.run([sys.executable, "-c", THREADS_SCRIPT], capture_output=True, text=True, timeout=300, env=environment)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["40", "True"], result.stderr[-2000:]
+
+
+def test_a_long_pair_is_not_padded_into_thousands_of_short_ones(monkeypatch):
+    """numpy and torch pad each chunk to its longest pair: chunks follow length, each as large as keeps
+    its cumulative matrices, count x (L + 1) x (2 L + 1) cells, under _CHUNK_CELLS (one long pair among
+    4,095 short ones asked for 244 GiB)."""
+    dtw_module = importlib.import_module("dialogue_gym.metrics.dtw")
+    lengths = [1 + k % 4 for k in range(300)] + [10] * 40 + [60, 2, 45]
+    seqs_a = [np.arange(float(n)) for n in lengths]
+    seqs_b = [np.arange(float(n))[::-1] + 0.5 for n in lengths]
+    offsets = dtw_module._packed(seqs_a, "a")[1]
+    index = np.arange(len(lengths))
+    budget, most = 4000, 64
+    monkeypatch.setattr(dtw_module, "_CHUNK_CELLS", budget)
+    chunks = [chunk.tolist() for chunk in dtw_module._chunks(offsets, offsets, index, index, most=most)]
+    expected, current = [], []  # by hand: the sorted pairs, a chunk closed when the next would not fit
+    for position in sorted(index.tolist(), key=lambda k: lengths[k]):
+        longest = lengths[position]
+        if current and (len(current) == most or (len(current) + 1) * (longest + 1) * (2 * longest + 1) > budget):
+            expected.append(current)
+            current = []
+        current.append(position)
+    expected.append(current)
+    assert chunks == expected
+    assert [len(chunk) for chunk in chunks if lengths[chunk[-1]] == 10][0] == budget // (11 * 21) == 17
+    assert [len(chunk) for chunk in chunks][-2:] == [1, 1]  # the two long pairs alone
+    reference = batch_dtw(seqs_a, seqs_b, n_jobs=1)
+    for backend in ("numpy", "torch"):
+        if backend == "torch":
+            pytest.importorskip("torch")
+        assert batch_dtw(seqs_a, seqs_b, backend=backend).tolist() == reference.tolist()
+        assert cdist_dtw(seqs_a[:40], seqs_b[-30:], backend=backend).tolist() == cdist_dtw(seqs_a[:40], seqs_b[-30:], n_jobs=1).tolist()
