@@ -247,6 +247,9 @@ class Evaluator:
         """The game's evaluation strata (see :class:`EvaluationOrder`)."""
         self._orders: dict[int, EvaluationOrder] = {}
         self._pool: list[Game] = []
+        self._pool_in_use = threading.Lock()
+        """Held by the :meth:`play` that uses :attr:`_pool` (shared with :meth:`for_agent`'s evaluators);
+        a play started meanwhile (nested in a callback, or a second generator) plays on games of its own."""
         self._bind(agent, agent_backend)
 
     def _bind(self, agent: Any, agent_backend: Any) -> None:
@@ -286,40 +289,53 @@ class Evaluator:
         waiting for it, so the episodes in flight stay in step and each role's batched call (one
         backend batch for an LLM) holds all that wait for that role, newly started ones included.
         ``plays`` is read lazily, one play per free slot, so it may be a stream (a Ray worker's queue).
+        A play started while another is still running on this evaluator (or one of :meth:`for_agent`'s)
+        plays on games of its own, so neither resets the other's.
         """
+        shared = self._pool_in_use.acquire(blocking=False)
+        try:
+            yield from self._play(plays, seed, self._pool if shared else [])
+        finally:
+            if shared:
+                self._pool_in_use.release()
+
+    def _play(self, plays: Iterable[tuple[int, int]], seed: int, pool: list[Game]) -> Iterator[tuple[int, Trajectory]]:
         pending = enumerate(plays)
-        # slot -> (index in plays, start, repeat, the policies' memories); slot i plays on self._pool[i].
+        # slot -> (index in plays, start, repeat, the policies' memories); slot i plays on pool[i].
         in_flight: dict[int, tuple[int, int, int, dict[str, Any]]] = {}
         ended: list[tuple[int, Trajectory]] = []
 
-        def fill(slot: int) -> None:
+        def fill(slot: int) -> bool:
+            """Start the next play in ``slot``; False once ``plays`` is exhausted."""
             for index, (start, repeat) in pending:
-                while len(self._pool) <= slot:
-                    self._pool.append(self.environment.game.spawn())
-                game = self._pool[slot]
+                while len(pool) <= slot:
+                    pool.append(self.environment.game.spawn())
+                game = pool[slot]
                 game.reset(seed=episode_seed(seed, start, repeat), options=game.evaluation_options(start, seed))
                 memories = self.driver.start(game)
                 if not game.done:
                     in_flight[slot] = (index, start, repeat, memories)
-                    return
+                    return True
                 ended.append((index, self._record(game, start, repeat)))
+            return False
 
         for slot in range(self.batch_size):
-            fill(slot)
+            if not fill(slot):  # fewer plays than slots: the rest stay empty (a huge batch_size costs nothing)
+                break
         while True:
             yield from ended
             ended.clear()
             if not in_flight:
                 return
             for role in self.environment.game.roles:
-                movers = [slot for slot in sorted(in_flight) if self._pool[slot].current_role == role]
+                movers = [slot for slot in sorted(in_flight) if pool[slot].current_role == role]
                 if not movers:
                     continue
-                self._move(role, [self._pool[slot] for slot in movers], [in_flight[slot][3][role] for slot in movers])
+                self._move(role, [pool[slot] for slot in movers], [in_flight[slot][3][role] for slot in movers])
                 for slot in movers:
-                    if self._pool[slot].done:
+                    if pool[slot].done:
                         index, start, repeat, _ = in_flight.pop(slot)
-                        ended.append((index, self._record(self._pool[slot], start, repeat)))
+                        ended.append((index, self._record(pool[slot], start, repeat)))
                         fill(slot)
 
     def _move(self, role: str, games: list[Game], memories: list[Any]) -> None:

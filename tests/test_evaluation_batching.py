@@ -168,3 +168,36 @@ def test_the_batching_benchmark_counts_fewer_calls_than_fixed_groups(capsys):
     assert row["lower_bound"] <= row["calls"] < row["fixed_group_calls"]
     assert row["mean_fill"] == row["requests"] / row["calls"] / 8
     assert f"{row['requests']} user requests in {row['calls']} backend calls" in capsys.readouterr().out
+
+
+def _dicts(trajectories):
+    return [t.to_dict() for t in trajectories]
+
+
+def test_a_run_nested_in_another_plays_on_games_of_its_own():
+    """A callback that runs another evaluation on the same evaluator (or one of for_agent's, which share
+    its games) reset games the outer run was still playing, and the outer run never ended."""
+    from dialogue_gym.evaluation import Evaluator
+
+    evaluator = Evaluator("SEAD-Outbound-v0", "sop", batch_size=4)
+    baseline = evaluator.for_agent("adaptive")
+    expected_outer, expected_inner = _dicts(evaluator.run(8, seed=3)), _dicts(baseline.run(2, seed=1))
+    inner = []
+    outer = evaluator.run(8, seed=3, on_episode=lambda _: inner or inner.append(baseline.run(2, seed=1)))
+    assert _dicts(outer) == expected_outer and _dicts(inner[0]) == expected_inner
+    # two play() generators read in turn
+    first, second = evaluator.play(evaluator.plays(6, 3), 3), baseline.play(baseline.plays(6, 3), 3)
+    mixed = {0: [], 1: []}
+    for pair in zip(first, second):
+        for source, (index, trajectory) in enumerate(pair):
+            mixed[source].append((index, trajectory.to_dict()))
+    mixed[0] += [(index, t.to_dict()) for index, t in first]
+    mixed[1] += [(index, t.to_dict()) for index, t in second]
+    alone = {0: [(i, t.to_dict()) for i, t in evaluator.play(evaluator.plays(6, 3), 3)], 1: [(i, t.to_dict()) for i, t in baseline.play(baseline.plays(6, 3), 3)]}
+    assert sorted(mixed[0], key=lambda p: p[0]) == sorted(alone[0], key=lambda p: p[0])
+    assert sorted(mixed[1], key=lambda p: p[0]) == sorted(alone[1], key=lambda p: p[0])
+
+
+def test_a_batch_size_far_beyond_the_episodes_costs_nothing():
+    """Slots past the last play stay empty: 2 episodes with batch_size 10**12 used to walk every slot."""
+    assert _dicts(evaluate("SEAD-Outbound-v0", "sop", 2, seed=5, batch_size=10**12)) == _dicts(evaluate("SEAD-Outbound-v0", "sop", 2, seed=5))

@@ -32,7 +32,11 @@ changes only floating-point rounding, so, as with batching, outputs are a determ
 sequence of calls a backend has served (the ``cached`` backend reproduces runs exactly). Memory is
 bounded by ``prefix_cache_tokens`` (LRU; a dialogue's superseded turn is dropped at once, finished
 dialogues age out first). The cache is emptied whenever the model's weights change (a training step
-between rollouts), and is not used while the model is in training mode. Models whose cache layers are
+between rollouts: an in-place update, a tensor or its ``.data`` replaced, a new dtype or device), and is
+not used while the model is in training mode. Changes that leave every parameter's storage and version
+counter as they were cannot be seen: an in-place write through ``.data`` (``p.data.copy_(...)``) or an
+adapter switched off and on (PEFT's ``disable_adapter()``); call :meth:`TransformersBackend.clear_prefix_cache`
+after those. Models whose cache layers are
 not plain ``DynamicLayer`` (sliding-window, linear-attention or quantised caches) run without it.
 The same reuse on a GPU server: vLLM's automatic prefix caching (``enable_prefix_caching=True`` in
 ``vllm.LLM``, ``vllm serve --enable-prefix-caching``; on by default in vLLM's V1 engine) caches KV blocks
@@ -384,7 +388,19 @@ class TransformersBackend:
 
     def _prompt_ids(self, request: GenerationRequest, index: int) -> list[int]:
         if getattr(request, "prompt_ids", None) is not None:
-            return [int(token) for token in request.prompt_ids]
+            ids = request.prompt_ids
+            vocabulary = self.model.get_input_embeddings().num_embeddings
+            if isinstance(ids, (str, bytes)):
+                raise ConfigError(f"TransformersBackend.generate: request {index}'s prompt_ids must be a sequence of token ids, got a {type(ids).__name__}.")
+            for position, token in enumerate(ids):
+                if isinstance(token, (bool, np.bool_)) or not isinstance(token, (int, np.integer)) or not 0 <= token < vocabulary:
+                    countable = isinstance(token, (int, np.integer)) and not isinstance(token, (bool, np.bool_)) and abs(token) < 10**20
+                    shown = f"{int(token)}" if countable else f"a {type(token).__name__}"
+                    raise ConfigError(
+                        f"TransformersBackend.generate: request {index}'s prompt_ids[{position}] is {shown}, not a token id; "
+                        f"token ids are ints from 0 to {vocabulary - 1} (the model's vocabulary)."
+                    )
+            return [int(token) for token in ids]
         messages = getattr(request, "messages", None)
         if messages is None or isinstance(messages, (str, bytes)) or not all(
             isinstance(m, dict) and "role" in m and "content" in m for m in messages
@@ -468,9 +484,10 @@ class TransformersBackend:
         }
 
     def _weights_version(self) -> tuple:
-        # In-place updates (optimizer steps, load_state_dict) bump a tensor's version counter and a
-        # replaced tensor has a new id, so this changes whenever cached keys/values may be stale.
-        return tuple((id(p), p._version) for p in self.model.parameters())
+        # In-place updates (optimizer steps, load_state_dict) bump a tensor's version counter, a replaced
+        # tensor has a new id, and new .data (vector_to_parameters, p.data = ...) or a new dtype or device
+        # (model.to(...)) a new storage: each changes this whenever cached keys/values may be stale.
+        return tuple((id(p), p._version, p.data_ptr(), p.dtype, p.device) for p in self.model.parameters())
 
     def _active_store(self) -> PrefixKVStore | None:
         """The prefix cache, emptied if the weights changed since it was filled; ``None`` when off, when

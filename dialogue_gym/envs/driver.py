@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from gymnasium import logger
 
-from dialogue_gym.errors import BackendError, ScenarioError
+from dialogue_gym.errors import BackendError, ConfigError, ScenarioError
 from dialogue_gym.game import PRIVILEGED_INFO_KEY, Game, StepResult, is_privileged
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.simulators.base import RolePolicy
@@ -40,11 +40,22 @@ def act_with_errors(
     policy: RolePolicy, observations: list[dict[str, Any]], infos: list[dict[str, Any]], memories: list[Any]
 ) -> tuple[list[str], list[str | None]]:
     """``(texts, errors)`` from ``policy``: its ``act_batch_with_errors`` where it has one, else
-    ``act_batch`` with no errors."""
+    ``act_batch`` with no errors. A policy that does not return one text (and one error) per
+    observation raises :class:`ConfigError`: zipped with the games, a short list would leave a game
+    waiting forever, and a ``str`` would be played one character a game."""
     with_errors = getattr(policy, "act_batch_with_errors", None)
     if with_errors is not None:
-        return with_errors(observations, infos, memories)
-    return policy.act_batch(observations, infos, memories), [None] * len(observations)
+        texts, errors = with_errors(observations, infos, memories)
+    else:
+        texts, errors = policy.act_batch(observations, infos, memories), [None] * len(observations)
+    for name, returned in (("texts", texts), ("errors", errors)):
+        if isinstance(returned, (str, bytes)) or not hasattr(returned, "__len__") or len(returned) != len(observations):
+            shown = f"a {type(returned).__name__}" if isinstance(returned, (str, bytes)) or not hasattr(returned, "__len__") else f"{len(returned)} {name}"
+            raise ConfigError(
+                f"The policy {type(policy).__name__} returned {shown} for {len(observations)} observations; "
+                f"act_batch must return a list of one str per observation (act_batch_with_errors: one text and one error or None per observation)."
+            )
+    return list(texts), list(errors)
 
 
 def role_info(game: Game, role: str, policy: RolePolicy) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections import deque
 from collections.abc import Iterable
 from collections.abc import Sequence as SequenceABC
@@ -13,7 +14,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.spaces import Dict, Discrete, Space
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
-from dialogue_gym.envs.driver import CounterpartDriver
+from dialogue_gym.envs.driver import MAX_DRAWS, CounterpartDriver
 from dialogue_gym.errors import ConfigError, InvalidAction
 from dialogue_gym.game import Game, check_seed
 from dialogue_gym.simulators.base import RolePolicy
@@ -44,12 +45,14 @@ def observation_batcher(space: Space, num_envs: int) -> Callable[[list[Any]], An
 def check_keep_trajectories(value: Any, num_envs: int) -> int | None:
     """The retention cap ``keep_trajectories`` asks for (``None``: unbounded), or ConfigError naming the fix."""
     if isinstance(value, str) and value == "auto":
-        # twice the sub-envs: a loop that pops after every step never loses one, even when all end at once
-        return max(DEFAULT_KEEP_TRAJECTORIES, 2 * num_envs)
-    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        # MAX_DRAWS a sub-env: one step (or reset) ends at most that many episodes in each (those that end
+        # before the learner's first move, and the one that ended), so a loop that pops after every step
+        # never loses one
+        return max(DEFAULT_KEEP_TRAJECTORIES, MAX_DRAWS * num_envs)
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= sys.maxsize):
         return value
     raise ConfigError(
-        f"keep_trajectories must be 'auto', an int >= 0 or None, got {value!r}. It caps how many finished "
+        f"keep_trajectories must be 'auto', an int from 0 to {sys.maxsize} or None, got {value!r:.40}. It caps how many finished "
         "trajectories the vector env keeps for pop_trajectories(): pass 0 to keep none (a Gymnasium training "
         "loop that never pops), None to keep every one (pop them regularly), or a cap such as 4096."
     )
@@ -64,8 +67,9 @@ class DialogueVectorEnv(VectorEnv):
 
     ``keep_trajectories`` bounds that retention, so a Gymnasium training loop that never pops stays
     flat in memory (and Python's cyclic GC does not slow down over a run): ``"auto"`` (default) keeps
-    the last ``max(1024, 2 * num_envs)`` finished trajectories, so popping after every step loses
-    none; an int ``n`` keeps the last ``n`` (0 keeps none); ``None`` keeps all until popped. Beyond
+    the last ``max(1024, 8 * num_envs)`` finished trajectories (a step ends at most 8 episodes in
+    a sub-env: those that end before the learner's first move are set aside), so popping after every
+    step loses none; an int ``n`` keeps the last ``n`` (0 keeps none); ``None`` keeps all until popped. Beyond
     the cap the oldest one is dropped and counted in :attr:`dropped_trajectories`, with a warning the
     first time (none for ``keep_trajectories=0``, which asks for exactly that).
 

@@ -12,8 +12,9 @@ Names follow tslearn: :func:`dtw`, :func:`dtw_path`, :func:`batch_dtw`, :func:`c
 * ``metric="sqeuclidean"``: local cost ``||a_i - b_j||^2``; equals
   ``dtw_path_from_metric(a, b, metric="sqeuclidean")`` exactly. ``tslearn.metrics.dtw`` returns the
   square root of this sum: ``tslearn.metrics.dtw(a, b) == sqrt(dtw(a, b, "sqeuclidean"))``.
-* ``metric="cosine"`` (multivariate points, e.g. reply embeddings): ``1 - cos(a_i, b_j)``, with a
-  zero vector at distance 0 from another zero vector and 1 from anything else.
+* ``metric="cosine"`` (multivariate points, e.g. reply embeddings): ``1 - cos(a_i, b_j)``, equal to
+  ``dtw_path_from_metric(a, b, metric="cosine")`` except that a zero vector is at distance 0 from
+  another zero vector (scikit-learn says 1) and 1 from anything else.
 
 The recurrence is tslearn's, ``D(i, j) = C(i, j) + min(D(i-1, j-1), D(i-1, j), D(i, j-1))``, and the
 path is traced back from the end preferring the diagonal, then ``(i-1, j)``, then ``(i, j-1)`` on ties,

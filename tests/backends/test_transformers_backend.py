@@ -367,6 +367,60 @@ def test_a_weight_update_empties_the_prefix_cache(tiny_model_dir):
     assert live.generate([request])[0].meta["cached_tokens"] == 0 and live.prefix_cache_stats()["entries"] == entries
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda weight: setattr(weight, "data", weight.data * -3.0),  # new .data, same tensor and version
+        lambda weight: __import__("torch").nn.utils.vector_to_parameters(weight.data.flatten() * -1.5, [weight]),
+    ],
+)
+def test_weights_replaced_under_a_parameter_empty_the_prefix_cache(tiny_model_dir, change):
+    """Replacing a parameter's data keeps its id and version counter: the cache used to serve the old
+    model's keys and values (36 tokens reused, different greedy tokens)."""
+    import transformers
+
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(tiny_model_dir), local_files_only=True).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tiny_model_dir), local_files_only=True)
+    live = TransformersBackend(model, tokenizer=tokenizer, max_new_tokens=8, temperature=0)
+    request = GenerationRequest(({"role": "user", "content": OPENINGS[1]},))
+    live.generate([request])
+    change(model.model.layers[0].self_attn.v_proj.weight)
+    after = live.generate([request])[0]
+    fresh = TransformersBackend(model, tokenizer=tokenizer, max_new_tokens=8, temperature=0, prefix_cache=False)
+    assert after.meta["cached_tokens"] == 0 and after.token_ids == fresh.generate([request])[0].token_ids
+
+
+def test_a_model_moved_to_another_dtype_empties_the_prefix_cache(tiny_model_dir):
+    import torch
+    import transformers
+
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(tiny_model_dir), local_files_only=True).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tiny_model_dir), local_files_only=True)
+    live = TransformersBackend(model, tokenizer=tokenizer, max_new_tokens=8, temperature=0)
+    request = GenerationRequest(({"role": "user", "content": OPENINGS[1]},))
+    live.generate([request])
+    model.to(torch.bfloat16)  # the float32 keys and values would meet bfloat16 queries: an error on every call
+    after = live.generate([request])[0]
+    fresh = TransformersBackend(model, tokenizer=tokenizer, max_new_tokens=8, temperature=0, prefix_cache=False)
+    assert after.meta["cached_tokens"] == 0 and after.token_ids == fresh.generate([request])[0].token_ids
+
+
+@pytest.mark.parametrize(
+    "bad, shown",
+    [([10**6], "1000000"), ([-3], "-3"), ([2**70], "a int"), ([1.7], "a float"), (["a"], "a str"), ([None], "a NoneType"), ([True], "a bool")],
+)
+def test_prompt_ids_outside_the_vocabulary_are_named(tiny_model_dir, bad, shown):
+    """An id past the vocabulary was a raw IndexError, 2**70 an OverflowError, 1.7 was read as 1."""
+    backend = TransformersBackend(str(tiny_model_dir), max_new_tokens=4, temperature=0)
+    vocabulary = backend.model.get_input_embeddings().num_embeddings
+    for prefix_cache in (True, False):
+        backend.prefix_cache = prefix_cache
+        with pytest.raises(ConfigError, match=rf"request 0's prompt_ids\[2\] is {shown}, not a token id; token ids are ints from 0 to {vocabulary - 1}"):
+            backend.generate([GenerationRequest((), prompt_ids=(10, 11, *bad))])
+    with pytest.raises(ConfigError, match="prompt_ids must be a sequence of token ids, got a str"):
+        backend.generate([GenerationRequest((), prompt_ids="abc")])
+
+
 def test_a_cache_that_cannot_be_cut_per_row_turns_the_prefix_cache_off(tiny_model_dir):
     backend = TransformersBackend(str(tiny_model_dir), max_new_tokens=6, temperature=0)
     full = TransformersBackend(str(tiny_model_dir), max_new_tokens=6, temperature=0, prefix_cache=False)

@@ -2,6 +2,7 @@
 never pops stays flat in memory, every drop is counted, and what is kept is the newest, in order."""
 
 import gc
+import sys
 import warnings
 
 import gymnasium as gym
@@ -9,6 +10,7 @@ import pytest
 from toy_game import Counterpart, ToyGame
 
 import dialogue_gym  # noqa: F401
+from dialogue_gym.envs.driver import MAX_DRAWS, redraw_seed
 from dialogue_gym.envs.vector import DEFAULT_KEEP_TRAJECTORIES, DialogueVectorEnv
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.types import Trajectory
@@ -102,18 +104,28 @@ def test_episodes_set_aside_at_reset_count_against_the_cap():
     assert transcript(kept) == transcript(set_aside[-1]) and not kept.turns_of("learner")
 
 
-def test_auto_keeps_at_least_the_default_and_twice_the_sub_envs():
+def test_auto_keeps_at_least_the_default_and_eight_a_sub_env():
     assert vector().keep_trajectories == DEFAULT_KEEP_TRAJECTORIES == 1024
-    assert vector(num_envs=600).keep_trajectories == 1200
-    assert vector(num_envs=600).finished_trajectories.maxlen == 1200
+    assert vector(num_envs=600).keep_trajectories == 4800 == MAX_DRAWS * 600
+    assert vector(num_envs=600).finished_trajectories.maxlen == 4800
     assert gym.make_vec("SEAD-Outbound-v0", num_envs=2).unwrapped.keep_trajectories == 1024
     assert gym.make_vec("SEAD-Outbound-v0", num_envs=2, keep_trajectories=None).unwrapped.keep_trajectories is None
     assert gym.make_vec("SEAD-Outbound-v0", num_envs=2, keep_trajectories=7).unwrapped.finished_trajectories.maxlen == 7
 
 
-@pytest.mark.parametrize("bad", [-1, True, 2.5, "all", [10]])
+@pytest.mark.filterwarnings("ignore:.*before the 'learner' role's first move")
+def test_auto_loses_none_when_every_sub_env_sets_episodes_aside():
+    """One reset can end up to MAX_DRAWS episodes a sub-env (those that end before the learner's first
+    move): with 600 sub-envs whose counterpart hangs up on the first 3 draws, 2*num_envs dropped 600."""
+    hung = {redraw_seed(seed, draw) for seed in range(600) for draw in range(3)}
+    envs = vector(num_envs=600, counterpart=Counterpart(lambda seed: seed in hung))
+    envs.reset(seed=0)
+    assert len(envs.pop_trajectories()) == 1800 and envs.dropped_trajectories == 0
+
+
+@pytest.mark.parametrize("bad", [-1, True, 2.5, "all", [10], 2**63, 10**30])
 def test_a_bad_keep_trajectories_is_a_config_error_naming_the_value_and_the_fix(bad):
-    with pytest.raises(ConfigError, match=r"keep_trajectories must be 'auto', an int >= 0 or None, got ") as error:
+    with pytest.raises(ConfigError, match=rf"keep_trajectories must be 'auto', an int from 0 to {sys.maxsize} or None, got ") as error:
         vector(bad)
     assert repr(bad) in str(error.value) and "pass 0 to keep none" in str(error.value)
     with pytest.raises(ConfigError, match=r"keep_trajectories must be"):
