@@ -347,8 +347,10 @@ def test_prefix_cache_memory_is_capped_least_recently_used_first(tiny_model_dir)
     assert backend.prefix_cache_stats()["entries"] == 0
 
 
-def test_a_weight_update_empties_the_prefix_cache(tiny_model_dir):
-    import torch
+def cached_then_changed(tiny_model_dir, change):
+    """Generate ``request`` once with the prefix cache, change the model with ``change(model)``, generate
+    it again and check that nothing cached was reused and the tokens equal a backend's without the
+    cache; returns ``(model, backend, request)``."""
     import transformers
 
     model = transformers.AutoModelForCausalLM.from_pretrained(str(tiny_model_dir), local_files_only=True).eval()
@@ -356,12 +358,21 @@ def test_a_weight_update_empties_the_prefix_cache(tiny_model_dir):
     live = TransformersBackend(model, tokenizer=tokenizer, max_new_tokens=8, temperature=0)
     request = GenerationRequest(({"role": "user", "content": OPENINGS[1]},))
     live.generate([request])
-    with torch.no_grad():  # what an optimizer step does: weights changed in place
-        model.model.layers[0].self_attn.v_proj.weight.mul_(-3.0)
+    change(model)
     after = live.generate([request])[0]
-    assert after.meta["cached_tokens"] == 0
     fresh = TransformersBackend(model, tokenizer=tokenizer, max_new_tokens=8, temperature=0, prefix_cache=False)
-    assert after.token_ids == fresh.generate([request])[0].token_ids
+    assert after.meta["cached_tokens"] == 0 and after.token_ids == fresh.generate([request])[0].token_ids
+    return model, live, request
+
+
+def test_a_weight_update_empties_the_prefix_cache(tiny_model_dir):
+    import torch
+
+    def optimizer_step(model):  # what an optimizer step does: weights changed in place
+        with torch.no_grad():
+            model.model.layers[0].self_attn.v_proj.weight.mul_(-3.0)
+
+    model, live, request = cached_then_changed(tiny_model_dir, optimizer_step)
     model.train()  # dropout would make training-mode keys/values differ: no reuse, nothing stored
     entries = live.prefix_cache_stats()["entries"]
     assert live.generate([request])[0].meta["cached_tokens"] == 0 and live.prefix_cache_stats()["entries"] == entries
@@ -377,32 +388,14 @@ def test_a_weight_update_empties_the_prefix_cache(tiny_model_dir):
 def test_weights_replaced_under_a_parameter_empty_the_prefix_cache(tiny_model_dir, change):
     """Replacing a parameter's data keeps its id and version counter: the cache used to serve the old
     model's keys and values (36 tokens reused, different greedy tokens)."""
-    import transformers
-
-    model = transformers.AutoModelForCausalLM.from_pretrained(str(tiny_model_dir), local_files_only=True).eval()
-    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tiny_model_dir), local_files_only=True)
-    live = TransformersBackend(model, tokenizer=tokenizer, max_new_tokens=8, temperature=0)
-    request = GenerationRequest(({"role": "user", "content": OPENINGS[1]},))
-    live.generate([request])
-    change(model.model.layers[0].self_attn.v_proj.weight)
-    after = live.generate([request])[0]
-    fresh = TransformersBackend(model, tokenizer=tokenizer, max_new_tokens=8, temperature=0, prefix_cache=False)
-    assert after.meta["cached_tokens"] == 0 and after.token_ids == fresh.generate([request])[0].token_ids
+    cached_then_changed(tiny_model_dir, lambda model: change(model.model.layers[0].self_attn.v_proj.weight))
 
 
 def test_a_model_moved_to_another_dtype_empties_the_prefix_cache(tiny_model_dir):
+    """The float32 keys and values used to meet bfloat16 queries: an error on every call."""
     import torch
-    import transformers
 
-    model = transformers.AutoModelForCausalLM.from_pretrained(str(tiny_model_dir), local_files_only=True).eval()
-    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tiny_model_dir), local_files_only=True)
-    live = TransformersBackend(model, tokenizer=tokenizer, max_new_tokens=8, temperature=0)
-    request = GenerationRequest(({"role": "user", "content": OPENINGS[1]},))
-    live.generate([request])
-    model.to(torch.bfloat16)  # the float32 keys and values would meet bfloat16 queries: an error on every call
-    after = live.generate([request])[0]
-    fresh = TransformersBackend(model, tokenizer=tokenizer, max_new_tokens=8, temperature=0, prefix_cache=False)
-    assert after.meta["cached_tokens"] == 0 and after.token_ids == fresh.generate([request])[0].token_ids
+    cached_then_changed(tiny_model_dir, lambda model: model.to(torch.bfloat16))
 
 
 @pytest.mark.parametrize(

@@ -378,7 +378,7 @@ def test_a_long_pair_is_not_padded_into_thousands_of_short_ones(monkeypatch):
     seqs_b = [np.arange(float(n))[::-1] + 0.5 for n in lengths]
     offsets = dtw_module._packed(seqs_a, "a")[1]
     index = np.arange(len(lengths))
-    budget, most = 4000, 64
+    budget, most = 17 * 11 * 21, 64  # exactly 17 pairs of length 10 fit: the bound is inclusive
     monkeypatch.setattr(dtw_module, "_CHUNK_CELLS", budget)
     chunks = [chunk.tolist() for chunk in dtw_module._chunks(offsets, offsets, index, index, most=most)]
     expected, current = [], []  # by hand: the sorted pairs, a chunk closed when the next would not fit
