@@ -180,6 +180,7 @@ def test_turn_deviations_average_the_aligned_reference_turns():
         ([(0, 0), (1, 0.0)], r"integer pairs, got dtype float64"),
         ([(0, 0), (1,)], r"path must be a sequence of \(i, j\) index pairs"),
         ([], r"integer pairs, got dtype float64 and shape \(0,\)"),
+        (np.zeros((0, 2), dtype=np.int64), r"integer pairs, got dtype int64 and shape \(0, 2\)"),
         ([(0, "0"), (1, "0")], r"integer pairs, got dtype <U"),
     ],
 )
