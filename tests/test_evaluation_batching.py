@@ -179,23 +179,30 @@ def test_a_run_nested_in_another_plays_on_games_of_its_own():
     its games) reset games the outer run was still playing, and the outer run never ended."""
     from dialogue_gym.evaluation import Evaluator
 
+    import itertools
+
     evaluator = Evaluator("SEAD-Outbound-v0", "sop", batch_size=4)
     baseline = evaluator.for_agent("adaptive")
     expected_outer, expected_inner = _dicts(evaluator.run(8, seed=3)), _dicts(baseline.run(2, seed=1))
     inner = []
-    outer = evaluator.run(8, seed=3, on_episode=lambda _: inner or inner.append(baseline.run(2, seed=1)))
+
+    def run_the_baseline_once(_):
+        if not inner:
+            inner.append(baseline.run(2, seed=1))
+
+    outer = evaluator.run(8, seed=3, on_episode=run_the_baseline_once)
     assert _dicts(outer) == expected_outer and _dicts(inner[0]) == expected_inner
-    # two play() generators read in turn
-    first, second = evaluator.play(evaluator.plays(6, 3), 3), baseline.play(baseline.plays(6, 3), 3)
-    mixed = {0: [], 1: []}
-    for pair in zip(first, second):
-        for source, (index, trajectory) in enumerate(pair):
-            mixed[source].append((index, trajectory.to_dict()))
-    mixed[0] += [(index, t.to_dict()) for index, t in first]
-    mixed[1] += [(index, t.to_dict()) for index, t in second]
-    alone = {0: [(i, t.to_dict()) for i, t in evaluator.play(evaluator.plays(6, 3), 3)], 1: [(i, t.to_dict()) for i, t in baseline.play(baseline.plays(6, 3), 3)]}
-    assert sorted(mixed[0], key=lambda p: p[0]) == sorted(alone[0], key=lambda p: p[0])
-    assert sorted(mixed[1], key=lambda p: p[0]) == sorted(alone[1], key=lambda p: p[0])
+
+    def played(pairs):  # (index in plays, trajectory) in completion order -> by index
+        return sorted((index, trajectory.to_dict()) for index, trajectory in pairs)
+
+    alone = [played(evaluator.play(evaluator.plays(6, 3), 3)), played(baseline.play(baseline.plays(6, 3), 3))]
+    read = [[], []]  # two play() generators read in turn
+    for pair in itertools.zip_longest(evaluator.play(evaluator.plays(6, 3), 3), baseline.play(baseline.plays(6, 3), 3)):
+        for source, item in enumerate(pair):
+            if item is not None:
+                read[source].append(item)
+    assert [played(items) for items in read] == alone
 
 
 def test_a_batch_size_far_beyond_the_episodes_costs_nothing():

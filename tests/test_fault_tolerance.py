@@ -132,22 +132,6 @@ class _MiscountingPolicy:
         return ["Hello, is this the owner?"] * (len(observations) - 1)
 
 
-@pytest.mark.parametrize(
-    "run, message",
-    [
-        (lambda: evaluate("SEAD-Outbound-v0", _MiscountingPolicy(), 4, batch_size=2), "returned 1 texts for 2 observations"),
-        (lambda: evaluate("SEAD-Outbound-v0", _MiscountingPolicy(as_str=True), 4, batch_size=2), "returned a str for 2 observations"),
-        (lambda: _step_single(), "returned 0 texts for 1 observations"),
-        (lambda: _step_vector(), "returned 2 texts for 3 observations"),
-    ],
-)
-def test_a_policy_that_miscounts_its_texts_is_named_not_waited_on(run, message):
-    """Zipped with the games, a short list left a game waiting forever (an endless loop at full CPU in
-    evaluate, step and the vector env), and a str was played one character a game."""
-    with pytest.raises(ConfigError, match=rf"^The policy _MiscountingPolicy {message}; act_batch must return a list of one str per observation"):
-        run()
-
-
 def _step_single():
     env = gym.make("SEAD-Outbound-v0", user=_MiscountingPolicy())
     env.reset(seed=0)
@@ -158,3 +142,19 @@ def _step_vector():
     envs = gym.make_vec("SEAD-Outbound-v0", num_envs=3, user=_MiscountingPolicy())
     envs.reset(seed=0)
     envs.step(["Hello, this is Alex from FoodMap. Am I speaking with the owner?"] * 3)
+
+
+@pytest.mark.parametrize(
+    "run, message",
+    [
+        (lambda: evaluate("SEAD-Outbound-v0", _MiscountingPolicy(), 4, batch_size=2), "returned 1 texts for 2 observations"),
+        (lambda: evaluate("SEAD-Outbound-v0", _MiscountingPolicy(as_str=True), 4, batch_size=2), "returned a str for 2 observations"),
+        (_step_single, "returned 0 texts for 1 observations"),
+        (_step_vector, "returned 2 texts for 3 observations"),
+    ],
+)
+def test_a_policy_that_miscounts_its_texts_is_named_not_waited_on(run, message):
+    """Zipped with the games, a short list left a game waiting forever (an endless loop at full CPU in
+    evaluate, step and the vector env), and a str was played one character a game."""
+    with pytest.raises(ConfigError, match=rf"^The policy _MiscountingPolicy {message}; act_batch must return a list of one str per observation"):
+        run()

@@ -35,9 +35,9 @@ dialogues age out first). The cache is emptied whenever the model's weights chan
 between rollouts: an in-place update, a tensor or its ``.data`` replaced, a new dtype or device), and is
 not used while the model is in training mode. Changes that leave every parameter's storage and version
 counter as they were cannot be seen: an in-place write through ``.data`` (``p.data.copy_(...)``) or an
-adapter switched off and on (PEFT's ``disable_adapter()``); call :meth:`TransformersBackend.clear_prefix_cache`
-after those. Models whose cache layers are
-not plain ``DynamicLayer`` (sliding-window, linear-attention or quantised caches) run without it.
+adapter switched off and on (PEFT's ``disable_adapter()``); call
+:meth:`TransformersBackend.clear_prefix_cache` after those. Models whose cache layers are not plain
+``DynamicLayer`` (sliding-window, linear-attention or quantised caches) run without it.
 The same reuse on a GPU server: vLLM's automatic prefix caching (``enable_prefix_caching=True`` in
 ``vllm.LLM``, ``vllm serve --enable-prefix-caching``; on by default in vLLM's V1 engine) caches KV blocks
 by token-id hash, so the ``vllm`` and ``openai`` backends get it from the engine.
@@ -393,9 +393,9 @@ class TransformersBackend:
             if isinstance(ids, (str, bytes)):
                 raise ConfigError(f"TransformersBackend.generate: request {index}'s prompt_ids must be a sequence of token ids, got a {type(ids).__name__}.")
             for position, token in enumerate(ids):
-                if isinstance(token, (bool, np.bool_)) or not isinstance(token, (int, np.integer)) or not 0 <= token < vocabulary:
-                    countable = isinstance(token, (int, np.integer)) and not isinstance(token, (bool, np.bool_)) and abs(token) < 10**20
-                    shown = f"{int(token)}" if countable else f"a {type(token).__name__}"
+                integer = isinstance(token, (int, np.integer)) and not isinstance(token, (bool, np.bool_))
+                if not (integer and 0 <= token < vocabulary):
+                    shown = f"{int(token)}" if integer and abs(token) < 10**20 else f"a {type(token).__name__}"
                     raise ConfigError(
                         f"TransformersBackend.generate: request {index}'s prompt_ids[{position}] is {shown}, not a token id; "
                         f"token ids are ints from 0 to {vocabulary - 1} (the model's vocabulary)."

@@ -49,11 +49,12 @@ def act_with_errors(
     else:
         texts, errors = policy.act_batch(observations, infos, memories), [None] * len(observations)
     for name, returned in (("texts", texts), ("errors", errors)):
-        if isinstance(returned, (str, bytes)) or not hasattr(returned, "__len__") or len(returned) != len(observations):
-            shown = f"a {type(returned).__name__}" if isinstance(returned, (str, bytes)) or not hasattr(returned, "__len__") else f"{len(returned)} {name}"
+        sized = hasattr(returned, "__len__") and not isinstance(returned, (str, bytes))
+        if not sized or len(returned) != len(observations):
+            shown = f"{len(returned)} {name}" if sized else f"a {type(returned).__name__}"
             raise ConfigError(
                 f"The policy {type(policy).__name__} returned {shown} for {len(observations)} observations; "
-                f"act_batch must return a list of one str per observation (act_batch_with_errors: one text and one error or None per observation)."
+                "act_batch must return a list of one str per observation (act_batch_with_errors: one text and one error or None per observation)."
             )
     return list(texts), list(errors)
 

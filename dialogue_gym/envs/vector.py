@@ -67,10 +67,10 @@ class DialogueVectorEnv(VectorEnv):
 
     ``keep_trajectories`` bounds that retention, so a Gymnasium training loop that never pops stays
     flat in memory (and Python's cyclic GC does not slow down over a run): ``"auto"`` (default) keeps
-    the last ``max(1024, 8 * num_envs)`` finished trajectories (a step ends at most 8 episodes in
-    a sub-env: those that end before the learner's first move are set aside), so popping after every
-    step loses none; an int ``n`` keeps the last ``n`` (0 keeps none); ``None`` keeps all until popped. Beyond
-    the cap the oldest one is dropped and counted in :attr:`dropped_trajectories`, with a warning the
+    the last ``max(1024, 8 * num_envs)`` finished trajectories (a step ends at most 8 episodes in a
+    sub-env: those that end before the learner's first move are set aside), so popping after every
+    step loses none; an int ``n`` keeps the last ``n`` (0 keeps none); ``None`` keeps all until
+    popped. Beyond the cap the oldest one is dropped and counted in :attr:`dropped_trajectories`, with a warning the
     first time (none for ``keep_trajectories=0``, which asks for exactly that).
 
     ``step`` takes one ``str`` per sub-env (a list, tuple or 1-D NumPy array of str) and checks the

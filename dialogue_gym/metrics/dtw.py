@@ -116,11 +116,13 @@ def local_cost_matrix(a: Any, b: Any, metric: str = "abs") -> np.ndarray:
         cost[zero_a[:, None] | zero_b[None, :]] = 1.0
         cost[zero_a[:, None] & zero_b[None, :]] = 0.0
         return cost
-    total = None
-    for feature in range(a.shape[1]):
+    def term(feature: int) -> np.ndarray:
         difference = a[:, feature, None] - b[None, :, feature]
-        term = np.abs(difference) if metric == "abs" else difference * difference
-        total = term if total is None else total + term
+        return np.abs(difference) if metric == "abs" else difference * difference
+
+    total = term(0)  # points have at least one feature (_sequence)
+    for feature in range(1, a.shape[1]):
+        total = total + term(feature)
     return total
 
 

@@ -412,6 +412,10 @@ def test_prompt_ids_outside_the_vocabulary_are_named(tiny_model_dir, bad, shown)
             backend.generate([GenerationRequest((), prompt_ids=(10, 11, *bad))])
     with pytest.raises(ConfigError, match="prompt_ids must be a sequence of token ids, got a str"):
         backend.generate([GenerationRequest((), prompt_ids="abc")])
+    # the ends of the vocabulary are ids, one past it is not
+    backend.generate([GenerationRequest((), prompt_ids=(0, 10, vocabulary - 1))])  # no error
+    with pytest.raises(ConfigError, match=rf"prompt_ids\[1\] is {vocabulary}, not a token id"):
+        backend.generate([GenerationRequest((), prompt_ids=(10, vocabulary))])
 
 
 def test_a_cache_that_cannot_be_cut_per_row_turns_the_prefix_cache_off(tiny_model_dir):
