@@ -10,6 +10,7 @@
     dialogue-gym audit SEAD-Outbound-v0 [--episodes 600]
     dialogue-gym export run.jsonl --format sft|preference|rollouts -o DIR [--env-kwargs JSON] [--parquet]
     dialogue-gym serve SEAD-Outbound-v0 [--port 8000] [--env-kwargs JSON]
+    dialogue-gym view run.jsonl [-o report.html]
 
 ``audit`` plays the id's degenerate and blind policies beside its fair baselines and exits 1 when any
 of them beats its bound (see :mod:`dialogue_gym.audit`).
@@ -291,6 +292,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_view(args: argparse.Namespace) -> int:
+    from dialogue_gym.viewer import write_view
+
+    path, count = write_view(args.run_file, args.out)
+    print(f"{count} dialogues written to {path} ({path.stat().st_size / 1e6:.1f} MB); open it in a browser")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dialogue-gym", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -358,6 +367,10 @@ def build_parser() -> argparse.ArgumentParser:
     serving.add_argument("--max-sessions", type=int, default=64, help="concurrent sessions at most (default: 64)")
     serving.add_argument("--idle-timeout", type=float, default=300.0, help="seconds after which an idle session is closed (default: 300)")
     serving.set_defaults(run=cmd_serve)
+    viewing = commands.add_parser("view", help="write a recorded run (JSONL) as one self-contained HTML page to read its dialogues")
+    viewing.add_argument("run_file", metavar="RUN.jsonl", help="trajectories, e.g. from `dialogue-gym eval --out`")
+    viewing.add_argument("-o", "--out", default=None, help="the HTML file to write, overwritten (default: RUN.html beside RUN.jsonl)")
+    viewing.set_defaults(run=cmd_view)
     add_fidelity_command(commands)
     return parser
 

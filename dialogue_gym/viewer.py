@@ -1,0 +1,672 @@
+"""Transcript viewer: one self-contained HTML page from a run file.
+
+    dialogue-gym view run.jsonl [-o run.html]
+
+reads the trajectories that ``dialogue-gym eval ... --out run.jsonl`` (or any view's
+``trajectory().to_json()``) wrote, one per line, and writes a single HTML file with its CSS, script and
+data inline: it opens from disk with no network, no CDN and no fonts to fetch. The page shows
+
+- summary plots of the dialogues the filters let through (outcome counts per agent, the learner's
+  reward distribution per agent) and a per-agent table, as inline SVG;
+- the list of dialogues, filterable by env id, agent (``meta["agent"]``), outcome, start
+  (``meta["start"]``: ``12``, ``10-20`` or ``1,5,9``), flags and text, paginated;
+- one dialogue at a time, turn by turn: each role's text (the learner's on the right), the hidden
+  state (SEAD: cooperation, emotion and trust) or intent level (TRACER, DM-Bench) as a small chart and
+  per turn, invalid-action reasons, health flags (:mod:`dialogue_gym.health`: out of format, repaired,
+  role reversal, rule violations), what the parser read, the raw output where it differs from the
+  text, rewards per role and their terms, the profile and the rest of ``meta``.
+
+Every field is optional: a record only has to be a JSON object, and what it lacks is left out of
+the page (RL-ADA records no hidden state, so they get no chart). The data sit in the page as one JSON
+blob whose per-dialogue part is kept as strings, parsed only when a dialogue is opened, so a run of
+10,000 dialogues loads in about a second. All text is placed with ``textContent`` by the page's script;
+the blob is escaped so that no ``</script>`` or markup in a dialogue can end it, and lone surrogates
+(which no UTF-8 file can hold) become U+FFFD.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.health import HEALTH_KEY
+from dialogue_gym.scenarios.sead.state import STATE_DIMS, STATE_NAMES
+from dialogue_gym.scenarios.tracer.data import LEVELS as INTENT_LEVELS
+
+PAGE_SIZE = 50
+"""Dialogues per page of the list."""
+MAX_PARSED_CHARS = 600
+"""What the parser read from a turn is shown as JSON cut to this many characters."""
+PREVIEW_CHARS = 90
+"""Characters of the profile shown in the list."""
+LIST_META_KEYS = ("agent", "env_id", "start", "repeat")
+"""``meta`` keys shown as list columns, so left out of the dialogue's own ``meta`` block."""
+RUN_HINT = "give a run file written by `dialogue-gym eval ENV_ID --out RUN.jsonl` (one trajectory JSON per line)"
+
+_BIG_INT_DIGITS = 16
+"""Integers with this many digits or more are kept as strings: JavaScript numbers would round them."""
+_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_UNSAFE = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _parse_int(text: str) -> int | str:
+    return int(text) if len(text.lstrip("-")) < _BIG_INT_DIGITS else text
+
+
+def _no_constant(_: str) -> None:
+    return None  # NaN / Infinity: not strict JSON, and JSON.parse refuses them; shown as absent
+
+
+def load_run(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a run file, each a dict (fields may be absent). A missing file, a folder, a line
+    that is not a JSON object, or a file with none is a :class:`ConfigError` naming the file and the fix."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{str(path)!r} is a folder; {RUN_HINT}.")
+    if not path.exists():
+        raise ConfigError(f"{str(path)!r} does not exist; {RUN_HINT}.")
+    records = []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line, parse_int=_parse_int, parse_constant=_no_constant)
+                except json.JSONDecodeError as exc:
+                    hint = " (a results .json from `eval --save` is read by `compare`, not `view`)" if path.suffix == ".json" else ""
+                    raise ConfigError(
+                        f"{str(path)!r}: line {number} is not JSON ({exc.msg}, column {exc.colno}){hint}; {RUN_HINT}."
+                    ) from exc
+                if not isinstance(record, dict):
+                    raise ConfigError(
+                        f"{str(path)!r}: line {number} is a JSON {type(record).__name__}, not a trajectory object; {RUN_HINT}."
+                    )
+                records.append(record)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); {RUN_HINT}.") from exc
+    if not records:
+        raise ConfigError(f"{str(path)!r} holds no trajectories; {RUN_HINT}.")
+    return records
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value: Any) -> float | int | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _compact(value: Any, limit: int) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def health_flags(parsed: dict[str, Any]) -> list[str]:
+    """One short label per thing a turn's health record (``parsed["health"]``) flags, in the order
+    :class:`~dialogue_gym.health.TurnHealth` lists them; ``[]`` for a healthy or unchecked turn."""
+    record = parsed.get(HEALTH_KEY)
+    if not isinstance(record, dict):
+        return []
+    flags = [] if record.get("format_ok", True) else ["out of format"]
+    for key, label in (("repaired", "repaired"), ("role_reversal", "role reversal"), ("rule_violations", "rule")):
+        items = record.get(key) or []
+        if isinstance(items, list):
+            flags.extend(f"{label}: {_text(item)}" for item in items)
+    return flags
+
+
+def _failed(parsed: dict[str, Any]) -> bool:
+    record = parsed.get(HEALTH_KEY)
+    if not isinstance(record, dict):
+        return False
+    return not record.get("format_ok", True) or bool(record.get("role_reversal")) or bool(record.get("rule_violations"))
+
+
+def _numeric_vector(state: Any) -> bool:
+    return isinstance(state, list) and bool(state) and all(_number(v) is not None for v in state)
+
+
+def state_series(scenario: str, states: Sequence[Any]) -> list[dict[str, Any]]:
+    """The hidden state per turn as chart series ``{"name", "max", "values"}`` (``None`` where a turn
+    has none): SEAD's cooperation, emotion and trust, TRACER's / DM-Bench's intent level, otherwise
+    ``state[k]`` on the range seen. ``[]`` when no turn records a numeric state."""
+    vectors = [s if _numeric_vector(s) else None for s in states]
+    width = max((len(v) for v in vectors if v is not None), default=0)
+    if not width:
+        return []
+    if width == len(STATE_NAMES) and scenario.upper().startswith("SEAD"):
+        names, tops = list(STATE_NAMES), [n - 1 for n in STATE_DIMS]
+    elif width == 1:
+        names, tops = ["intent level"], [INTENT_LEVELS - 1]
+    else:
+        names, tops = [f"state[{k}]" for k in range(width)], [None] * width
+    series = []
+    for k, (name, top) in enumerate(zip(names, tops)):
+        values = [v[k] if v is not None and k < len(v) else None for v in vectors]
+        seen = [v for v in values if v is not None]
+        series.append({"name": name, "min": min([0, *seen]), "max": max([top if top is not None else 0, *seen]), "values": values})
+    return series
+
+
+def _profile_preview(profile: dict[str, Any]) -> str:
+    parts = []
+    for key, value in profile.items():
+        if value is None or isinstance(value, dict):
+            continue
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        parts.append(f"{key}={shown}")
+    text = " ".join(parts)
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "\u2026"
+
+
+def dialogue_entry(record: dict[str, Any], index: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(row, detail)`` of one record: the row holds what the list and its filters need, the detail
+    what the page shows when the dialogue is opened."""
+    meta = _dict(record.get("meta"))
+    profile = record.get("profile")
+    learner = record.get("learner") if isinstance(record.get("learner"), str) else None
+    scenario = _text(record.get("scenario"))
+    env_id = _text(meta.get("env_id")) or scenario
+    raw_turns = record.get("turns") if isinstance(record.get("turns"), list) else []
+    turns, states, invalid, unhealthy_turns = [], [], 0, 0
+    for raw_turn in raw_turns:
+        turn = _dict(raw_turn)
+        parsed = _dict(turn.get("parsed"))
+        text, raw = _text(turn.get("text")), _text(turn.get("raw"))
+        shown: dict[str, Any] = {"role": _text(turn.get("role")), "text": text or raw}
+        if raw and raw != shown["text"]:
+            # Most raw outputs wrap the text in tags: kept as [before, after] around it, not twice.
+            at = raw.find(shown["text"]) if shown["text"] else -1
+            shown["raw"] = [raw[:at], raw[at + len(shown["text"]):]] if at >= 0 else raw
+        state = turn.get("state")
+        states.append(state)
+        if turn.get("invalid") is not None:
+            shown["invalid"] = _text(turn.get("invalid"))
+            invalid += 1
+        flags = health_flags(parsed)
+        if flags:
+            shown["health"] = flags
+        if _failed(parsed):
+            shown["failed"] = True
+            unhealthy_turns += 1
+        rest = {key: value for key, value in parsed.items() if key != HEALTH_KEY and value not in (None, [], {}, "")}
+        if rest:
+            shown["parsed"] = _compact(rest, MAX_PARSED_CHARS)
+        turns.append(shown)
+    series = state_series(scenario or env_id, states)
+    for shown, state in zip(turns, states):
+        if state is not None and not (series and _numeric_vector(state)):
+            shown["state"] = state  # numeric states are read from the series, the rest shown as they are
+    rewards = {key: value for key, value in _dict(record.get("rewards")).items() if _number(value) is not None}
+    terms = {key: value for key, value in _dict(record.get("reward_terms")).items() if _number(value) is not None}
+    if learner in rewards:
+        reward = rewards[learner]
+    elif len(rewards) == 1:
+        reward = next(iter(rewards.values()))
+    else:
+        reward = None
+    row = {
+        "env": env_id,
+        "agent": _text(meta.get("agent")) or "(none)",
+        "outcome": _text(record.get("outcome")) or "(none)",
+        "start": meta.get("start") if _number(meta.get("start")) is not None or isinstance(meta.get("start"), str) else None,
+        "repeat": meta.get("repeat") if _number(meta.get("repeat")) is not None else None,
+        "seed": record.get("seed") if _number(record.get("seed")) is not None or isinstance(record.get("seed"), str) else None,
+        "learner": learner,
+        "turns": len(turns),
+        "reward": reward,
+        "invalid": invalid,
+        "unhealthy_turns": unhealthy_turns,
+        "unhealthy": "unhealthy" in meta,
+        "preview": _profile_preview(profile) if isinstance(profile, dict) else _compact(profile, PREVIEW_CHARS) if profile is not None else "",
+    }
+    detail = {
+        "scenario": scenario,
+        "profile": profile,
+        "turns": turns,
+        "series": series,
+        "rewards": rewards,
+        "terms": terms,
+        "meta": {key: value for key, value in meta.items() if key not in LIST_META_KEYS},
+    }
+    return row, detail
+
+
+def _safe_json(value: Any) -> str:
+    """JSON text that can sit inside ``<script type="application/json">``: ``<``, ``>`` and ``&`` (and
+    the JavaScript line separators) are written as ``\\uXXXX`` escapes, which only strings can hold, so
+    the text cannot end the script element; a lone surrogate becomes U+FFFD (U+FFFD's own escape)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _UNSAFE.sub(lambda match: _ESCAPES.get(match.group(), "\\ufffd"), text)
+
+
+def page_data(records: Iterable[dict[str, Any]], source: str = "") -> dict[str, Any]:
+    """What the page embeds: ``rows`` (one per dialogue, for the list, filters and plots), ``details``
+    (each dialogue's turns as a JSON string, parsed by the page when opened), ``facets`` (the sorted
+    values the filters offer) and the source's name."""
+    rows, details = [], []
+    for index, record in enumerate(records):
+        row, detail = dialogue_entry(record, index)
+        rows.append(row)
+        details.append(json.dumps(detail, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+    facets = {key: sorted({row[key] for row in rows}) for key in ("env", "agent", "outcome")}
+    return {"source": source, "page_size": PAGE_SIZE, "rows": rows, "details": details, "facets": facets}
+
+
+def render_html(records: Iterable[dict[str, Any]], *, source: str = "", title: str | None = None) -> str:
+    """The whole page as one string."""
+    data = page_data(records, _SURROGATE.sub("\ufffd", source))
+    heading = _SURROGATE.sub("\ufffd", title or f"dialogue-gym view: {source or 'run'}")
+    return (
+        _TEMPLATE.replace("%TITLE%", html.escape(heading))
+        .replace("%STYLE%", _STYLE)
+        .replace("%SCRIPT%", _SCRIPT)
+        .replace("%DATA%", _safe_json(data))
+    )
+
+
+def default_output(run_path: str | Path) -> Path:
+    """``run.jsonl`` -> ``run.html`` beside it."""
+    return Path(run_path).with_suffix(".html")
+
+
+def write_view(run_path: str | Path, out: str | Path | None = None) -> tuple[Path, int]:
+    """Read ``run_path`` and write its page to ``out`` (default: beside it, ``.html``), overwriting an
+    earlier page. Returns the page's path and the number of dialogues."""
+    records = load_run(run_path)
+    target = Path(out) if out is not None else default_output(run_path)
+    if target.is_dir():
+        raise ConfigError(f"-o {str(target)!r} is a folder; give a file path such as {str(target / 'report.html')!r}.")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise ConfigError(f"-o {str(target)!r}: the folder {str(folder)!r} does not exist; create it first (mkdir -p {folder}).")
+    if target.exists() and target.resolve() == Path(run_path).resolve():
+        raise ConfigError(f"-o {str(target)!r} is the run file itself; give another path, e.g. {str(default_output(run_path))!r}.")
+    page = render_html(records, source=Path(run_path).name)
+    try:
+        target.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"-o {str(target)!r} cannot be written ({exc.strerror}); give a path in a folder you can write to.") from exc
+    return target, len(records)
+
+
+_TEMPLATE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
+<title>%TITLE%</title>
+<style>%STYLE%</style>
+</head>
+<body>
+<header><h1>%TITLE%</h1><p id="dg-counts" class="muted"></p></header>
+<noscript><p>This page draws the dialogues with JavaScript; enable it to read them.</p></noscript>
+<section id="dg-summary" aria-label="summary"></section>
+<section id="dg-filters" aria-label="filters"></section>
+<main>
+<section id="dg-list-pane" aria-label="dialogues"><ol id="dg-list"></ol><nav id="dg-pager"></nav></section>
+<section id="dg-detail" aria-label="dialogue"><p class="muted">Open a dialogue from the list.</p></section>
+</main>
+<script type="application/json" id="dg-data">%DATA%</script>
+<script>%SCRIPT%</script>
+</body>
+</html>
+"""
+
+_STYLE = """
+:root { --fg:#1d2330; --muted:#5f6b7a; --line:#d8dde5; --bg:#f6f7f9; --card:#fff; --learner:#e8f0fe; --other:#f1f3f4;
+  --success:#2e7d32; --hangup:#c62828; --timeout:#ef8f00; --invalid:#6a1b9a; --backend_failure:#616161; --none:#9e9e9e; --accent:#1a56db; }
+* { box-sizing:border-box; }
+body { margin:0; font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif; color:var(--fg); background:var(--bg); }
+header { padding:12px 20px 4px; } h1 { font-size:18px; margin:0; word-break:break-all; } h2 { font-size:15px; margin:0 0 6px; } h3 { font-size:13px; margin:10px 0 4px; }
+.muted { color:var(--muted); } .small { font-size:12px; }
+#dg-summary { padding:4px 20px; } .cards { display:flex; flex-wrap:wrap; gap:12px; margin-bottom:8px; } h2.envname { margin:8px 0 4px; }
+.card { background:var(--card); border:1px solid var(--line); border-radius:6px; padding:10px 12px; }
+#dg-filters { display:flex; flex-wrap:wrap; gap:10px; align-items:end; padding:6px 20px 10px; }
+#dg-filters label { display:flex; flex-direction:column; font-size:12px; color:var(--muted); gap:2px; }
+#dg-filters label.check { flex-direction:row; align-items:center; gap:4px; }
+select, input[type=text], button { font:inherit; font-size:13px; padding:3px 6px; border:1px solid var(--line); border-radius:4px; background:#fff; color:var(--fg); }
+input.bad { border-color:var(--hangup); background:#fdecea; }
+button { cursor:pointer; } button:disabled { cursor:default; opacity:.5; }
+main { display:grid; grid-template-columns:minmax(320px,420px) 1fr; gap:12px; padding:0 20px 20px; align-items:start; }
+#dg-list-pane { position:sticky; top:0; }
+#dg-list { list-style:none; margin:0; padding:0; background:var(--card); border:1px solid var(--line); border-radius:6px; max-height:78vh; overflow:auto; }
+#dg-list li { padding:6px 10px; border-bottom:1px solid var(--line); cursor:pointer; }
+#dg-list li:hover, #dg-list li:focus { background:#f0f4ff; outline:none; } #dg-list li.open { background:var(--learner); }
+.rowtop { display:flex; gap:6px; align-items:center; flex-wrap:wrap; } .preview { font-size:12px; color:var(--muted); white-space:nowrap; overflow:hidden; text-overflow:ellipsis; }
+#dg-pager { display:flex; gap:8px; align-items:center; padding:6px 0; font-size:12px; }
+.badge { display:inline-block; padding:0 6px; border-radius:9px; font-size:11px; color:#fff; background:var(--none); white-space:nowrap; }
+.flag { display:inline-block; padding:0 6px; border-radius:4px; font-size:11px; background:#fff3e0; color:#8a4b00; border:1px solid #f3c58a; margin:1px 2px 1px 0; }
+.flag.bad { background:#fdecea; color:#8e1b1b; border-color:#f1a9a9; }
+.chip { display:inline-block; padding:0 5px; border-radius:4px; font-size:11px; background:#eef1f5; color:#333; margin-right:3px; font-variant-numeric:tabular-nums; }
+#dg-detail { background:var(--card); border:1px solid var(--line); border-radius:6px; padding:12px 16px; min-height:200px; }
+.turn { display:flex; margin:6px 0; } .turn.learner { justify-content:flex-end; }
+.bubble { max-width:78%; border-radius:8px; padding:6px 10px; background:var(--other); border:1px solid var(--line); }
+.turn.learner .bubble { background:var(--learner); border-color:#c3d4f7; } .turn.failed .bubble { border-color:var(--hangup); }
+.who { font-size:11px; color:var(--muted); margin-bottom:2px; } .text { white-space:pre-wrap; overflow-wrap:anywhere; }
+.parsed, pre { font:11px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; color:var(--muted); white-space:pre-wrap; overflow-wrap:anywhere; margin:3px 0 0; }
+details summary { cursor:pointer; font-size:12px; color:var(--muted); }
+table { border-collapse:collapse; font-size:12px; } td, th { padding:2px 8px; border-bottom:1px solid var(--line); text-align:left; }
+td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
+svg text { font:10px system-ui,sans-serif; fill:#444; } .legend span { margin-right:10px; font-size:12px; }
+.swatch { display:inline-block; width:10px; height:10px; border-radius:2px; margin-right:3px; vertical-align:-1px; }
+@media (max-width:900px) { main { grid-template-columns:1fr; } }
+"""
+
+_SCRIPT = r"""
+(function () {
+"use strict";
+var DATA = JSON.parse(document.getElementById("dg-data").textContent);
+var ROWS = DATA.rows, DETAILS = DATA.details, PAGE = DATA.page_size || 50;
+var SVGNS = "http://www.w3.org/2000/svg";
+var OUTCOME_COLORS = {success: "#2e7d32", hangup: "#c62828", timeout: "#ef8f00", invalid: "#6a1b9a", backend_failure: "#616161"};
+var SERIES_COLORS = ["#1a56db", "#d9480f", "#2b8a3e", "#862e9c", "#0b7285"];
+var cache = {}, lowered = null, shown = [], page = 0, openIndex = -1;
+var filters = {env: "", agent: "", outcome: "", start: null, flagged: false, text: ""};
+
+function el(tag, attrs, kids) {
+  var node = document.createElement(tag);
+  for (var key in (attrs || {})) {
+    if (key === "text") node.textContent = attrs[key];
+    else if (key === "cls") node.className = attrs[key];
+    else node.setAttribute(key, attrs[key]);
+  }
+  (kids || []).forEach(function (kid) { if (kid !== null && kid !== undefined) node.appendChild(typeof kid === "string" ? document.createTextNode(kid) : kid); });
+  return node;
+}
+function sv(tag, attrs, text) {
+  var node = document.createElementNS(SVGNS, tag);
+  for (var key in (attrs || {})) node.setAttribute(key, attrs[key]);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
+function fmt(x) { return x === null || x === undefined ? "" : (typeof x === "number" ? (Number.isInteger(x) ? String(x) : x.toFixed(3)) : String(x)); }
+function color(outcome) { return OUTCOME_COLORS[outcome] || "#9e9e9e"; }
+function badge(outcome) { var b = el("span", {cls: "badge", text: outcome}); b.style.background = color(outcome); return b; }
+function detail(i) { if (!(i in cache)) cache[i] = JSON.parse(DETAILS[i]); return cache[i]; }
+
+function parseStarts(text) {
+  text = text.trim();
+  if (!text) return null;
+  var parts = text.split(","), tests = [];
+  for (var k = 0; k < parts.length; k++) {
+    var m = /^\s*(-?\d+)\s*(?:(?:-|\.\.)\s*(-?\d+)\s*)?$/.exec(parts[k]);
+    if (!m) return undefined;
+    tests.push([Number(m[1]), m[2] === undefined ? Number(m[1]) : Number(m[2])]);
+  }
+  return function (start) {
+    if (start === null || start === undefined) return false;
+    var s = Number(start);
+    return tests.some(function (t) { return s >= t[0] && s <= t[1]; });
+  };
+}
+
+function passes(i) {
+  var r = ROWS[i];
+  if (filters.env && r.env !== filters.env) return false;
+  if (filters.agent && r.agent !== filters.agent) return false;
+  if (filters.outcome && r.outcome !== filters.outcome) return false;
+  if (filters.start && !filters.start(r.start)) return false;
+  if (filters.flagged && !(r.invalid || r.unhealthy_turns || r.unhealthy)) return false;
+  if (filters.text) {
+    if (!lowered) lowered = DETAILS.map(function (d) { return d.toLowerCase(); });
+    if (lowered[i].indexOf(filters.text) < 0) return false;
+  }
+  return true;
+}
+
+function apply() {
+  shown = [];
+  for (var i = 0; i < ROWS.length; i++) if (passes(i)) shown.push(i);
+  page = 0;
+  renderList();
+  renderSummary();
+}
+
+function select(name, label, values) {
+  var s = el("select", {id: "dg-filter-" + name, "aria-label": label}, [el("option", {value: "", text: "all (" + values.length + ")"})]);
+  values.forEach(function (v) { s.appendChild(el("option", {value: v, text: v})); });
+  s.addEventListener("change", function () { filters[name] = s.value; apply(); });
+  return el("label", {}, [label, s]);
+}
+
+function buildFilters() {
+  var box = document.getElementById("dg-filters"), f = DATA.facets;
+  if (f.env.length > 1) box.appendChild(select("env", "env id", f.env));
+  box.appendChild(select("agent", "agent", f.agent));
+  box.appendChild(select("outcome", "outcome", f.outcome));
+  var start = el("input", {type: "text", id: "dg-filter-start", placeholder: "e.g. 12, 10-20, 1,5", size: "14", "aria-label": "start"});
+  start.addEventListener("input", function () {
+    var test = parseStarts(start.value);
+    start.classList.toggle("bad", test === undefined);
+    if (test === undefined) return;
+    filters.start = test; apply();
+  });
+  box.appendChild(el("label", {}, ["start", start]));
+  var text = el("input", {type: "text", id: "dg-filter-text", placeholder: "words in the dialogue", size: "18", "aria-label": "text"});
+  var timer = null;
+  text.addEventListener("input", function () {
+    clearTimeout(timer);
+    timer = setTimeout(function () { filters.text = text.value.trim().toLowerCase(); apply(); }, 200);
+  });
+  box.appendChild(el("label", {}, ["text contains", text]));
+  var flagged = el("input", {type: "checkbox", id: "dg-filter-flagged"});
+  flagged.addEventListener("change", function () { filters.flagged = flagged.checked; apply(); });
+  box.appendChild(el("label", {cls: "check"}, [flagged, "only flagged (invalid action or health)"]));
+}
+
+function renderList() {
+  var list = clear(document.getElementById("dg-list")), pager = clear(document.getElementById("dg-pager"));
+  var pages = Math.max(1, Math.ceil(shown.length / PAGE));
+  page = Math.min(page, pages - 1);
+  var first = page * PAGE, last = Math.min(shown.length, first + PAGE);
+  for (var k = first; k < last; k++) list.appendChild(rowItem(shown[k]));
+  if (!shown.length) list.appendChild(el("li", {cls: "muted", text: "No dialogue matches the filters."}));
+  var prev = el("button", {type: "button", id: "dg-prev", text: "\u2190 previous"}), next = el("button", {type: "button", id: "dg-next", text: "next \u2192"});
+  prev.disabled = page === 0; next.disabled = page >= pages - 1;
+  prev.addEventListener("click", function () { page--; renderList(); list.scrollTop = 0; });
+  next.addEventListener("click", function () { page++; renderList(); list.scrollTop = 0; });
+  pager.appendChild(prev);
+  pager.appendChild(el("span", {id: "dg-range", text: shown.length ? (first + 1) + "\u2013" + last + " of " + shown.length : "0 of " + ROWS.length}));
+  pager.appendChild(next);
+  document.getElementById("dg-counts").textContent = shown.length + " of " + ROWS.length + " dialogues shown" + (DATA.source ? " \u00b7 " + DATA.source : "");
+}
+
+function rowItem(i) {
+  var r = ROWS[i];
+  var top = el("div", {cls: "rowtop"}, [el("strong", {text: "#" + i}), badge(r.outcome), el("span", {text: r.agent}),
+    el("span", {cls: "muted small", text: "start " + fmt(r.start) + (r.repeat ? " r" + r.repeat : "") + " \u00b7 " + r.turns + " turns" + (r.reward !== null ? " \u00b7 R " + fmt(r.reward) : "")})]);
+  if (r.invalid) top.appendChild(el("span", {cls: "flag bad", text: r.invalid + " invalid"}));
+  if (r.unhealthy_turns) top.appendChild(el("span", {cls: "flag", text: r.unhealthy_turns + " health"}));
+  if (r.unhealthy) top.appendChild(el("span", {cls: "flag bad", text: "unhealthy"}));
+  var item = el("li", {tabindex: "0", role: "button", "data-index": String(i)}, [top, el("div", {cls: "preview", text: (ROWS.length && DATA.facets.env.length > 1 ? r.env + " \u00b7 " : "") + r.preview})]);
+  if (i === openIndex) item.classList.add("open");
+  item.addEventListener("click", function () { open(i); });
+  item.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); open(i); } });
+  return item;
+}
+
+function chart(series, turns) {
+  var n = turns.length, rowH = 34, left = 96, step = Math.max(14, Math.min(36, 560 / Math.max(n, 1)));
+  var width = left + step * Math.max(n, 1) + 12, height = rowH * series.length + 18;
+  var g = sv("svg", {width: width, height: height, viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": "hidden state per turn", "class": "state-chart"});
+  series.forEach(function (s, k) {
+    var y0 = k * rowH + 4, h = rowH - 10, span = (s.max - s.min) || 1, c = SERIES_COLORS[k % SERIES_COLORS.length];
+    g.appendChild(sv("text", {x: 0, y: y0 + h / 2 + 3}, s.name + " " + s.min + "\u2013" + s.max));
+    g.appendChild(sv("line", {x1: left, y1: y0 + h, x2: width - 6, y2: y0 + h, stroke: "#d8dde5"}));
+    var path = "", pen = false;
+    s.values.forEach(function (v, t) {
+      if (v === null || v === undefined) { pen = false; return; }
+      var x = left + step * t + step / 2, y = y0 + h - (v - s.min) / span * h;
+      path += (pen ? "L" : "M") + x.toFixed(1) + " " + y.toFixed(1);
+      pen = true;
+      var dot = sv("circle", {cx: x.toFixed(1), cy: y.toFixed(1), r: 2.6, fill: c});
+      dot.appendChild(sv("title", {}, "turn " + (t + 1) + ": " + s.name + " " + v));
+      g.appendChild(dot);
+    });
+    g.insertBefore(sv("path", {d: path, fill: "none", stroke: c, "stroke-width": 1.6}), g.firstChild);
+  });
+  turns.forEach(function (t, i) {
+    var x = left + step * i + step / 2;
+    if (t.invalid || t.failed) g.appendChild(sv("rect", {x: x - 3, y: height - 14, width: 6, height: 6, fill: t.invalid ? "#6a1b9a" : "#c62828"}));
+    if (n <= 40 || i % 5 === 4) g.appendChild(sv("text", {x: x, y: height - 2, "text-anchor": "middle"}, String(i + 1)));
+  });
+  return g;
+}
+
+function kvTable(obj, head) {
+  var keys = Object.keys(obj);
+  if (!keys.length) return null;
+  var t = el("table", {}, [el("tr", {}, [el("th", {text: head[0]}), el("th", {cls: "num", text: head[1]})])]);
+  keys.forEach(function (k) { t.appendChild(el("tr", {}, [el("td", {text: k}), el("td", {cls: "num", text: fmt(obj[k])})])); });
+  return t;
+}
+
+function open(i) {
+  openIndex = i;
+  var r = ROWS[i], d = detail(i), box = clear(document.getElementById("dg-detail"));
+  Array.prototype.forEach.call(document.querySelectorAll("#dg-list li"), function (li) { li.classList.toggle("open", li.getAttribute("data-index") === String(i)); });
+  box.appendChild(el("h2", {}, ["Dialogue #" + i + " ", badge(r.outcome)]));
+  box.appendChild(el("p", {cls: "muted small", text: [r.env, "agent " + r.agent, "learner " + (r.learner || "?"), "start " + fmt(r.start),
+    "repeat " + fmt(r.repeat), "seed " + fmt(r.seed), r.turns + " turns"].join(" \u00b7 ")}));
+  if (d.series.length) {
+    box.appendChild(el("h3", {text: d.series.length > 1 ? "Hidden state per turn" : "Intent level per turn"}));
+    box.appendChild(chart(d.series, d.turns));
+    box.appendChild(el("p", {cls: "muted small", text: "Squares under a turn: invalid action (purple), failed health check (red). Hover a point for its value."}));
+  }
+  var rewards = kvTable(d.rewards, ["role", "reward"]), terms = kvTable(d.terms, ["term", "value"]);
+  if (rewards || terms) {
+    box.appendChild(el("h3", {text: "Rewards"}));
+    var wrap = el("div", {cls: "rewards"}, [rewards, terms]);
+    wrap.style.display = "flex"; wrap.style.gap = "24px"; wrap.style.alignItems = "flex-start";
+    box.appendChild(wrap);
+  }
+  if (d.profile !== null && d.profile !== undefined) box.appendChild(el("details", {}, [el("summary", {text: "profile"}), el("pre", {text: JSON.stringify(d.profile, null, 2)})]));
+  box.appendChild(el("h3", {text: "Turns"}));
+  if (!d.turns.length) box.appendChild(el("p", {cls: "muted", text: "No turns recorded."}));
+  d.turns.forEach(function (t, k) { box.appendChild(turnItem(t, k, r.learner, d.series)); });
+  if (Object.keys(d.meta).length) box.appendChild(el("details", {}, [el("summary", {text: "meta (judge verdict, reference, alignment, ...)"}), el("pre", {text: JSON.stringify(d.meta, null, 2)})]));
+  if (history.replaceState) history.replaceState(null, "", "#d" + i);
+}
+
+function turnItem(t, k, learner, series) {
+  var isLearner = learner !== null && t.role === learner;
+  var who = el("div", {cls: "who"}, [(k + 1) + " \u00b7 " + t.role + (isLearner ? " (learner)" : "")]);
+  var bubble = el("div", {cls: "bubble"}, [who, el("div", {cls: "text", text: t.text})]);
+  var chips = el("div", {});
+  series.forEach(function (s) { var v = s.values[k]; if (v !== null && v !== undefined) chips.appendChild(el("span", {cls: "chip", text: s.name + " " + fmt(v)})); });
+  if (t.state !== undefined) chips.appendChild(el("span", {cls: "chip", text: "state " + JSON.stringify(t.state)}));
+  if (chips.firstChild) bubble.appendChild(chips);
+  if (t.invalid) bubble.appendChild(el("div", {}, [el("span", {cls: "flag bad", text: "invalid: " + t.invalid})]));
+  if (t.health) { var h = el("div", {}); t.health.forEach(function (f) { h.appendChild(el("span", {cls: "flag" + (/^repaired/.test(f) ? "" : " bad"), text: f})); }); bubble.appendChild(h); }
+  if (t.parsed) bubble.appendChild(el("div", {cls: "parsed", text: "parsed " + t.parsed}));
+  if (t.raw !== undefined) {
+    var raw = Array.isArray(t.raw) ? t.raw[0] + t.text + t.raw[1] : t.raw;
+    bubble.appendChild(el("details", {}, [el("summary", {text: "raw output"}), el("pre", {cls: "raw", text: raw})]));
+  }
+  return el("div", {cls: "turn" + (isLearner ? " learner" : "") + (t.failed || t.invalid ? " failed" : "")}, [bubble]);
+}
+
+function renderSummary() {
+  var box = clear(document.getElementById("dg-summary")), envs = {};
+  shown.forEach(function (i) {
+    var r = ROWS[i], e = envs[r.env] || (envs[r.env] = {agents: {}, outcomes: {}});
+    var a = e.agents[r.agent] || (e.agents[r.agent] = {n: 0, out: {}, rewards: [], invalid: 0, unhealthy: 0});
+    a.n++; a.out[r.outcome] = (a.out[r.outcome] || 0) + 1; e.outcomes[r.outcome] = true;
+    if (typeof r.reward === "number") a.rewards.push(r.reward);
+    a.invalid += r.invalid ? 1 : 0; a.unhealthy += (r.unhealthy || r.unhealthy_turns) ? 1 : 0;
+  });
+  var names = Object.keys(envs).sort();
+  if (!names.length) box.appendChild(el("p", {cls: "muted", text: "No dialogue matches the filters."}));
+  names.forEach(function (env) {
+    var e = envs[env], order = Object.keys(e.agents).sort(), outs = Object.keys(e.outcomes).sort(), agents = e.agents;
+    var group = el("div", {cls: "envsummary"});
+    if (DATA.facets.env.length > 1) group.appendChild(el("h2", {cls: "envname", text: env}));
+    var cards = el("div", {cls: "cards"});
+    cards.appendChild(el("div", {cls: "card outcomes"}, [el("h3", {text: "Outcomes per agent"}), outcomeChart(order, agents, outs), legend(outs)]));
+    cards.appendChild(el("div", {cls: "card rewards"}, [el("h3", {text: "Learner reward per agent"}), rewardChart(order, agents)]));
+    var t = el("table", {}, [el("tr", {}, [el("th", {text: "agent"}), el("th", {cls: "num", text: "dialogues"}), el("th", {cls: "num", text: "success"}),
+      el("th", {cls: "num", text: "mean reward"}), el("th", {cls: "num", text: "with invalid"}), el("th", {cls: "num", text: "health flags"})])]);
+    order.forEach(function (name) {
+      var a = agents[name], mean = a.rewards.length ? a.rewards.reduce(function (x, y) { return x + y; }, 0) / a.rewards.length : null;
+      t.appendChild(el("tr", {}, [el("td", {text: name}), el("td", {cls: "num", text: String(a.n)}), el("td", {cls: "num", text: ((a.out.success || 0) / a.n * 100).toFixed(1) + "%"}),
+        el("td", {cls: "num", text: mean === null ? "" : mean.toFixed(3)}), el("td", {cls: "num", text: String(a.invalid)}), el("td", {cls: "num", text: String(a.unhealthy)})]));
+    });
+    cards.appendChild(el("div", {cls: "card"}, [el("h3", {text: "Agents"}), t,
+      el("p", {cls: "muted small", text: "Of the dialogues the filters show. Columns count dialogues."})]));
+    group.appendChild(cards);
+    box.appendChild(group);
+  });
+}
+
+function legend(outs) {
+  var l = el("div", {cls: "legend"});
+  outs.forEach(function (o) { var s = el("span", {cls: "swatch"}); s.style.background = color(o); l.appendChild(el("span", {}, [s, o])); });
+  return l;
+}
+
+function outcomeChart(order, agents, outs) {
+  var left = 100, barW = 260, rowH = 20, width = left + barW + 50, height = Math.max(1, order.length) * rowH + 4;
+  var g = sv("svg", {width: width, height: height, viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": "outcome counts per agent"});
+  order.forEach(function (name, k) {
+    var a = agents[name], x = left, y = k * rowH + 2;
+    g.appendChild(sv("text", {x: left - 6, y: y + 12, "text-anchor": "end"}, name.length > 16 ? name.slice(0, 15) + "\u2026" : name));
+    outs.forEach(function (o) {
+      var count = a.out[o] || 0; if (!count) return;
+      var w = count / a.n * barW, r = sv("rect", {x: x.toFixed(1), y: y, width: Math.max(w, 0.5).toFixed(1), height: rowH - 5, fill: color(o)});
+      r.appendChild(sv("title", {}, name + ": " + o + " " + count + " of " + a.n));
+      g.appendChild(r); x += w;
+    });
+    g.appendChild(sv("text", {x: left + barW + 4, y: y + 12}, String(a.n)));
+  });
+  return g;
+}
+
+function rewardChart(order, agents) {
+  var all = [];
+  order.forEach(function (name) { all = all.concat(agents[name].rewards); });
+  if (!all.length) return el("p", {cls: "muted small", text: "No learner rewards recorded."});
+  var lo = Math.min.apply(null, all), hi = Math.max.apply(null, all), bins = 20;
+  if (hi === lo) { lo -= 0.5; hi += 0.5; }
+  var left = 100, plotW = 240, rowH = 30, width = left + plotW + 10, height = order.length * rowH + 16;
+  var g = sv("svg", {width: width, height: height, viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": "reward distribution per agent"});
+  order.forEach(function (name, k) {
+    var counts = new Array(bins).fill(0), rs = agents[name].rewards, y0 = k * rowH + 2, h = rowH - 6;
+    rs.forEach(function (v) { counts[Math.min(bins - 1, Math.floor((v - lo) / (hi - lo) * bins))]++; });
+    var peak = Math.max.apply(null, counts) || 1;
+    g.appendChild(sv("text", {x: left - 6, y: y0 + h / 2 + 4, "text-anchor": "end"}, name.length > 16 ? name.slice(0, 15) + "\u2026" : name));
+    counts.forEach(function (c, b) {
+      if (!c) return;
+      var bh = c / peak * h, r = sv("rect", {x: (left + b * plotW / bins).toFixed(1), y: (y0 + h - bh).toFixed(1), width: (plotW / bins - 1).toFixed(1), height: bh.toFixed(1), fill: "#1a56db"});
+      r.appendChild(sv("title", {}, name + ": " + c + " dialogues with reward in [" + (lo + b * (hi - lo) / bins).toFixed(3) + ", " + (lo + (b + 1) * (hi - lo) / bins).toFixed(3) + ")"));
+      g.appendChild(r);
+    });
+    g.appendChild(sv("line", {x1: left, y1: y0 + h, x2: left + plotW, y2: y0 + h, stroke: "#d8dde5"}));
+  });
+  g.appendChild(sv("text", {x: left, y: height - 2}, fmt(lo)));
+  g.appendChild(sv("text", {x: left + plotW, y: height - 2, "text-anchor": "end"}, fmt(hi)));
+  return g;
+}
+
+buildFilters();
+apply();
+var m = /^#d(\d+)$/.exec(location.hash);
+if (m && Number(m[1]) < ROWS.length) open(Number(m[1]));
+document.body.setAttribute("data-ready", "1");
+})();
+"""

@@ -1,0 +1,203 @@
+"""`dialogue-gym view`: the page's data, its escaping, its filters' data, every registered id, bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from dialogue_gym.cli import main
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.evaluation import Evaluator
+from dialogue_gym.viewer import health_flags, load_run, page_data, render_html, state_series, write_view
+from envs_registry import REGISTRY
+
+HOSTILE_TEXT = 'ok </script><script>alert(1)</script> <img src=x onerror="alert(2)"> <!-- ]]> \ud800 & \u2028 end'
+DATA_BLOB = re.compile(r'<script type="application/json" id="dg-data">(.*?)</script>', re.S)
+
+
+def blob(page: str) -> dict:
+    """The page's embedded data, as the page's script reads it."""
+    found = DATA_BLOB.findall(page)
+    assert len(found) == 1
+    return json.loads(found[0])
+
+
+def play(env_id: str, path, agents=None, episodes: int = 2) -> None:
+    """A run file as `dialogue-gym eval ENV_ID --out` writes it (without the metric summary)."""
+    entry = next(e for e in REGISTRY if e.id == env_id)
+    first = Evaluator(env_id, (agents or entry.agents)[0], learner=entry.default_learner)
+    for evaluator in [first, *(first.for_agent(name) for name in (agents or entry.agents)[1:])]:
+        evaluator.run(episodes, 0, out=path)
+
+
+def hostile_record(**changes) -> dict:
+    turns = [
+        {"role": "agent", "raw": f"<response>{HOSTILE_TEXT}</response>", "text": HOSTILE_TEXT, "parsed": {"estimate": [1, 1, 1]},
+         "state": [1, 2, 3], "invalid": "missing <trust_score> </script>", "token_ids": None, "logprobs": None},
+        {"role": "user", "raw": "fine", "text": "fine", "state": [2, 2, 3],
+         "parsed": {"health": {"format_ok": False, "repaired": ["reply"], "role_reversal": ["how can I help you"], "rule_violations": ["state jump"]}}},
+    ]
+    record = {
+        "scenario": "SEAD-Outbound-v0", "seed": 7, "profile": {"state": [1, 2, 3], "behaviors": ["<b>TS4</b>"]}, "turns": turns,
+        "outcome": "hangup", "rewards": {"agent": -0.5, "user": 1.0}, "reward_terms": {"agent/invalid": -0.5}, "learner": "agent",
+        "meta": {"agent": "<img src=x onerror=alert(3)>", "env_id": "SEAD-Outbound-v0", "start": 3, "repeat": 0, "judge": "</script>"},
+    }
+    record.update(changes)
+    return record
+
+
+def write_jsonl(path, records) -> None:
+    # json.dumps escapes a lone surrogate as \ud800, as Trajectory.to_json writes it
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+
+
+def test_the_page_is_self_contained(tmp_path):
+    run = tmp_path / "run.jsonl"
+    play("SEAD-Outbound-v0", run, ["sop", "random"])
+    path, count = write_view(run)
+    page = path.read_text(encoding="utf-8")
+    assert path == tmp_path / "run.html" and count == 4
+    assert page.startswith("<!DOCTYPE html>") and page.count("<script") == 2 and page.count("</script>") == 2
+    for external in ("<link", "@import", "url(", " src=", " href=", "@font-face"):
+        assert external not in page
+    assert re.findall(r"https?://[^\"' ]+", page) == ["http://www.w3.org/2000/svg"]  # a namespace name, never fetched
+    assert "default-src 'none'" in page  # the page's own policy forbids any fetch
+
+
+def test_hostile_text_is_escaped_and_round_trips(tmp_path):
+    run = tmp_path / "hostile.jsonl"
+    write_jsonl(run, [hostile_record()])
+    page = write_view(run, tmp_path / "out.html")[0].read_text(encoding="utf-8")
+    assert page.count("</script>") == 2 and "<img" not in page and "<!--" not in page and "<b>" not in page
+    assert "\u2028" not in page and not re.search("[\ud800-\udfff]", page)
+    data = blob(page)
+    row, detail = data["rows"][0], json.loads(data["details"][0])
+    clean = HOSTILE_TEXT.replace("\ud800", "\ufffd")
+    assert row["agent"] == "<img src=x onerror=alert(3)>" and data["facets"]["agent"] == [row["agent"]]
+    first = detail["turns"][0]
+    assert first["text"] == clean and first["invalid"] == "missing <trust_score> </script>"
+    assert first["raw"] == ["<response>", "</response>"]  # the raw output around the text, not the text twice
+    assert detail["meta"] == {"judge": "</script>"} and detail["profile"]["behaviors"] == ["<b>TS4</b>"]
+    title = render_html([hostile_record()], source="</title><script>alert(4)</script>.jsonl")
+    assert "<title>dialogue-gym view: &lt;/title&gt;&lt;script&gt;alert(4)&lt;/script&gt;.jsonl</title>" in title
+
+
+def test_turn_flags_series_and_rewards():
+    detail = json.loads(page_data([hostile_record()])["details"][0])
+    row = page_data([hostile_record()])["rows"][0]
+    assert row["invalid"] == 1 and row["unhealthy_turns"] == 1 and row["reward"] == -0.5 and row["turns"] == 2
+    assert detail["turns"][1]["health"] == ["out of format", "repaired: reply", "role reversal: how can I help you", "rule: state jump"]
+    assert detail["turns"][1]["failed"] is True and "failed" not in detail["turns"][0]
+    assert [s["name"] for s in detail["series"]] == ["cooperation", "emotion", "trust"]
+    assert [s["max"] for s in detail["series"]] == [4, 3, 5] and detail["series"][0]["values"] == [1, 2]
+    assert "state" not in detail["turns"][0]  # numeric states are read from the series
+    assert detail["rewards"] == {"agent": -0.5, "user": 1.0} and detail["terms"] == {"agent/invalid": -0.5}
+    assert health_flags({"health": {"format_ok": True, "repaired": [], "role_reversal": [], "rule_violations": []}}) == []
+    assert health_flags({}) == []
+
+
+def test_state_series_by_scenario():
+    assert [s["name"] for s in state_series("TRACER-UserSim-v0", [[2], None, [5]])] == ["intent level"]
+    assert state_series("TRACER-UserSim-v0", [[2], None, [5]])[0] == {"name": "intent level", "min": 0, "max": 5, "values": [2, None, 5]}
+    assert state_series("RLADA-Banking-v0", [None, None]) == []
+    assert state_series("Other-v0", [[1, 9], [2, "x"]]) == [
+        {"name": "state[0]", "min": 0, "max": 1, "values": [1, None]}, {"name": "state[1]", "min": 0, "max": 9, "values": [9, None]},
+    ]
+
+
+def test_filter_data_rows_and_facets():
+    records = [
+        hostile_record(outcome="success", meta={"agent": "sop", "start": 2, "env_id": "SEAD-Outbound-v0"}),
+        hostile_record(outcome="hangup", meta={"agent": "random", "start": 10}),
+        hostile_record(outcome=None, meta={}),
+    ]
+    data = page_data(records)
+    assert [(r["agent"], r["outcome"], r["start"], r["env"]) for r in data["rows"]] == [
+        ("sop", "success", 2, "SEAD-Outbound-v0"), ("random", "hangup", 10, "SEAD-Outbound-v0"), ("(none)", "(none)", None, "SEAD-Outbound-v0"),
+    ]
+    assert data["facets"] == {"env": ["SEAD-Outbound-v0"], "agent": ["(none)", "random", "sop"], "outcome": ["(none)", "hangup", "success"]}
+
+
+def test_absent_fields_degrade(tmp_path):
+    data = page_data([{}, {"turns": [{"text": "hi"}, "not a turn"], "rewards": {"a": "x"}, "profile": "text", "meta": []}])
+    assert [row["turns"] for row in data["rows"]] == [0, 2] and data["rows"][1]["reward"] is None
+    details = [json.loads(text) for text in data["details"]]
+    assert details[0]["turns"] == [] and details[0]["series"] == [] and details[1]["turns"][0] == {"role": "", "text": "hi"}
+    # NaN / Infinity (not strict JSON) and integers JavaScript would round
+    run = tmp_path / "run.jsonl"
+    run.write_text('{"outcome": "success", "rewards": {"a": NaN}, "seed": 4793989368471541069}\n')
+    page = render_html(load_run(run))
+    row = blob(page)["rows"][0]
+    assert row["seed"] == "4793989368471541069" and row["reward"] is None
+
+
+@pytest.mark.parametrize("env_id", [entry.id for entry in REGISTRY])
+def test_every_registered_id(env_id, tmp_path):
+    run = tmp_path / "run.jsonl"
+    entry = next(e for e in REGISTRY if e.id == env_id)
+    play(env_id, run, list(entry.agents[:2]), episodes=2)
+    records = [json.loads(line) for line in run.read_text().splitlines()]
+    data = blob(write_view(run)[0].read_text(encoding="utf-8"))
+    assert len(data["rows"]) == len(records) == 4
+    assert [row["agent"] for row in data["rows"]] == [r["meta"]["agent"] for r in records]
+    assert [row["outcome"] for row in data["rows"]] == [r["outcome"] for r in records]
+    assert data["facets"]["env"] == [env_id] and data["facets"]["agent"] == sorted(entry.agents[:2])
+    for record, row, text in zip(records, data["rows"], data["details"]):
+        detail = json.loads(text)
+        assert len(detail["turns"]) == len(record["turns"]) and row["learner"] == record["learner"]
+        assert [t["text"] or t.get("raw") for t in detail["turns"]] == [t["text"] or t["raw"] for t in record["turns"]]
+        names = [s["name"] for s in detail["series"]]
+        if env_id.startswith("SEAD"):
+            assert names == ["cooperation", "emotion", "trust"]
+        elif env_id.startswith(("TRACER", "DMBench")):
+            assert names == ["intent level"]
+        else:
+            assert names == []  # RL-ADA records no hidden state per turn
+        assert row["reward"] == record["rewards"][record["learner"]]
+
+
+def test_cli_writes_the_page(tmp_path, capsys):
+    run = tmp_path / "run.jsonl"
+    write_jsonl(run, [hostile_record(), hostile_record()])
+    assert main(["view", str(run), "-o", str(tmp_path / "report.html")]) == 0
+    assert "2 dialogues written to" in capsys.readouterr().out and (tmp_path / "report.html").exists()
+    assert main(["view", str(run)]) == 0 and (tmp_path / "run.html").exists()
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "does not exist; give a run file written by `dialogue-gym eval ENV_ID --out RUN.jsonl`"),
+        ('{"turns": []}\n{oops\n', "line 2 is not JSON (Expecting property name enclosed in double quotes, column 2); give a run file"),
+        ("[1, 2]\n", "line 1 is a JSON list, not a trajectory object; give a run file"),
+        ("\n\n", "holds no trajectories; give a run file"),
+        (b"\xff\xfe{}", "is not UTF-8 text"),
+    ],
+)
+def test_cli_bad_input_is_one_line(tmp_path, capsys, content, message):
+    run = tmp_path / "run.jsonl"
+    if isinstance(content, bytes):
+        run.write_bytes(content)
+    elif content is not None:
+        run.write_text(content)
+    assert main(["view", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(run) in err and message in err
+
+
+def test_cli_bad_output_paths(tmp_path, capsys):
+    run = tmp_path / "run.jsonl"
+    write_jsonl(run, [hostile_record()])
+    assert main(["view", str(run), "-o", str(tmp_path / "missing" / "x.html")]) == 2
+    assert "does not exist; create it first" in capsys.readouterr().err
+    assert main(["view", str(run), "-o", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+    assert main(["view", str(run), "-o", str(run)]) == 2
+    assert "is the run file itself" in capsys.readouterr().err
+    assert main(["view", str(tmp_path)]) == 2
+    assert "is a folder; give a run file" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="a results .json from `eval --save` is read by `compare`"):
+        (tmp_path / "results.json").write_text('{\n  "provenance": {}\n}\n')
+        load_run(tmp_path / "results.json")
