@@ -30,7 +30,7 @@ import html
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.health import HEALTH_KEY
@@ -50,7 +50,6 @@ RUN_HINT = "give a run file written by `dialogue-gym eval ENV_ID --out RUN.jsonl
 _BIG_INT_DIGITS = 16
 """Integers with this many digits or more are kept as strings: JavaScript numbers would round them."""
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_UNSAFE = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -65,12 +64,24 @@ def _no_constant(_: str) -> None:
 def load_run(path: str | Path) -> list[dict[str, Any]]:
     """The records of a run file, each a dict (fields may be absent). A missing file, a folder, a line
     that is not a JSON object, or a file with none is a :class:`ConfigError` naming the file and the fix."""
+    records = list(iter_run(path))
+    if not records:
+        raise ConfigError(f"{str(path)!r} holds no trajectories; {RUN_HINT}.")
+    return records
+
+
+def _readable(path: str | Path) -> Path:
     path = Path(path)
     if path.is_dir():
         raise ConfigError(f"{str(path)!r} is a folder; {RUN_HINT}.")
     if not path.exists():
         raise ConfigError(f"{str(path)!r} does not exist; {RUN_HINT}.")
-    records = []
+    return path
+
+
+def iter_run(path: str | Path) -> Iterator[dict[str, Any]]:
+    """:func:`load_run` one record at a time (an empty file yields nothing)."""
+    path = _readable(path)
     try:
         with open(path, encoding="utf-8") as handle:
             for number, line in enumerate(handle, start=1):
@@ -87,12 +98,9 @@ def load_run(path: str | Path) -> list[dict[str, Any]]:
                     raise ConfigError(
                         f"{str(path)!r}: line {number} is a JSON {type(record).__name__}, not a trajectory object; {RUN_HINT}."
                     )
-                records.append(record)
+                yield record
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); {RUN_HINT}.") from exc
-    if not records:
-        raise ConfigError(f"{str(path)!r} holds no trajectories; {RUN_HINT}.")
-    return records
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -207,6 +215,11 @@ def dialogue_entry(record: dict[str, Any], index: int) -> tuple[dict[str, Any], 
             shown["parsed"] = _compact(rest, MAX_PARSED_CHARS)
         turns.append(shown)
     series = state_series(scenario or env_id, states)
+    estimates = [_dict(_dict(raw_turn).get("parsed")).get("estimate") for raw_turn in raw_turns]
+    for k, one in enumerate(series):
+        values = [e[k] if _numeric_vector(e) and len(e) == len(series) else None for e in estimates]
+        if any(v is not None for v in values):
+            one["estimate"] = values  # SEAD: the agent's own reading of the state, beside the true one
     for shown, state in zip(turns, states):
         if state is not None and not (series and _numeric_vector(state)):
             shown["state"] = state  # numeric states are read from the series, the rest shown as they are
@@ -250,7 +263,9 @@ def _safe_json(value: Any) -> str:
     the JavaScript line separators) are written as ``\\uXXXX`` escapes, which only strings can hold, so
     the text cannot end the script element; a lone surrogate becomes U+FFFD (U+FFFD's own escape)."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return _UNSAFE.sub(lambda match: _ESCAPES.get(match.group(), "\\ufffd"), text)
+    for char, escape in _ESCAPES.items():
+        text = text.replace(char, escape)
+    return _SURROGATE.sub("\\\\ufffd", text)
 
 
 def page_data(records: Iterable[dict[str, Any]], source: str = "") -> dict[str, Any]:
@@ -268,8 +283,13 @@ def page_data(records: Iterable[dict[str, Any]], source: str = "") -> dict[str, 
 
 def render_html(records: Iterable[dict[str, Any]], *, source: str = "", title: str | None = None) -> str:
     """The whole page as one string."""
-    data = page_data(records, _SURROGATE.sub("\ufffd", source))
-    heading = _SURROGATE.sub("\ufffd", title or f"dialogue-gym view: {source or 'run'}")
+    return page_html(page_data(records, source), title)
+
+
+def page_html(data: dict[str, Any], title: str | None = None) -> str:
+    """The page that shows :func:`page_data`'s ``data``."""
+    data["source"] = _SURROGATE.sub("\ufffd", data.get("source") or "")
+    heading = _SURROGATE.sub("\ufffd", title or f"dialogue-gym view: {data['source'] or 'run'}")
     return (
         _TEMPLATE.replace("%TITLE%", html.escape(heading))
         .replace("%STYLE%", _STYLE)
@@ -286,7 +306,7 @@ def default_output(run_path: str | Path) -> Path:
 def write_view(run_path: str | Path, out: str | Path | None = None) -> tuple[Path, int]:
     """Read ``run_path`` and write its page to ``out`` (default: beside it, ``.html``), overwriting an
     earlier page. Returns the page's path and the number of dialogues."""
-    records = load_run(run_path)
+    _readable(run_path)  # a missing input is named before any problem with the output
     target = Path(out) if out is not None else default_output(run_path)
     if target.is_dir():
         raise ConfigError(f"-o {str(target)!r} is a folder; give a file path such as {str(target / 'report.html')!r}.")
@@ -295,12 +315,15 @@ def write_view(run_path: str | Path, out: str | Path | None = None) -> tuple[Pat
         raise ConfigError(f"-o {str(target)!r}: the folder {str(folder)!r} does not exist; create it first (mkdir -p {folder}).")
     if target.exists() and target.resolve() == Path(run_path).resolve():
         raise ConfigError(f"-o {str(target)!r} is the run file itself; give another path, e.g. {str(default_output(run_path))!r}.")
-    page = render_html(records, source=Path(run_path).name)
+    data = page_data(iter_run(run_path), Path(run_path).name)  # one record at a time: a big run is not held twice
+    if not data["rows"]:
+        raise ConfigError(f"{str(run_path)!r} holds no trajectories; {RUN_HINT}.")
+    page = page_html(data)
     try:
         target.write_text(page, encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"-o {str(target)!r} cannot be written ({exc.strerror}); give a path in a folder you can write to.") from exc
-    return target, len(records)
+    return target, len(data["rows"])
 
 
 _TEMPLATE = """<!DOCTYPE html>
@@ -520,6 +543,13 @@ function chart(series, turns) {
       g.appendChild(dot);
     });
     g.insertBefore(sv("path", {d: path, fill: "none", stroke: c, "stroke-width": 1.6}), g.firstChild);
+    (s.estimate || []).forEach(function (v, t) {
+      if (v === null || v === undefined) return;
+      var x = left + step * t + step / 2, y = y0 + h - (Math.min(Math.max(v, s.min), s.max) - s.min) / span * h;
+      var mark = sv("circle", {cx: x.toFixed(1), cy: y.toFixed(1), r: 3.2, fill: "none", stroke: c, "stroke-dasharray": "2 1.5", "class": "estimate"});
+      mark.appendChild(sv("title", {}, "turn " + (t + 1) + ": estimated " + s.name + " " + v));
+      g.appendChild(mark);
+    });
   });
   turns.forEach(function (t, i) {
     var x = left + step * i + step / 2;
@@ -547,7 +577,9 @@ function open(i) {
   if (d.series.length) {
     box.appendChild(el("h3", {text: d.series.length > 1 ? "Hidden state per turn" : "Intent level per turn"}));
     box.appendChild(chart(d.series, d.turns));
-    box.appendChild(el("p", {cls: "muted small", text: "Squares under a turn: invalid action (purple), failed health check (red). Hover a point for its value."}));
+    var hasEstimate = d.series.some(function (s) { return s.estimate; });
+    box.appendChild(el("p", {cls: "muted small", text: "Dots: the hidden state after each turn" + (hasEstimate ? "; rings: the learner's estimate of it" : "") +
+      ". Squares under a turn: invalid action (purple), failed health check (red). Hover a point for its value."}));
   }
   var rewards = kvTable(d.rewards, ["role", "reward"]), terms = kvTable(d.terms, ["term", "value"]);
   if (rewards || terms) {
@@ -574,7 +606,8 @@ function turnItem(t, k, learner, series) {
   if (chips.firstChild) bubble.appendChild(chips);
   if (t.invalid) bubble.appendChild(el("div", {}, [el("span", {cls: "flag bad", text: "invalid: " + t.invalid})]));
   if (t.health) { var h = el("div", {}); t.health.forEach(function (f) { h.appendChild(el("span", {cls: "flag" + (/^repaired/.test(f) ? "" : " bad"), text: f})); }); bubble.appendChild(h); }
-  if (t.parsed) bubble.appendChild(el("div", {cls: "parsed", text: "parsed " + t.parsed}));
+  if (t.parsed && t.parsed.length <= 140) bubble.appendChild(el("div", {cls: "parsed", text: "parsed " + t.parsed}));
+  else if (t.parsed) bubble.appendChild(el("details", {}, [el("summary", {text: "parsed"}), el("pre", {text: t.parsed})]));
   if (t.raw !== undefined) {
     var raw = Array.isArray(t.raw) ? t.raw[0] + t.text + t.raw[1] : t.raw;
     bubble.appendChild(el("details", {}, [el("summary", {text: "raw output"}), el("pre", {cls: "raw", text: raw})]));
@@ -667,6 +700,7 @@ buildFilters();
 apply();
 var m = /^#d(\d+)$/.exec(location.hash);
 if (m && Number(m[1]) < ROWS.length) open(Number(m[1]));
+document.body.setAttribute("data-ready-ms", String(Math.round(performance.now())));  // since navigation started
 document.body.setAttribute("data-ready", "1");
 })();
 """

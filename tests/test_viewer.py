@@ -92,6 +92,7 @@ def test_turn_flags_series_and_rewards():
     assert detail["turns"][1]["failed"] is True and "failed" not in detail["turns"][0]
     assert [s["name"] for s in detail["series"]] == ["cooperation", "emotion", "trust"]
     assert [s["max"] for s in detail["series"]] == [4, 3, 5] and detail["series"][0]["values"] == [1, 2]
+    assert [s["estimate"] for s in detail["series"]] == [[1, None]] * 3  # the agent's parsed estimate beside the state
     assert "state" not in detail["turns"][0]  # numeric states are read from the series
     assert detail["rewards"] == {"agent": -0.5, "user": 1.0} and detail["terms"] == {"agent/invalid": -0.5}
     assert health_flags({"health": {"format_ok": True, "repaired": [], "role_reversal": [], "rule_violations": []}}) == []
