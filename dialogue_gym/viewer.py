@@ -180,7 +180,7 @@ def _profile_preview(profile: dict[str, Any]) -> str:
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "\u2026"
 
 
-def dialogue_entry(record: dict[str, Any], index: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def dialogue_entry(record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(row, detail)`` of one record: the row holds what the list and its filters need, the detail
     what the page shows when the dialogue is opened."""
     meta = _dict(record.get("meta"))
@@ -273,8 +273,8 @@ def page_data(records: Iterable[dict[str, Any]], source: str = "") -> dict[str, 
     (each dialogue's turns as a JSON string, parsed by the page when opened), ``facets`` (the sorted
     values the filters offer) and the source's name."""
     rows, details = [], []
-    for index, record in enumerate(records):
-        row, detail = dialogue_entry(record, index)
+    for record in records:
+        row, detail = dialogue_entry(record)
         rows.append(row)
         details.append(json.dumps(detail, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
     facets = {key: sorted({row[key] for row in rows}) for key in ("env", "agent", "outcome")}
@@ -526,7 +526,7 @@ function rowItem(i) {
 
 function chart(series, turns) {
   var n = turns.length, rowH = 34, left = 96, step = Math.max(14, Math.min(36, 560 / Math.max(n, 1)));
-  var width = left + step * Math.max(n, 1) + 12, height = rowH * series.length + 18;
+  var width = left + step * Math.max(n, 1) + 12, height = rowH * series.length + 26;
   var g = sv("svg", {width: width, height: height, viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": "hidden state per turn", "class": "state-chart"});
   series.forEach(function (s, k) {
     var y0 = k * rowH + 4, h = rowH - 10, span = (s.max - s.min) || 1, c = SERIES_COLORS[k % SERIES_COLORS.length];
@@ -553,7 +553,7 @@ function chart(series, turns) {
   });
   turns.forEach(function (t, i) {
     var x = left + step * i + step / 2;
-    if (t.invalid || t.failed) g.appendChild(sv("rect", {x: x - 3, y: height - 14, width: 6, height: 6, fill: t.invalid ? "#6a1b9a" : "#c62828"}));
+    if (t.invalid || t.failed) g.appendChild(sv("rect", {x: x - 3, y: height - 23, width: 6, height: 6, fill: t.invalid ? "#6a1b9a" : "#c62828"}));
     if (n <= 40 || i % 5 === 4) g.appendChild(sv("text", {x: x, y: height - 2, "text-anchor": "middle"}, String(i + 1)));
   });
   return g;

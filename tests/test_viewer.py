@@ -9,11 +9,10 @@ import pytest
 
 from dialogue_gym.cli import main
 from dialogue_gym.errors import ConfigError
-from dialogue_gym.evaluation import Evaluator
 from dialogue_gym.viewer import health_flags, load_run, page_data, render_html, state_series, write_view
 from envs_registry import REGISTRY
+from viewer_runs import HOSTILE_TEXT, hostile_record, play, write_jsonl
 
-HOSTILE_TEXT = 'ok </script><script>alert(1)</script> <img src=x onerror="alert(2)"> <!-- ]]> \ud800 & \u2028 end'
 DATA_BLOB = re.compile(r'<script type="application/json" id="dg-data">(.*?)</script>', re.S)
 
 
@@ -22,35 +21,6 @@ def blob(page: str) -> dict:
     found = DATA_BLOB.findall(page)
     assert len(found) == 1
     return json.loads(found[0])
-
-
-def play(env_id: str, path, agents=None, episodes: int = 2) -> None:
-    """A run file as `dialogue-gym eval ENV_ID --out` writes it (without the metric summary)."""
-    entry = next(e for e in REGISTRY if e.id == env_id)
-    first = Evaluator(env_id, (agents or entry.agents)[0], learner=entry.default_learner)
-    for evaluator in [first, *(first.for_agent(name) for name in (agents or entry.agents)[1:])]:
-        evaluator.run(episodes, 0, out=path)
-
-
-def hostile_record(**changes) -> dict:
-    turns = [
-        {"role": "agent", "raw": f"<response>{HOSTILE_TEXT}</response>", "text": HOSTILE_TEXT, "parsed": {"estimate": [1, 1, 1]},
-         "state": [1, 2, 3], "invalid": "missing <trust_score> </script>", "token_ids": None, "logprobs": None},
-        {"role": "user", "raw": "fine", "text": "fine", "state": [2, 2, 3],
-         "parsed": {"health": {"format_ok": False, "repaired": ["reply"], "role_reversal": ["how can I help you"], "rule_violations": ["state jump"]}}},
-    ]
-    record = {
-        "scenario": "SEAD-Outbound-v0", "seed": 7, "profile": {"state": [1, 2, 3], "behaviors": ["<b>TS4</b>"]}, "turns": turns,
-        "outcome": "hangup", "rewards": {"agent": -0.5, "user": 1.0}, "reward_terms": {"agent/invalid": -0.5}, "learner": "agent",
-        "meta": {"agent": "<img src=x onerror=alert(3)>", "env_id": "SEAD-Outbound-v0", "start": 3, "repeat": 0, "judge": "</script>"},
-    }
-    record.update(changes)
-    return record
-
-
-def write_jsonl(path, records) -> None:
-    # json.dumps escapes a lone surrogate as \ud800, as Trajectory.to_json writes it
-    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
 
 
 def test_the_page_is_self_contained(tmp_path):

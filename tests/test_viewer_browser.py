@@ -22,7 +22,7 @@ import pytest
 
 from dialogue_gym.viewer import page_data, write_view
 from envs_registry import REGISTRY
-from tests.test_viewer import hostile_record, play, write_jsonl
+from viewer_runs import hostile_record, play
 
 try:
     from playwright.sync_api import sync_playwright
