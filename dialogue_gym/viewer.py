@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from dialogue_gym.errors import ConfigError
-from dialogue_gym.health import HEALTH_KEY
+from dialogue_gym.health import HEALTH_KEY, UNHEALTHY_KEY
 from dialogue_gym.scenarios.sead.state import STATE_DIMS, STATE_NAMES
 from dialogue_gym.scenarios.tracer.data import LEVELS as INTENT_LEVELS
 
@@ -51,6 +52,7 @@ _BIG_INT_DIGITS = 16
 """Integers with this many digits or more are kept as strings: JavaScript numbers would round them."""
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SLOT = re.compile("%(TITLE|STYLE|SCRIPT|DATA)%")
 
 
 def _parse_int(text: str) -> int | str:
@@ -59,6 +61,11 @@ def _parse_int(text: str) -> int | str:
 
 def _no_constant(_: str) -> None:
     return None  # NaN / Infinity: not strict JSON, and JSON.parse refuses them; shown as absent
+
+
+def _parse_float(text: str) -> float | None:
+    value = float(text)
+    return value if math.isfinite(value) else None  # 1e999 reads as infinity: absent, as above
 
 
 def load_run(path: str | Path) -> list[dict[str, Any]]:
@@ -88,7 +95,7 @@ def iter_run(path: str | Path) -> Iterator[dict[str, Any]]:
                 if not line.strip():
                     continue
                 try:
-                    record = json.loads(line, parse_int=_parse_int, parse_constant=_no_constant)
+                    record = json.loads(line, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_no_constant)
                 except json.JSONDecodeError as exc:
                     hint = " (a results .json from `eval --save` is read by `compare`, not `view`)" if path.suffix == ".json" else ""
                     raise ConfigError(
@@ -243,7 +250,7 @@ def dialogue_entry(record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
         "reward": reward,
         "invalid": invalid,
         "unhealthy_turns": unhealthy_turns,
-        "unhealthy": "unhealthy" in meta,
+        "unhealthy": UNHEALTHY_KEY in meta,
         "preview": _profile_preview(profile) if isinstance(profile, dict) else _compact(profile, PREVIEW_CHARS) if profile is not None else "",
     }
     detail = {
@@ -290,12 +297,8 @@ def page_html(data: dict[str, Any], title: str | None = None) -> str:
     """The page that shows :func:`page_data`'s ``data``."""
     data["source"] = _SURROGATE.sub("\ufffd", data.get("source") or "")
     heading = _SURROGATE.sub("\ufffd", title or f"dialogue-gym view: {data['source'] or 'run'}")
-    return (
-        _TEMPLATE.replace("%TITLE%", html.escape(heading))
-        .replace("%STYLE%", _STYLE)
-        .replace("%SCRIPT%", _SCRIPT)
-        .replace("%DATA%", _safe_json(data))
-    )
+    parts = {"TITLE": html.escape(heading), "STYLE": _STYLE, "SCRIPT": _SCRIPT, "DATA": _safe_json(data)}
+    return _SLOT.sub(lambda match: parts[match.group(1)], _TEMPLATE)  # one pass: no part is read for slots
 
 
 def default_output(run_path: str | Path) -> Path:
@@ -447,7 +450,7 @@ function passes(i) {
   if (filters.start && !filters.start(r.start)) return false;
   if (filters.flagged && !(r.invalid || r.unhealthy_turns || r.unhealthy)) return false;
   if (filters.text) {
-    if (!lowered) lowered = DETAILS.map(function (d) { return d.toLowerCase(); });
+    if (!lowered) lowered = DETAILS.map(function (d) { return d.replace(/"[a-z_]+":/g, " ").toLowerCase(); });  // values, not key names
     if (lowered[i].indexOf(filters.text) < 0) return false;
   }
   return true;

@@ -50,8 +50,9 @@ def test_hostile_text_is_escaped_and_round_trips(tmp_path):
     assert first["text"] == clean and first["invalid"] == "missing <trust_score> </script>"
     assert first["raw"] == ["<response>", "</response>"]  # the raw output around the text, not the text twice
     assert detail["meta"] == {"judge": "</script>"} and detail["profile"]["behaviors"] == ["<b>TS4</b>"]
-    title = render_html([hostile_record()], source="</title><script>alert(4)</script>.jsonl")
-    assert "<title>dialogue-gym view: &lt;/title&gt;&lt;script&gt;alert(4)&lt;/script&gt;.jsonl</title>" in title
+    title = render_html([hostile_record()], source="</title><script>alert(4)</script>%DATA%.jsonl")
+    assert "<title>dialogue-gym view: &lt;/title&gt;&lt;script&gt;alert(4)&lt;/script&gt;%DATA%.jsonl</title>" in title
+    assert blob(title)["source"] == "</title><script>alert(4)</script>%DATA%.jsonl"
 
 
 def test_turn_flags_series_and_rewards():
@@ -98,10 +99,10 @@ def test_absent_fields_degrade(tmp_path):
     assert details[0]["turns"] == [] and details[0]["series"] == [] and details[1]["turns"][0] == {"role": "", "text": "hi"}
     # NaN / Infinity (not strict JSON) and integers JavaScript would round
     run = tmp_path / "run.jsonl"
-    run.write_text('{"outcome": "success", "rewards": {"a": NaN}, "seed": 4793989368471541069}\n')
+    run.write_text('{"outcome": "success", "rewards": {"a": NaN, "b": 1e999}, "seed": 4793989368471541069}\n')
     page = render_html(load_run(run))
-    row = blob(page)["rows"][0]
-    assert row["seed"] == "4793989368471541069" and row["reward"] is None
+    row, detail = blob(page)["rows"][0], json.loads(blob(page)["details"][0])
+    assert row["seed"] == "4793989368471541069" and row["reward"] is None and detail["rewards"] == {}
 
 
 @pytest.mark.parametrize("env_id", [entry.id for entry in REGISTRY])
