@@ -73,8 +73,10 @@ MAX_BACKGROUND_TRANSACTIONS = 1000
 """Most background transactions per generated bank (``bank.json``): each episode generates them all."""
 _UNBOUNDED_GAP = re.compile(r"(?<!\\)(?:\.|\[\^(?:\\.|[^\]\\])*\])(?:[*+]|\{\d*,\})")
 """``.*``, ``.+``, ``[^...]*`` or ``.{n,}`` in a regular expression: quadratic search time on long text."""
-_NUMBER_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"|(-?(?:NaN|Infinity)|-?[0-9]+(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+))')
-"""A JSON string (skipped) or a literal that can be non-finite: ``NaN``, ``Infinity``, a float."""
+_NUMBER_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"|(-?(?:NaN|Infinity)|-?(?<![0-9])[0-9]+(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+))')
+"""A JSON string (skipped) or a literal that can be non-finite: ``NaN``, ``Infinity``, a float. A number
+starts only where a digit run starts (from inside a run it fails as from its start, and retrying every
+digit of a long run was quadratic)."""
 
 
 # -- records -----------------------------------------------------------------------------------

@@ -33,7 +33,8 @@ from dialogue_gym.scenarios.tracer.data import CONVERSION_LEVEL, DROPOUT_LEVEL, 
 
 USER_FORMAT = "<think>...</think><intent_level>z</intent_level><reply>...</reply>"
 _USER_TAGS = ("think", "intent_level", "reply")
-_LEVEL_DIGIT = re.compile(r"\s*(\d)\s*")
+_LEVEL_DIGIT = re.compile(r"\d")
+"""The intent level, whitespace around it stripped first (``\\s*(\\d)\\s*`` was linear only under ``fullmatch``; a search over a run of spaces was quadratic)."""
 _ANY_TAG = re.compile(r"</?\w+>")
 _CONTACT = re.compile(r"\d{5,}|\d{3}x+\d{3,}|wechat|\bwx\b|@", re.IGNORECASE)
 
@@ -79,10 +80,10 @@ def _canonical_user(text: str, spans: list[TagSpan]) -> UserMove | None:
     if any(gap.strip() for gap in gaps):
         return None
     think, level_text, reply = (span.content for span in spans)
-    level_digit = _LEVEL_DIGIT.fullmatch(level_text)
-    if level_digit is None or int(level_digit.group(1)) >= LEVELS:
+    level_digit = _LEVEL_DIGIT.fullmatch(level_text.strip())
+    if level_digit is None or int(level_digit.group()) >= LEVELS:
         return None
-    level = int(level_digit.group(1))
+    level = int(level_digit.group())
     reply = " ".join(reply.split())
     problem = _consistency(reply, level)
     return UserMove(reply, level, think.strip(), problem is None, problem, inconsistency=problem)
