@@ -92,6 +92,9 @@ class Game(ABC):
     id: str
     roles: tuple[str, ...]
     config: Any
+    view_id: str | None = None
+    """The registered id of the view that plays this game where it is not ``id`` (``RLADA-Customer-v0``
+    plays ``RLADA-Banking-v0``'s game): messages to the user name it; trajectories keep ``id``."""
     reset_options: tuple[str, ...] = ()
     """The ``reset(options=...)`` keys the game reads; others are ignored with a warning (PettingZoo's
     api_test passes arbitrary options)."""
@@ -129,7 +132,7 @@ class Game(ABC):
             options = self.start_source.next_options()
         unknown = sorted(set(options or {}) - set(self.reset_options))
         if unknown:
-            logger.warn(f"Ignoring unknown reset options {unknown}; {self.id} reads {list(self.reset_options)}.")
+            logger.warn(f"Ignoring unknown reset options {unknown}; {self.view_id or self.id} reads {list(self.reset_options)}.")
         self._reset(options or {})
 
     def check_started(self, method: str) -> None:

@@ -113,7 +113,7 @@ class CounterpartDriver:
                 trajectory.learner = self.learner
                 set_aside.append(trajectory)
                 logger.warn(
-                    f"{games[index].id} episode seed {games[index].seed} ended ({_why_ended(trajectory)}) before the "
+                    f"{games[index].view_id or games[index].id} episode seed {games[index].seed} ended ({_why_ended(trajectory)}) before the "
                     f"{self.learner!r} role's first move; drawing another episode for this reset."
                 )
             if not drawing:

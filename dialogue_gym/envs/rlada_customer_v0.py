@@ -111,8 +111,10 @@ __all__ = ["RladaCustomerEnv", "RladaCustomerVectorEnv", "env", "parallel_env", 
 class RladaCustomerEnv(RladaBankingEnv):
     __doc__ = __doc__
     default_learner = "customer"
+    view_id = "RLADA-Customer-v0"
 
 
 class RladaCustomerVectorEnv(RladaBankingVectorEnv):
     __doc__ = __doc__
     default_learner = "customer"
+    view_id = "RLADA-Customer-v0"

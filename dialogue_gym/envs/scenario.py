@@ -51,12 +51,16 @@ class ScenarioViews:
     game_class: type[Game]
     default_learner: str
     default_players: dict[str, Any] = {}
+    view_id: str | None = None
+    """The registered id of a view whose id is not its game's (see :attr:`Game.view_id`)."""
 
     @classmethod
     def split(cls, kwargs: dict[str, Any]) -> tuple[RolePlayers, Game]:
         roles = cls.game_class.roles
         players, config = RolePlayers.split(kwargs, roles, cls.default_players, cls.default_learner)
-        return players, cls.game_class(build_config(cls.game_class.config_class, config, role_keywords(roles)))
+        game = cls.game_class(build_config(cls.game_class.config_class, config, role_keywords(roles)))
+        game.view_id = cls.view_id
+        return players, game
 
 
 class ScenarioEnv(ScenarioViews, DialogueEnv):
@@ -70,10 +74,15 @@ class ScenarioEnv(ScenarioViews, DialogueEnv):
 class ScenarioVectorEnv(ScenarioViews, DialogueVectorEnv):
     """Gymnasium vector view of a scenario (one policy per role shared by every sub-env)."""
 
+    def _spawn(self) -> Game:
+        game = self.game.spawn()
+        game.view_id = self.view_id
+        return game
+
     def __init__(self, num_envs: int = 1, keep_trajectories: int | str | None = "auto", **kwargs: Any):
         players, self.game = self.split(kwargs)
         super().__init__(
-            self.game.spawn, num_envs, players.learner, players.policies(self.make_role_policy), keep_trajectories
+            self._spawn, num_envs, players.learner, players.policies(self.make_role_policy), keep_trajectories
         )
 
 

@@ -60,3 +60,15 @@ def test_parsers_do_not_memoise_long_texts():
         _parse_agent_action(str(index) + "x" * 19_000, 2000)
         sead_acts.analyze(str(index) + "y" * 19_000)
     assert _parse_agent_action.cache_info().currsize == 0 and sead_acts.analyze.cache_info().currsize == 0
+
+
+@pytest.mark.parametrize("env_id", ["RLADA-Banking-v0", "RLADA-Customer-v0", "SEAD-Outbound-v0"])
+@pytest.mark.parametrize("vector", [False, True])
+def test_unknown_reset_options_warn_with_the_id_that_was_made(env_id, vector):
+    """RLADA-Customer-v0 plays RLADA-Banking-v0's game, but its warning names the id the user made;
+    its trajectories still name the game."""
+    env = gym.make_vec(env_id, num_envs=2) if vector else gym.make(env_id)
+    with pytest.warns(UserWarning, match=rf"Ignoring unknown reset options \['foo'\]; {env_id} reads"):
+        env.reset(seed=0, options={"foo": 1})
+    if env_id == "RLADA-Customer-v0" and not vector:
+        assert env.unwrapped.game.trajectory().scenario == "RLADA-Banking-v0"
