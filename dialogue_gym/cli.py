@@ -302,6 +302,7 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dialogue-gym", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"dialogue-gym {dialogue_gym.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="registered environment ids and their roles").set_defaults(run=cmd_list)
     evaluation = commands.add_parser("eval", help="evaluate one or more agents and print metrics")
