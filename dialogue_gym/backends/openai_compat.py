@@ -23,7 +23,10 @@ Failures are bounded and never silent:
 * 401 / 403 / 404 mean the configuration is wrong (key, URL, model) and raise ``BackendError`` at once.
 
 The API key is read from the environment variable named by ``api_key_env`` (never passed as an
-argument, never stored in :attr:`OpenAIBackend.spec`, and never written to ``repr``, errors or logs).
+argument, never stored in :attr:`OpenAIBackend.spec`, and never written to ``repr``, errors or logs):
+every error and log text passes through :meth:`OpenAIBackend.redact`, which replaces the key (also where
+a server echoes it in an error body, whole or cut), ``Bearer``/``Basic`` credentials and ``sk-`` keys by
+``[redacted]``; ``base_url`` may not carry a ``user:password@`` part, and its query is never shown.
 Token usage and cost are accumulated in :attr:`OpenAIBackend.usage`. Streaming is off (one JSON
 answer per request). The chat API takes messages, not token ids, so a request's ``prompt_ids`` is
 not sent: the server renders the messages with its own chat template.
@@ -208,6 +211,11 @@ class OpenAIBackend:
                 f"{_WHERE}: base_url must be an http(s) URL of the API root, got {base_url!r}; "
                 "pass e.g. base_url='http://127.0.0.1:8000/v1'."
             )
+        if parsed.username is not None or parsed.password is not None:
+            raise ConfigError(
+                f"{_WHERE}: base_url must not carry credentials (a 'user:password@' part), got "
+                f"{_shown_url(parsed)!r} with them removed; put the key in an environment variable named by api_key_env."
+            )
         if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
             raise ConfigError(f"{_WHERE}: api_key_env must be an environment variable name or None, got {api_key_env!r}.")
         if on_failure not in ON_FAILURE:
@@ -239,6 +247,7 @@ class OpenAIBackend:
 
         self.model = model
         self.base_url = base_url.rstrip("/")
+        self._shown_url = _shown_url(parsed)
         self.api_key_env = api_key_env
         self.seed = seed
         self.logprobs = logprobs
@@ -255,6 +264,7 @@ class OpenAIBackend:
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._has_key = bool(api_key)
+        self._secrets = _secret_forms(api_key) if api_key else ()
         self.usage = Usage()
         self._lock = threading.Lock()
         self._local = threading.local()
@@ -300,7 +310,7 @@ class OpenAIBackend:
             failed = [(i, o.error) for i, o in enumerate(outputs) if o.error is not None]
             if failed:
                 raise BackendError(
-                    f"{_WHERE}: {len(failed)} of {len(outputs)} requests to {self.base_url} failed after up to "
+                    f"{_WHERE}: {len(failed)} of {len(outputs)} requests to {self._shown_url} failed after up to "
                     f"{self.max_retries + 1} attempts (first: request {failed[0][0]}: {failed[0][1]}); "
                     "raise max_retries / timeout, or use on_failure='report' to end only the affected episodes."
                 )
@@ -338,13 +348,13 @@ class OpenAIBackend:
             try:
                 output = self._parse(*self._post(body))
             except _Attempt as failure:
-                cause = failure.cause
+                cause = self.redact(failure.cause)
                 if not failure.retry or attempt == self.max_retries:
                     break
                 delay = self._backoff(attempt + 1, failure.wait)
                 logger.debug(
                     "%s: attempt %d of %d to %s failed (%s); retrying in %.2fs",
-                    _WHERE, attempt + 1, self.max_retries + 1, self.base_url, cause, delay,
+                    _WHERE, attempt + 1, self.max_retries + 1, self._shown_url, cause, delay,
                 )
                 time.sleep(delay)
                 continue
@@ -353,11 +363,11 @@ class OpenAIBackend:
         with self._lock:
             self.usage.failed += 1
         attempts = attempt + 1
-        logger.warning("%s: request to %s failed after %d attempt(s): %s", _WHERE, self.base_url, attempts, cause)
+        logger.warning("%s: request to %s failed after %d attempt(s): %s", _WHERE, self._shown_url, attempts, cause)
         return GenerationOutput(
             text="",
             meta={"backend": self.name, "model": self.model, "attempts": attempts},
-            error=f"{cause} (after {attempts} attempt{'s' if attempts > 1 else ''} to {self.base_url})",
+            error=f"{cause} (after {attempts} attempt{'s' if attempts > 1 else ''} to {self._shown_url})",
         )
 
     def _backoff(self, retry: int, server_wait: float | None) -> float:
@@ -437,7 +447,7 @@ class OpenAIBackend:
 
     def _parse(self, status: int, headers: Any, data: bytes) -> GenerationOutput:
         if status != 200:
-            detail = data[:300].decode("utf-8", "replace").strip()
+            detail = self._body_excerpt(data, 300)
             if status in FATAL_STATUSES:
                 raise BackendError(self._fatal_message(status, detail))
             retry = status in RETRY_STATUSES or status >= 500
@@ -445,7 +455,7 @@ class OpenAIBackend:
         try:
             completion = _read_completion(data)
         except _Malformed as exc:
-            raise _Attempt(f"unreadable response ({exc}): {data[:200]!r}", retry=True) from None
+            raise _Attempt(f"unreadable response ({self.redact(str(exc))}): {self._body_excerpt(data, 200)!r}", retry=True) from None
         prompt_tokens, completion_tokens = completion["prompt_tokens"], completion["completion_tokens"]
         cost = (prompt_tokens * self._prices[0] + completion_tokens * self._prices[1]) / 1e6
         with self._lock:
@@ -467,7 +477,7 @@ class OpenAIBackend:
         )
 
     def _fatal_message(self, status: int, detail: str) -> str:
-        message = f"{_WHERE}: {self.base_url} answered HTTP {status} ({FATAL_STATUSES[status]}): {detail!r}. "
+        message = f"{_WHERE}: {self._shown_url} answered HTTP {status} ({FATAL_STATUSES[status]}): {detail!r}. "
         if status == 404:
             return message + (
                 f"Check base_url (the API root, usually ending in /v1; requests go to {self._path}) and that the "
@@ -477,6 +487,18 @@ class OpenAIBackend:
             return message + "Set api_key_env to the name of an environment variable holding the key."
         state = "is set but was rejected" if self._has_key else "is unset or empty"
         return message + f"Put a valid key in the environment variable {self.api_key_env} (it {state})."
+
+    def redact(self, text: str) -> str:
+        """``text`` with the API key (as sent, JSON- or URL-escaped) and anything shaped like a credential
+        replaced by ``[redacted]``."""
+        for secret in self._secrets:
+            text = text.replace(secret, REDACTED)
+        return _CREDENTIAL.sub(lambda match: (match.group("lead") or "") + REDACTED, text)
+
+    def _body_excerpt(self, data: bytes, limit: int) -> str:
+        """The first ``limit`` characters of a server's body, redacted before it is cut (so a key that
+        straddles the cut is not left half shown); ``max_response_bytes`` bounds ``data``."""
+        return self.redact(data.decode("utf-8", "replace")).strip()[:limit]
 
     def close(self) -> None:
         """Stop the worker threads (the backend stays usable; a later call starts new ones)."""
@@ -493,9 +515,31 @@ class OpenAIBackend:
 
     def __repr__(self) -> str:
         return (
-            f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r}, api_key_env={self.api_key_env!r}, "
+            f"OpenAIBackend(model={self.model!r}, base_url={self._shown_url!r}, api_key_env={self.api_key_env!r}, "
             f"max_concurrency={self.max_concurrency}, max_retries={self.max_retries})"
         )
+
+
+REDACTED = "[redacted]"
+_CREDENTIAL = re.compile(
+    r"(?i)(?P<lead>\b(?:bearer|basic)\s+|\b(?:api[_-]?key|access[_-]?token|secret|password)[\"']?\s{0,3}[:=]\s{0,3}[\"']?)"
+    r"[\w.~+/=-]{8,}|(?<![\w-])sk-[\w-]{8,}"
+)
+"""What a credential looks like in text a server sent back: ``Bearer <token>``, ``Basic <token>``,
+``api_key=<token>`` (and JSON forms), an ``sk-...`` key; group ``lead`` (kept) is what stands before it."""
+
+
+def _secret_forms(key: str) -> tuple[str, ...]:
+    """The key as it may appear in an echoed body: as sent, JSON-escaped and URL-quoted, longest first."""
+    forms = {key, json.dumps(key)[1:-1], urllib.parse.quote(key, safe=""), urllib.parse.quote_plus(key)}
+    return tuple(sorted((form for form in forms if form), key=len, reverse=True))
+
+
+def _shown_url(parsed: urllib.parse.SplitResult) -> str:
+    """``base_url`` as errors show it: no ``user:password@`` part, no query, no fragment."""
+    host = f"[{parsed.hostname}]" if ":" in (parsed.hostname or "") else parsed.hostname
+    port = f":{parsed.port}" if parsed.port is not None else ""
+    return f"{parsed.scheme}://{host}{port}{parsed.path.rstrip('/')}"
 
 
 def _retry_after(headers: Any) -> float | None:

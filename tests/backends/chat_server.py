@@ -50,7 +50,9 @@ class ChatServer:
         ("trickle_body", seconds_per_byte) (a good answer, one byte at a time from the status line or
         from the body on), ("huge", (n_bytes, declared)) (a 200 body of n_bytes spaces, with its
         Content-Length when declared, else delimited by closing the connection), ("hang_up", b"body")
-        (a 200 whose Content-Length promises 100 bytes more than the body it sends before hanging up)."""
+        (a 200 whose Content-Length promises 100 bytes more than the body it sends before hanging up),
+        ("echo", (status, prefix)) (that status with a body of ``prefix`` and then the request's headers, as
+        a careless server echoes them in an error)."""
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.outcomes: list[str] = []
@@ -193,6 +195,9 @@ class ChatServer:
                     return self._send(429, b'{"error": "slow down"}', {"Retry-After": str(value)})
                 elif kind == "raw":
                     return self._send(200, value)
+                elif kind == "echo":
+                    status, prefix = value
+                    return self._send(status, prefix + json.dumps({"error": "echo", "headers": dict(self.headers)}).encode())
                 elif kind in ("trickle_head", "trickle_body"):
                     return self._trickle(json.dumps(server._completion(body)).encode(), value, kind == "trickle_head")
                 elif kind == "huge":
