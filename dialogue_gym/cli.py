@@ -287,7 +287,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     serve(
         args.env_id, host=args.host, port=args.port, learner=args.learner, env_kwargs=_json_object(args.env_kwargs, "--env-kwargs"),
-        max_sessions=args.max_sessions, idle_timeout=args.idle_timeout,
+        max_sessions=args.max_sessions, idle_timeout=args.idle_timeout, token=args.token,
     )
     return 0
 
@@ -367,6 +367,10 @@ def build_parser() -> argparse.ArgumentParser:
     serving.add_argument("--env-kwargs", default=None, help="JSON object of env keyword arguments for every session")
     serving.add_argument("--max-sessions", type=int, default=64, help="concurrent sessions at most (default: 64)")
     serving.add_argument("--idle-timeout", type=float, default=300.0, help="seconds after which an idle session is closed (default: 300)")
+    serving.add_argument(
+        "--token", default=None,
+        help="require 'Authorization: Bearer TOKEN' on every request (default: $DIALOGUE_GYM_TOKEN); needed for a --host beyond loopback",
+    )
     serving.set_defaults(run=cmd_serve)
     viewing = commands.add_parser("view", help="write a recorded run (JSONL) as one self-contained HTML page to read its dialogues")
     viewing.add_argument("run_file", metavar="RUN.jsonl", help="trajectories, e.g. from `dialogue-gym eval --out`")

@@ -18,17 +18,39 @@ the transcript ``gym.make(ENV_ID, **env_kwargs)`` gives in-process:
   episode), never while it runs.
 
 Malformed model output is part of the episode as in-process (``info["invalid_action"]``); a call out of
-turn (``step`` before ``reset`` or after the end) is answered with the env's error message.
+turn (``step`` before ``reset`` or after the end) is answered with the env's error message, and so is
+text that cannot be sent back (a lone surrogate such as ``"\\ud800"``), refused before the move is applied.
+
+Episodes are played over the WebSocket session API (``/ws``). OpenEnv's plain HTTP ``POST /reset`` and
+``POST /step`` are stateless (each request gets a fresh env), so ``POST /step`` is answered 409 with a
+pointer to ``/ws``; every env error over HTTP is a 4xx with the env's message, never a bare 500.
+
+:func:`serve` checks its options before it starts (a ``ConfigError`` naming the fix), prints one start-up
+line (the URL, the session cap and whether a token is required) and one log line per session event
+(opened, closed, refused), through a bounded queue, so a full or unread output pipe never stalls the
+server (lines past the queue are dropped and counted). A host beyond loopback needs a token (``token=``,
+``--token`` or the ``DIALOGUE_GYM_TOKEN`` environment variable) that every HTTP request and WebSocket
+handshake must carry as ``Authorization: Bearer <token>`` (``DialogueGymClient(base_url, token=...)``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hmac
+import ipaddress
 import json
+import logging
+import logging.handlers
+import math
+import os
+import queue
+import socket
+import sys
 import uuid
 from typing import Any
 
-from dialogue_gym.errors import ConfigError, DependencyNotInstalled, EpisodeStateError
+from dialogue_gym.errors import ConfigError, DependencyNotInstalled, DialogueGymError, EpisodeStateError, InvalidAction
 
 try:
     from openenv.core.client_types import StepResult
@@ -37,6 +59,9 @@ try:
     from openenv.core.env_server.interfaces import Environment
     from openenv.core.env_server.types import Action, ConcurrencyConfig, EnvironmentMetadata, Observation, State
     from pydantic import Field
+    from starlette.responses import JSONResponse
+    from starlette.websockets import WebSocketDisconnect
+    from websockets.asyncio.client import connect as ws_connect
 except ImportError as exc:
     raise DependencyNotInstalled("openenv-core", "openenv", "Serving environments with OpenEnv") from exc
 
@@ -82,6 +107,26 @@ class DialogueState(State):
     trajectory: dict[str, Any] | None = Field(default=None, description="The whole trajectory, once the episode is over")
 
 
+TOKEN_ENV = "DIALOGUE_GYM_TOKEN"
+"""The environment variable :func:`serve` reads its token from when none is passed."""
+MIN_TOKEN_CHARS = 16
+LOG_QUEUE_LINES = 1000
+"""Log lines waiting for a slow output at most; later ones are dropped (and counted) instead of blocking."""
+log = logging.getLogger("dialogue_gym.serve")
+
+
+def check_text(value: Any, what: str) -> None:
+    """Raise ``InvalidAction`` naming the character when ``value`` holds text UTF-8 cannot carry (a lone
+    surrogate): the reply could not be sent, so the move must not be applied."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start : exc.end]
+        raise InvalidAction(
+            f"{what} holds {bad!r}, which is not UTF-8 text (a lone surrogate); send text without unpaired surrogates."
+        ) from None
+
+
 class DialogueGymEnvironment(Environment):
     """One session: a single-agent env of ``env_id`` with the ``learner`` role played by the client."""
 
@@ -114,6 +159,7 @@ class DialogueGymEnvironment(Environment):
         if unknown:
             raise ConfigError(f"reset() got unknown argument(s) {sorted(unknown)}; it takes seed, episode_id and options.")
         environment = self._live_env("reset")
+        check_text(options, "reset options")
         observation, info = environment.reset(seed=seed, options=options)
         self._episode_id = episode_id or str(uuid.uuid4())
         self._steps = 0
@@ -121,6 +167,7 @@ class DialogueGymEnvironment(Environment):
 
     def step(self, action: DialogueAction, timeout_s: float | None = None, **kwargs: Any) -> DialogueObservation:
         environment = self._live_env("step")
+        check_text(action.text, "the action's text")
         observation, reward, terminated, truncated, info = environment.step(action.text)
         self._steps += 1
         return self._observation(observation, info, reward, terminated or truncated)
@@ -162,14 +209,131 @@ def make_app(
     env_kwargs: dict[str, Any] | None = None,
     max_sessions: int = 64,
     idle_timeout: float | None = 300.0,
+    token: str | None = None,
 ):
     """The OpenEnv FastAPI app serving ``env_id`` (see the module docstring); the id, learner and
-    env kwargs are checked by building one env first, so a mistake fails here, not in a session."""
+    env kwargs are checked by building one env first, so a mistake fails here, not in a session. With
+    ``token``, every request must carry ``Authorization: Bearer <token>``."""
     env_kwargs = json_kwargs(env_kwargs)
+    check_serve_options(max_sessions=max_sessions, idle_timeout=idle_timeout)
     DialogueGymEnvironment(env_id, learner, env_kwargs).close()
     factory = functools.partial(DialogueGymEnvironment, env_id=env_id, learner=learner, env_kwargs=env_kwargs)
     concurrency = ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_timeout)
-    return create_app(factory, DialogueAction, DialogueObservation, env_name=env_id, concurrency_config=concurrency)
+    app = create_app(factory, DialogueAction, DialogueObservation, env_name=env_id, concurrency_config=concurrency)
+    _log_sessions(app)
+    app.add_exception_handler(DialogueGymError, _env_error)
+    app.add_middleware(_Guard, token=token)
+    return app
+
+
+STATELESS_STEP = (
+    "POST /step is stateless in OpenEnv's HTTP API (each request gets a fresh env, so there is no episode to "
+    "step); play episodes over the WebSocket session API at /ws, e.g. DialogueGymClient(base_url).sync()."
+)
+
+
+async def _env_error(request: Any, exc: DialogueGymError) -> JSONResponse:
+    """An env error over HTTP: 409 for a call out of turn, 422 for a bad action or argument, with its message."""
+    return JSONResponse({"detail": str(exc), "error": type(exc).__name__}, status_code=409 if isinstance(exc, EpisodeStateError) else 422)
+
+
+def _log_sessions(app: Any) -> None:
+    """One log line when a WebSocket session opens, closes (by the client or idle) or is refused."""
+    server = next(filter(None, (_closure_server(getattr(route, "endpoint", None)) for route in app.router.routes)), None)
+    if server is None:
+        raise RuntimeError("openenv-core's app has no session server to log: this openenv-core version is not supported")
+    create, destroy = server._create_session, server._destroy_session
+
+    async def create_logged() -> tuple[str, Any]:
+        try:
+            session_id, environment = await create()
+        except Exception as exc:
+            log.info("session refused: %s", exc)
+            raise
+        log.info("session %s opened (%d of at most %d open)", session_id[:8], server.active_sessions, server.max_concurrent_envs)
+        return session_id, environment
+
+    async def destroy_logged(session_id: str) -> None:
+        await destroy(session_id)
+        log.info("session %s closed (%d open)", session_id[:8], server.active_sessions)
+
+    server._create_session, server._destroy_session = create_logged, destroy_logged
+
+
+def _closure_server(function: Any) -> Any:
+    for cell in getattr(function, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if hasattr(value, "_create_session") and hasattr(value, "_destroy_session"):
+            return value
+    return None
+
+
+class _Guard:
+    """ASGI middleware: a request without the token is refused (HTTP 401, WebSocket closed with 1008),
+    ``POST /step`` is answered 409 with :data:`STATELESS_STEP`, and a WebSocket client that went away
+    (openenv-core lets its ``WebSocketDisconnect`` escape after a clean close) is no server error."""
+
+    def __init__(self, app: Any, token: str | None = None):
+        self.app = app
+        self.expected = f"Bearer {token}".encode() if token else None
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        if self.expected is not None:
+            given = dict(scope.get("headers") or ()).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                log.info("refused a %s request to %s without the token", scope["type"], scope.get("path"))
+                if scope["type"] == "websocket":
+                    return await send({"type": "websocket.close", "code": 1008, "reason": "token required"})
+                detail = "this server requires a token: send the header 'Authorization: Bearer <token>' (DialogueGymClient(base_url, token=...))."
+                return await JSONResponse({"detail": detail}, status_code=401)(scope, receive, send)
+        if scope["type"] == "http" and scope.get("method") == "POST" and scope.get("path") == "/step":
+            return await JSONResponse({"detail": STATELESS_STEP}, status_code=409)(scope, receive, send)
+        try:
+            return await self.app(scope, receive, send)
+        except WebSocketDisconnect:
+            if scope["type"] != "websocket":
+                raise
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_serve_options(
+    *, host: str = "127.0.0.1", port: int = 8000, max_sessions: int = 64, idle_timeout: float | None = 300.0, token: str | None = None
+) -> None:
+    """Raise ``ConfigError`` naming the fix for an option :func:`serve` cannot start with."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigError(f"--port must be a TCP port in [0, 65535] (0: any free port), got {port!r}.")
+    if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
+        raise ConfigError(f"--max-sessions must be an int >= 1 (concurrent sessions at most), got {max_sessions!r}.")
+    if idle_timeout is not None and (
+        isinstance(idle_timeout, bool) or not isinstance(idle_timeout, (int, float)) or not math.isfinite(idle_timeout) or idle_timeout <= 0
+    ):
+        raise ConfigError(f"--idle-timeout must be a finite number of seconds > 0, got {idle_timeout!r}; e.g. --idle-timeout 300.")
+    if not isinstance(host, str) or not host:
+        raise ConfigError(f"--host must be a host name or address, got {host!r}.")
+    if token is not None and (not isinstance(token, str) or len(token) < MIN_TOKEN_CHARS or not token.isprintable() or not token.isascii() or " " in token):
+        raise ConfigError(
+            f"the token must be at least {MIN_TOKEN_CHARS} printable ASCII characters without spaces (got {len(token) if isinstance(token, str) else type(token).__name__} "
+            "characters); e.g. python -c 'import secrets; print(secrets.token_urlsafe(24))'."
+        )
+    if token is None and not is_loopback(host):
+        raise ConfigError(
+            f"--host {host} serves beyond this machine, so every session would be open to anyone who can reach it; "
+            f"pass --token (or set {TOKEN_ENV}) to require 'Authorization: Bearer <token>' on every request, or bind --host 127.0.0.1."
+        )
 
 
 def serve(
@@ -181,19 +345,157 @@ def serve(
     env_kwargs: dict[str, Any] | None = None,
     max_sessions: int = 64,
     idle_timeout: float | None = 300.0,
+    token: str | None = None,
+    output: Any = None,
 ) -> None:
-    """Serve ``env_id`` over OpenEnv's HTTP/WebSocket protocol until interrupted."""
+    """Serve ``env_id`` over OpenEnv's HTTP/WebSocket protocol until interrupted (see the module
+    docstring); ``token`` defaults to the ``DIALOGUE_GYM_TOKEN`` environment variable."""
+    server, sockets = make_server(
+        env_id, host=host, port=port, learner=learner, env_kwargs=env_kwargs, max_sessions=max_sessions,
+        idle_timeout=idle_timeout, token=token, output=output,
+    )
+    try:
+        server.run(sockets=sockets)
+    except KeyboardInterrupt:  # a second Ctrl-C during shutdown (uvicorn.run swallows it too)
+        pass
+    finally:
+        log.info("stopped")
+        _stop_log()
+
+
+_listener: logging.handlers.QueueListener | None = None
+
+
+class _DroppingQueueHandler(logging.handlers.QueueHandler):
+    """Never waits: a record that finds the queue full is counted, and the count is logged later."""
+
+    dropped = 0
+
+    def enqueue(self, record: logging.LogRecord) -> None:
+        try:
+            if self.dropped and self.queue.qsize() < LOG_QUEUE_LINES // 2:
+                dropped, type(self).dropped = type(self).dropped, 0
+                self.queue.put_nowait(logging.makeLogRecord({"msg": f"{dropped} log line(s) dropped (the output was not read)", "levelno": logging.WARNING, "levelname": "WARNING", "name": log.name}))
+            self.queue.put_nowait(record)
+        except queue.Full:
+            type(self).dropped += 1
+
+
+def _start_log(output: Any) -> None:
+    """Send this server's log lines (its own and uvicorn's) to ``output`` from a thread, through a
+    bounded queue, one line each (no tracebacks for a client that went away)."""
+    global _listener
+    _stop_log()
+    stream = logging.StreamHandler(output or sys.stderr)
+    stream.setFormatter(logging.Formatter("%(asctime)s dialogue-gym serve: %(message)s", "%Y-%m-%d %H:%M:%S"))
+    handler = _DroppingQueueHandler(queue.Queue(LOG_QUEUE_LINES))
+    handler.setFormatter(_OneLine())
+    for name, level in ((log.name, logging.INFO), ("uvicorn", logging.WARNING), ("uvicorn.error", logging.WARNING), ("uvicorn.access", logging.WARNING)):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(level)
+        logger.propagate = False
+    _listener = logging.handlers.QueueListener(handler.queue, stream)
+    _listener.start()
+
+
+class _OneLine(logging.Formatter):
+    """The message and, for an exception, its type and text: one line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            message = f"{message}: {type(exc).__name__}: {exc}"
+        return " ".join(message.split())
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # QueueHandler.prepare calls format
+        return self.format(record)
+
+
+def _stop_log(wait: float = 2.0) -> None:
+    """Stop the log thread, giving it ``wait`` seconds to write what is queued (an output that is
+    not read keeps the rest)."""
+    global _listener
+    if _listener is None:
+        return
+    listener, _listener = _listener, None
+    while True:
+        try:
+            listener.queue.put_nowait(listener._sentinel)
+            break
+        except queue.Full:
+            with contextlib.suppress(queue.Empty):
+                listener.queue.get_nowait()
+    if listener._thread is not None:
+        listener._thread.join(wait)
+        listener._thread = None
+
+
+def make_server(
+    env_id: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    learner: str | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    max_sessions: int = 64,
+    idle_timeout: float | None = 300.0,
+    token: str | None = None,
+    output: Any = None,
+) -> tuple[Any, list[socket.socket]]:
+    """The uvicorn server of :func:`serve` and its bound socket, every option checked first; prints
+    the start-up line to ``output`` (stderr by default)."""
     import uvicorn
 
-    app = make_app(env_id, learner=learner, env_kwargs=env_kwargs, max_sessions=max_sessions, idle_timeout=idle_timeout)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    token = token if token is not None else (os.environ.get(TOKEN_ENV) or None)
+    check_serve_options(host=host, port=port, max_sessions=max_sessions, idle_timeout=idle_timeout, token=token)
+    app = make_app(env_id, learner=learner, env_kwargs=env_kwargs, max_sessions=max_sessions, idle_timeout=idle_timeout, token=token)
+    try:
+        family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on --host {host} --port {port} ({exc.strerror or exc}); pick another --port or --host.") from None
+    _start_log(output)
+    bound = sock.getsockname()[1]
+    shown = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
+    timeout = f"idle sessions closed after {idle_timeout:g} s" if idle_timeout is not None else "no idle timeout"
+    stream = output or sys.stderr
+    stream.write(
+        f"dialogue-gym serve: {env_id} at http://{shown}:{bound} (WebSocket sessions at ws://{shown}:{bound}/ws), "
+        f"at most {max_sessions} sessions, {timeout}, token {'required' if token else 'not required (loopback only)'}\n"
+    )
+    stream.flush()
+    config = uvicorn.Config(app, log_config=None, log_level="warning", access_log=False, ws_max_size=64 * 1024 * 1024)
+    return uvicorn.Server(config), [sock]
 
 
 class DialogueGymClient(EnvClient[DialogueAction, DialogueObservation, DialogueState]):
     """OpenEnv client of a ``dialogue-gym serve`` server: typed observations and state.
 
     ``with DialogueGymClient(base_url="http://127.0.0.1:8000").sync() as env: env.reset(seed=0); env.step(DialogueAction(text=...))``
+
+    ``token``: the server's token, sent as ``Authorization: Bearer <token>`` in the WebSocket handshake.
     """
+
+    def __init__(self, base_url: str, *args: Any, token: str | None = None, **kwargs: Any):
+        super().__init__(base_url, *args, **kwargs)
+        self._token = token
+
+    async def connect(self) -> DialogueGymClient:
+        if self._ws is not None or self._token is None:
+            return await super().connect()
+        try:
+            self._ws = await ws_connect(
+                self._ws_url, open_timeout=self._connect_timeout, max_size=self._max_message_size,
+                additional_headers={"Authorization": f"Bearer {self._token}"},
+            )
+        except Exception as exc:
+            raise ConnectionError(f"Failed to connect to {self._ws_url}: {exc}") from exc
+        return self
 
     def _step_payload(self, action: DialogueAction) -> dict[str, Any]:
         return action.model_dump()

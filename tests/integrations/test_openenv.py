@@ -154,9 +154,13 @@ def test_bad_ids_and_kwargs_fail_before_serving(capsys, monkeypatch):
     assert main(["serve", "SEAD-Outbound-v0", "--env-kwargs", '{"max_agent_turns": 0}']) == 2
     assert "max_agent_turns must be a positive int" in capsys.readouterr().err
     served = {}
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: served.update(app=app, **kwargs))
-    assert main(["serve", "TRACER-UserSim-v0", "--port", "8123"]) == 0
-    assert served["port"] == 8123 and served["host"] == "127.0.0.1" and served["app"] is not None
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: served.update(app=self.config.app, sockets=sockets))
+    assert main(["serve", "TRACER-UserSim-v0", "--port", "0"]) == 0
+    (sock,) = served["sockets"]
+    host, port = sock.getsockname()
+    sock.close()
+    assert host == "127.0.0.1" and served["app"] is not None
+    assert f"TRACER-UserSim-v0 at http://127.0.0.1:{port} " in capsys.readouterr().err
 
 
 def test_missing_openenv_names_the_extra(monkeypatch):

@@ -1,0 +1,177 @@
+"""``dialogue-gym serve`` as a public server: options checked before start, a start-up line, one log
+line per session event through a queue that never blocks, a token beyond loopback, HTTP errors as
+4xx with the env's message, and text that cannot be sent back refused before the move is applied."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+pytest.importorskip("openenv")
+pytest.importorskip("uvicorn")
+
+from dialogue_gym.cli import main  # noqa: E402
+from dialogue_gym.errors import ConfigError  # noqa: E402
+from dialogue_gym.integrations import openenv as served  # noqa: E402
+from dialogue_gym.integrations.openenv import DialogueAction, DialogueGymClient, make_server  # noqa: E402
+
+TOKEN = "test-token-0123456789"
+
+
+@contextlib.contextmanager
+def serving(env_id="SEAD-Outbound-v0", **kwargs):
+    """:func:`make_server` on a free local port, run in a thread; yields (url, what it printed)."""
+    output = kwargs.pop("output", None) or io.StringIO()
+    server, sockets = make_server(env_id, port=0, output=output, **kwargs)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": sockets}, daemon=True)
+    thread.start()
+    deadline = time.time() + 30
+    while not server.started:
+        assert thread.is_alive() and time.time() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{sockets[0].getsockname()[1]}", output
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        served._stop_log()
+
+
+def post(url, path, body, token=None):
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
+    request = urllib.request.Request(url + path, data=json.dumps(body).encode(), headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--port", "99999"], r"--port must be a TCP port in \[0, 65535\] \(0: any free port\), got 99999\."),
+    (["--port", "-1"], r"--port must be a TCP port in \[0, 65535\]"),
+    (["--max-sessions", "0"], r"--max-sessions must be an int >= 1 \(concurrent sessions at most\), got 0\."),
+    (["--idle-timeout", "nan"], r"--idle-timeout must be a finite number of seconds > 0, got nan; e\.g\. --idle-timeout 300\."),
+    (["--idle-timeout", "inf"], "--idle-timeout must be a finite number"),
+    (["--idle-timeout", "0"], "--idle-timeout must be a finite number of seconds > 0"),
+    (["--host", "0.0.0.0"], r"--host 0\.0\.0\.0 serves beyond this machine.*pass --token \(or set DIALOGUE_GYM_TOKEN\)"),
+    (["--host", "::"], "--host :: serves beyond this machine"),
+    (["--token", "short"], "the token must be at least 16 printable ASCII characters without spaces"),
+    (["--token", "a" * 15 + " "], "the token must be at least 16 printable ASCII"),
+])
+def test_options_are_checked_before_start_and_exit_2_with_one_line(capsys, monkeypatch, flags, message):
+    monkeypatch.delenv(served.TOKEN_ENV, raising=False)
+    assert main(["serve", "SEAD-Outbound-v0", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("dialogue-gym: error: ")
+    assert re.search(message, err), err
+
+
+def test_a_port_in_use_is_a_one_line_error():
+    with serving() as (url, _):
+        port = int(url.rsplit(":", 1)[1])
+        with pytest.raises(ConfigError, match=rf"cannot listen on --host 127\.0\.0\.1 --port {port} .*pick another --port"):
+            make_server("SEAD-Outbound-v0", port=port)
+
+
+def test_the_token_may_come_from_the_environment_for_a_public_host(monkeypatch):
+    monkeypatch.setenv(served.TOKEN_ENV, TOKEN)
+    output = io.StringIO()
+    _, sockets = make_server("SEAD-Outbound-v0", host="0.0.0.0", port=0, output=output)
+    sockets[0].close()
+    served._stop_log()
+    assert "SEAD-Outbound-v0 at http://0.0.0.0:" in output.getvalue()
+    assert "at most 64 sessions, idle sessions closed after 300 s, token required" in output.getvalue()
+
+
+def test_start_up_line_session_log_lines_and_the_token():
+    with serving(max_sessions=3, idle_timeout=60, token=TOKEN) as (url, output):
+        with DialogueGymClient(base_url=url, token=TOKEN).sync() as environment:
+            environment.reset(seed=0)
+            environment.step(DialogueAction(text="Hello, is this the owner?"))
+        with pytest.raises(ConnectionError, match="HTTP 403"):
+            with DialogueGymClient(base_url=url).sync() as environment:
+                environment.reset(seed=0)
+        with pytest.raises(ConnectionError, match="HTTP 403"):
+            with DialogueGymClient(base_url=url, token=TOKEN + "x").sync() as environment:
+                environment.reset(seed=0)
+        status, body = post(url, "/reset", {"seed": 0})
+        assert status == 401 and "Authorization: Bearer <token>" in body["detail"]
+        time.sleep(0.3)  # the log thread writes behind
+    lines = output.getvalue().splitlines()
+    port = url.rsplit(":", 1)[1]
+    assert lines[0] == (
+        f"dialogue-gym serve: SEAD-Outbound-v0 at {url} (WebSocket sessions at ws://127.0.0.1:{port}/ws), "
+        "at most 3 sessions, idle sessions closed after 60 s, token required"
+    )
+    events = [line.split("dialogue-gym serve: ", 1)[1] for line in lines[1:]]
+    assert events[0].endswith("opened (1 of at most 3 open)") and events[1].endswith("closed (0 open)")
+    assert events[2:] == ["refused a websocket request to /ws without the token"] * 2 + ["refused a http request to /reset without the token"]
+    assert "Traceback" not in output.getvalue()
+
+
+def test_http_errors_are_4xx_with_the_env_message_and_step_points_at_the_websocket_api():
+    with serving() as (url, _):
+        status, body = post(url, "/step", {"action": {"text": "Hello"}})
+        assert status == 409 and "stateless" in body["detail"] and "/ws" in body["detail"]
+        status, body = post(url, "/reset", {"seed": 0, "options": {"profile": {"state": "x"}}})
+        assert status == 422 and body["error"] == "ScenarioError" and "must be three ints" in body["detail"]
+        status, body = post(url, "/reset", {"seed": 0})
+        assert status == 200 and body["observation"]["messages"][0]["role"] == "system"
+
+
+def test_a_lone_surrogate_is_refused_before_the_move_is_applied():
+    with serving() as (url, _):
+        with DialogueGymClient(base_url=url).sync() as environment:
+            environment.reset(seed=0)
+            with pytest.raises(RuntimeError, match=r"the action's text holds '\\ud800', which is not UTF-8 text"):
+                environment.step(DialogueAction(text="Hello \ud800 owner"))
+            with pytest.raises(RuntimeError, match="reset options holds"):
+                environment.reset(seed=0, options={"profile": {"name": "\udfff"}})
+            environment.reset(seed=0)
+            assert environment.state().step_count == 0
+            result = environment.step(DialogueAction(text="Hello, is this the owner?"))
+            assert environment.state().step_count == 1 and not result.done
+
+
+class _StuckOutput(io.TextIOBase):
+    """An output nobody reads: every write waits until the test ends."""
+
+    def __init__(self):
+        self.release = threading.Event()
+        self.writes = 0
+
+    def write(self, text):
+        self.writes += 1
+        if self.writes > 1:  # the start-up line gets through; the log thread then hangs
+            self.release.wait(30)
+        return len(text)
+
+
+def test_an_unread_output_never_stalls_the_server(monkeypatch):
+    monkeypatch.setattr(served, "LOG_QUEUE_LINES", 4)
+    stuck = _StuckOutput()
+    try:
+        with serving(output=stuck) as (url, _):
+
+            async def sessions():
+                for seed in range(15):
+                    async with DialogueGymClient(base_url=url) as environment:
+                        await environment.reset(seed=seed)
+
+            started = time.perf_counter()
+            asyncio.run(asyncio.wait_for(sessions(), 20))
+            assert time.perf_counter() - started < 20
+            assert served._DroppingQueueHandler.dropped > 0
+            stuck.release.set()
+    finally:
+        stuck.release.set()
