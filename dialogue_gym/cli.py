@@ -29,16 +29,18 @@ import argparse
 import inspect
 import json
 import math
+import os
 import shlex
 import sys
 import time
+from pathlib import Path
 from typing import Sequence
 
 from tqdm import tqdm
 
 import dialogue_gym  # noqa: F401  (registers the ids)
 from dialogue_gym.errors import ConfigError, DialogueGymError
-from dialogue_gym.evaluation import Evaluator, check_output_path, coverage_note
+from dialogue_gym.evaluation import RUN_FILE_FIX, Evaluator, check_output_path, coverage_note
 from dialogue_gym.fidelity import add_command as add_fidelity_command
 from dialogue_gym.health import UNHEALTHY_THRESHOLD, benchmark_split, format_health, summary_with_health
 from dialogue_gym.metrics.episodes import LABELS as EPISODE_LABELS
@@ -274,10 +276,41 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _check_run_file(path: str) -> None:
+    """``path`` is a file holding at least one non-blank line (records are read by the export)."""
+    source = Path(path)
+    if not source.is_file():
+        what = "a folder" if source.is_dir() else "no such file"
+        raise ConfigError(f"{path}: {what}; {RUN_FILE_FIX}")
+    try:
+        with open(source, "rb") as handle:
+            if not any(line.strip() for line in handle):
+                raise ConfigError(f"{path}: the run file holds no trajectory (it is empty); {RUN_FILE_FIX}")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the run file ({exc.strerror or exc}); {RUN_FILE_FIX}") from exc
+
+
+def _check_dataset_folder(out: str) -> None:
+    """The nearest existing folder of ``out`` is a folder this process can write."""
+    existing = Path(out).absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"-o {out!r}: {str(existing)!r} is a file, so the dataset folder cannot be made there; pass a new folder path.")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"-o {out!r}: the folder {str(existing)!r} is not writable; pass a folder you can write.")
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from dialogue_gym.integrations.datasets import export
 
-    dataset = export(args.run_file, args.format, args.out, env_kwargs=_json_object(args.env_kwargs, "--env-kwargs"), parquet=args.parquet)
+    env_kwargs = _json_object(args.env_kwargs, "--env-kwargs")
+    _check_run_file(args.run_file)
+    _check_dataset_folder(args.out)
+    try:
+        dataset = export(args.run_file, args.format, args.out, env_kwargs=env_kwargs, parquet=args.parquet)
+    except OSError as exc:
+        raise ConfigError(f"-o {args.out!r}: cannot write the dataset ({exc.strerror or exc}); pass a new folder on a writable disk.") from exc
     print(f"{len(dataset)} {args.format} rows written to {args.out}")
     return 0
 

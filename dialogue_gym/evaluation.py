@@ -462,15 +462,31 @@ def evaluate(
     return evaluator.run(episodes, seed, repeats=repeats, first_episode=first_episode, out=out, on_episode=on_episode)
 
 
+RUN_FILE_FIX = "pass the JSONL file of trajectories that `dialogue-gym eval --out RUN.jsonl` wrote."
+
+
 def load_trajectories(path: str | Path) -> list[Trajectory]:
     """Read a JSONL file written by :func:`evaluate` (or any view's ``trajectory().to_dict()``)."""
     trajectories = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                trajectories.append(Trajectory.from_dict(json.loads(line)))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                raise ConfigError(f"{path}: line {number}: not a trajectory record ({exc}).") from exc
+    try:
+        with open(path, "rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise ConfigError(
+                        f"{path}: line {number}: not UTF-8 text (byte {raw[exc.start:exc.start + 1]!r} at column {exc.start + 1}); {RUN_FILE_FIX}"
+                    ) from None
+                if not line.strip():
+                    continue
+                try:
+                    trajectories.append(Trajectory.from_dict(json.loads(line)))
+                except RecursionError:
+                    raise ConfigError(f"{path}: line {number}: nested deeper than any trajectory record (Python's JSON reader gave up); {RUN_FILE_FIX}") from None
+                except KeyError as exc:
+                    raise ConfigError(f"{path}: line {number}: not a trajectory record (field {exc} is missing); {RUN_FILE_FIX}") from exc
+                except (json.JSONDecodeError, TypeError, ValueError) as exc:
+                    raise ConfigError(f"{path}: line {number}: not a trajectory record ({exc}); {RUN_FILE_FIX}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the run file ({exc.strerror or exc}); {RUN_FILE_FIX}") from exc
     return trajectories

@@ -27,6 +27,7 @@ import csv
 import io
 import json
 import math
+import reprlib
 import platform
 import subprocess
 import warnings
@@ -244,11 +245,21 @@ class Results:
         if target.suffix.lower() == ".csv":
             raise ConfigError(f"{path}: a results CSV holds the table only; compare the JSON (`--save {target.with_suffix('.json')}`).")
         try:
-            data = json.loads(target.read_text(encoding="utf-8"))
+            text = target.read_text(encoding="utf-8")
+            if not text.strip():
+                raise ConfigError(f"{path}: the file is empty, so not a results JSON; write one with `dialogue-gym eval ... --save`.")
+            data = json.loads(text)
         except FileNotFoundError as exc:
             raise ConfigError(f"{path}: no such file; write one with `dialogue-gym eval ... --save {path}`.") from exc
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: not a results JSON ({exc}).") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"{path}: not UTF-8 text (byte {exc.object[exc.start:exc.start + 1]!r} at offset {exc.start}), so not a results JSON; "
+                "write one with `dialogue-gym eval ... --save`."
+            ) from exc
+        except RecursionError:
+            raise ConfigError(f"{path}: nested deeper than any results JSON (Python's JSON reader gave up); write one with `dialogue-gym eval ... --save`.") from None
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"{path}: not a results JSON ({exc}); write one with `dialogue-gym eval ... --save`.") from exc
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             found = data.get("format") if isinstance(data, dict) else type(data).__name__
             raise ConfigError(f"{path}: field 'format' must be {FORMAT!r}, got {found!r}; write it with `dialogue-gym eval ... --save`.")
@@ -263,15 +274,40 @@ class Results:
                 row.pop("agent")
                 privileged = bool(row.pop("privileged"))
                 summary = {key: math.nan if value is None else value for key, value in row.items()}
-                for episode in episodes:
-                    episode["scores"] = {key: [0.0 if v is None else float(v) for v in pair] for key, pair in episode["scores"].items()}
+                for index, episode in enumerate(episodes):
+                    episode["scores"] = {
+                        key: _score_pair(pair, f"{path}: field episodes[{name!r}][{index}].scores[{key!r}]") for key, pair in episode["scores"].items()
+                    }
                     for key in ("start", "repeat", "seed"):
                         if isinstance(episode[key], bool) or not isinstance(episode[key], int):
                             raise TypeError(f"episode field {key!r} must be an int, got {episode[key]!r}")
                 agents.append(AgentResult(name, privileged, summary, episodes, data["headline"].get(name, {})))
             return cls(dict(data["provenance"]), agents)
+        except ConfigError:
+            raise
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ConfigError(f"{path}: malformed results file ({type(exc).__name__}: {exc}).") from exc
+
+
+MAX_SCORE = 1e12
+"""The largest magnitude of a saved score part: sums over a million episodes stay finite and exact to
+the cent (1e308 passed the finite check but summed to inf)."""
+
+
+def _score_pair(pair: Any, where: str) -> list[float]:
+    """A saved ``[numerator, denominator]`` checked: finite numbers of magnitude <= MAX_SCORE (None, a
+    non-finite score saved as strict JSON, reads as 0), denominator >= 0, numerator 0 when the
+    denominator is (an episode left out)."""
+    if isinstance(pair, list) and len(pair) == 2:
+        numerator, denominator = (0.0 if value is None else value for value in pair)
+        if all(isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= MAX_SCORE for value in (numerator, denominator)):
+            if denominator > 0 or (denominator == 0 and numerator == 0):
+                return [float(numerator), float(denominator)]
+    raise ConfigError(
+        f"{where} must be a [numerator, denominator] pair of finite numbers within +-{MAX_SCORE:g}, the denominator >= 0 "
+        f"and the numerator 0 when the denominator is 0 (an episode left out), got {reprlib.repr(pair)}; "
+        "re-save the run with `dialogue-gym eval ... --save` rather than editing it."
+    )
 
 
 def _json_text(data: dict[str, Any]) -> str:
@@ -314,6 +350,23 @@ def _played(result: AgentResult) -> set[tuple[int, int, int]]:
     return {(episode["start"], episode["repeat"], episode["seed"]) for episode in result.episodes}
 
 
+MAX_RESAMPLES = 100_000
+"""Most bootstrap resamples ``compare`` draws (10,000 already pin a 95% interval's ends to about 0.5%)."""
+MAX_BOOTSTRAP_CELLS = 50_000_000
+"""Most resamples x starts: the index matrix alone takes 8 bytes a cell (400 MB here)."""
+
+
+def check_resamples(resamples: Any, starts: int, flag: str = "--bootstrap") -> int:
+    """``resamples`` as an int in [1, the cap for ``starts`` starts], or ConfigError naming the cap."""
+    cap = max(1, min(MAX_RESAMPLES, MAX_BOOTSTRAP_CELLS // max(starts, 1)))
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or not 1 <= resamples <= cap:
+        raise ConfigError(
+            f"{flag} must be an int in [1, {cap:,}] for {starts:,} starts (resamples x starts <= {MAX_BOOTSTRAP_CELLS:,}, resamples <= "
+            f"{MAX_RESAMPLES:,}), got {resamples!r}; 1000 is the usual choice."
+        )
+    return resamples
+
+
 COMPARED = ("env_id", "learner", "episodes", "repeats", "seed")
 """Provenance fields two runs must share to be compared episode by episode."""
 
@@ -341,7 +394,7 @@ def compare(
     if _played(first) != _played(second):
         missing = len(_played(first) ^ _played(second))
         raise ConfigError(f"Cannot pair the episodes of {first.name!r} and {second.name!r}: {missing} (start, repeat, seed) keys are in one run only.")
-    indices = bootstrap_resamples(len(first.starts()), resamples, seed)
+    indices = bootstrap_resamples(len(first.starts()), check_resamples(resamples, len(first.starts())), seed)
     rows = []
     for key in [key for key in first.keys() if key in second.keys()]:
         (na, da), (nb, db) = first.per_start(key), second.per_start(key)
