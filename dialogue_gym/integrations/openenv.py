@@ -336,24 +336,11 @@ def check_serve_options(
         )
 
 
-def serve(
-    env_id: str,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    learner: str | None = None,
-    env_kwargs: dict[str, Any] | None = None,
-    max_sessions: int = 64,
-    idle_timeout: float | None = 300.0,
-    token: str | None = None,
-    output: Any = None,
-) -> None:
+def serve(env_id: str, **options: Any) -> None:
     """Serve ``env_id`` over OpenEnv's HTTP/WebSocket protocol until interrupted (see the module
-    docstring); ``token`` defaults to the ``DIALOGUE_GYM_TOKEN`` environment variable."""
-    server, sockets = make_server(
-        env_id, host=host, port=port, learner=learner, env_kwargs=env_kwargs, max_sessions=max_sessions,
-        idle_timeout=idle_timeout, token=token, output=output,
-    )
+    docstring); ``options`` are :func:`make_server`'s (host, port, learner, env_kwargs, max_sessions,
+    idle_timeout, token, output)."""
+    server, sockets = make_server(env_id, **options)
     try:
         server.run(sockets=sockets)
     except KeyboardInterrupt:  # a second Ctrl-C during shutdown (uvicorn.run swallows it too)
@@ -445,7 +432,8 @@ def make_server(
     output: Any = None,
 ) -> tuple[Any, list[socket.socket]]:
     """The uvicorn server of :func:`serve` and its bound socket, every option checked first; prints
-    the start-up line to ``output`` (stderr by default)."""
+    the start-up line to ``output`` (stderr by default). ``token`` defaults to the
+    ``DIALOGUE_GYM_TOKEN`` environment variable."""
     import uvicorn
 
     token = token if token is not None else (os.environ.get(TOKEN_ENV) or None)

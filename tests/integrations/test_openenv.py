@@ -5,7 +5,6 @@ import contextlib
 import importlib
 import json
 import sys
-import threading
 import time
 
 import gymnasium as gym
@@ -15,6 +14,7 @@ pytest.importorskip("openenv")
 uvicorn = pytest.importorskip("uvicorn")
 
 from openenv.core.generic_client import GenericEnvClient  # noqa: E402
+from server_thread import in_thread  # noqa: E402
 
 from dialogue_gym.cli import main  # noqa: E402
 from dialogue_gym.errors import ConfigError, DependencyNotInstalled  # noqa: E402
@@ -25,18 +25,8 @@ from envs_registry import REGISTRY  # noqa: E402
 @contextlib.contextmanager
 def running(app):
     """``app`` served by uvicorn on a free local port, in a thread; yields its base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 30
-    while not server.started:
-        assert thread.is_alive() and time.time() < deadline, "the server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    with in_thread(uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical"))) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def in_process(env_id, agent, seed, env_kwargs=None):

@@ -23,6 +23,7 @@ from dialogue_gym.cli import main  # noqa: E402
 from dialogue_gym.errors import ConfigError  # noqa: E402
 from dialogue_gym.integrations import openenv as served  # noqa: E402
 from dialogue_gym.integrations.openenv import DialogueAction, DialogueGymClient, make_server  # noqa: E402
+from server_thread import in_thread  # noqa: E402
 
 TOKEN = "test-token-0123456789"
 
@@ -31,18 +32,10 @@ TOKEN = "test-token-0123456789"
 def serving(env_id="SEAD-Outbound-v0", **kwargs):
     """:func:`make_server` on a free local port, run in a thread; yields (url, what it printed)."""
     output = kwargs.pop("output", None) or io.StringIO()
-    server, sockets = make_server(env_id, port=0, output=output, **kwargs)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": sockets}, daemon=True)
-    thread.start()
-    deadline = time.time() + 30
-    while not server.started:
-        assert thread.is_alive() and time.time() < deadline, "the server did not start"
-        time.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{sockets[0].getsockname()[1]}", output
+        with in_thread(*make_server(env_id, port=0, output=output, **kwargs)) as port:
+            yield f"http://127.0.0.1:{port}", output
     finally:
-        server.should_exit = True
-        thread.join(10)
         served._stop_log()
 
 
