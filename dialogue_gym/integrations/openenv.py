@@ -58,6 +58,7 @@ try:
     from openenv.core.env_server.http_server import create_app
     from openenv.core.env_server.interfaces import Environment
     from openenv.core.env_server.types import Action, ConcurrencyConfig, EnvironmentMetadata, Observation, State
+    from fastapi.exceptions import RequestValidationError
     from pydantic import Field
     from starlette.responses import JSONResponse
     from starlette.websockets import WebSocketDisconnect
@@ -222,6 +223,7 @@ def make_app(
     app = create_app(factory, DialogueAction, DialogueObservation, env_name=env_id, concurrency_config=concurrency)
     _log_sessions(app)
     app.add_exception_handler(DialogueGymError, _env_error)
+    app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_middleware(_Guard, token=token)
     return app
 
@@ -235,6 +237,13 @@ STATELESS_STEP = (
 async def _env_error(request: Any, exc: DialogueGymError) -> JSONResponse:
     """An env error over HTTP: 409 for a call out of turn, 422 for a bad action or argument, with its message."""
     return JSONResponse({"detail": str(exc), "error": type(exc).__name__}, status_code=409 if isinstance(exc, EpisodeStateError) else 422)
+
+
+async def _invalid_request(request: Any, exc: RequestValidationError) -> JSONResponse:
+    """A request body of the wrong shape: 422 naming each field, without echoing its value (a seed of
+    1e999 made FastAPI's own answer, which echoes it, fail as a 500)."""
+    errors = [{"loc": [str(part) for part in error.get("loc", ())], "msg": str(error.get("msg", "")), "type": str(error.get("type", ""))} for error in exc.errors()]
+    return JSONResponse({"detail": errors}, status_code=422)
 
 
 def _log_sessions(app: Any) -> None:
@@ -377,7 +386,11 @@ def _start_log(output: Any) -> None:
     stream.setFormatter(logging.Formatter("%(asctime)s dialogue-gym serve: %(message)s", "%Y-%m-%d %H:%M:%S"))
     handler = _DroppingQueueHandler(queue.Queue(LOG_QUEUE_LINES))
     handler.setFormatter(_OneLine())
-    for name, level in ((log.name, logging.INFO), ("uvicorn", logging.WARNING), ("uvicorn.error", logging.WARNING), ("uvicorn.access", logging.WARNING)):
+    logging.captureWarnings(True)  # warnings (an env's unknown reset options) go through the queue, not straight to stderr
+    for name, level in (
+        (log.name, logging.INFO), ("uvicorn", logging.WARNING), ("uvicorn.error", logging.WARNING), ("uvicorn.access", logging.WARNING),
+        ("py.warnings", logging.WARNING),
+    ):
         logger = logging.getLogger(name)
         logger.handlers[:] = [handler]
         logger.setLevel(level)
@@ -386,18 +399,22 @@ def _start_log(output: Any) -> None:
     _listener.start()
 
 
+LOG_LINE_CHARS = 1000
+"""Characters of one log line at most (a client's option names or errors can be any length)."""
+
+
 class _OneLine(logging.Formatter):
-    """The message and, for an exception, its type and text: one line."""
+    """The message and, for an exception, its type and text: one line of printable characters (a
+    client's text cannot move the cursor or clear the operator's terminal), cut to LOG_LINE_CHARS."""
 
     def format(self, record: logging.LogRecord) -> str:
         message = record.getMessage()
         if record.exc_info and record.exc_info[1] is not None:
             exc = record.exc_info[1]
             message = f"{message}: {type(exc).__name__}: {exc}"
-        return " ".join(message.split())
-
-    def formatMessage(self, record: logging.LogRecord) -> str:  # QueueHandler.prepare calls format
-        return self.format(record)
+        message = " ".join(message.split())
+        message = "".join(char if char.isprintable() else ascii(char)[1:-1] for char in message[: LOG_LINE_CHARS + 1])
+        return message if len(message) <= LOG_LINE_CHARS else message[:LOG_LINE_CHARS] + "..."
 
 
 def _stop_log(wait: float = 2.0) -> None:
@@ -406,6 +423,7 @@ def _stop_log(wait: float = 2.0) -> None:
     global _listener
     if _listener is None:
         return
+    logging.captureWarnings(False)
     listener, _listener = _listener, None
     while True:
         try:

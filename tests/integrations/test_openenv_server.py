@@ -168,3 +168,64 @@ def test_an_unread_output_never_stalls_the_server(monkeypatch):
             stuck.release.set()
     finally:
         stuck.release.set()
+
+
+HOSTILE_BODIES = [
+    b"", b"{", b"[]", b"null", b'"x"', b"[" * 100_000, b'{"seed": 1e999}', b'{"seed": NaN}', b'{"seed": 99999999999999999999999999}',
+    b'{"seed": -1}', b'{"seed": "x"}', b'{"seed": 0, "options": []}', b'{"seed": 0, "options": {"profile": "\\ud800"}}',
+    b'{"seed": 0, "options": {"profile": ' + b"[" * 5000 + b"]" * 5000 + b"}}", b'{"seed": 0, "episode_id": 5}', b"\xff\xfe",
+    b'{"action": {"text": "\\ud800"}}', b'{"action": {"text": ' + b"[" * 10_000 + b"}}",
+]
+
+
+def test_hostile_http_bodies_are_answered_4xx_never_500():
+    with serving() as (url, output):
+        for path in ("/reset", "/step"):
+            for body in HOSTILE_BODIES:
+                request = urllib.request.Request(url + path, data=body, headers={"Content-Type": "application/json"})
+                try:
+                    with urllib.request.urlopen(request, timeout=20) as response:
+                        status = response.status
+                except urllib.error.HTTPError as exc:
+                    status = exc.code
+                assert status < 500, (path, body[:60], status)
+        post(url, "/reset", {"seed": 0, "options": {"\x1b[2J" + "k" * 5000: 1}})
+        time.sleep(0.3)
+    logged = output.getvalue()
+    assert "\x1b" not in logged and "Traceback" not in logged and "Exception in ASGI" not in logged
+    assert max(len(line) for line in logged.splitlines()) < 1200
+
+
+def test_hostile_websocket_messages_and_actions_keep_the_session_alive():
+    import random
+
+    from hostile import hostile_action
+    from websockets.sync.client import connect
+
+    rng = random.Random(0)
+    with serving() as (url, output):
+        with connect(url.replace("http", "ws") + "/ws", max_size=None) as socket:
+            for message in (
+                "not json", '{"type": "step", "data": {"text": 5}}', '{"type": "step"}', '{"type": "nope"}', '{"type": "step", "data": {"text": "\\ud800"}}',
+                '{"type": "reset", "data": {"seed": 1e999}}', '{"type": "reset", "data": {"seed": 0, "options": {"profile": []}}}',
+                '{"type": "reset", "data": {"seed": 0}}',
+            ):
+                socket.send(message)
+                assert json.loads(socket.recv(timeout=20))["type"] == ("observation" if message.endswith("0}}") else "error"), message
+        # A message nested past Python's JSON reader ends that session with an error (openenv-core's
+        # handling), and the server goes on.
+        with connect(url.replace("http", "ws") + "/ws", max_size=None) as socket:
+            socket.send("[" * 100_000)
+            assert "maximum recursion depth" in json.loads(socket.recv(timeout=20))["data"]["message"]
+        with DialogueGymClient(base_url=url).sync() as environment:
+            environment.reset(seed=0)
+            for _ in range(40):
+                try:
+                    result = environment.step(DialogueAction(text=hostile_action(rng)))
+                except RuntimeError as exc:  # the env's own error, e.g. after the episode ended
+                    assert "Server error" in str(exc)
+                    result = None
+                if result is None or result.done:
+                    environment.reset(seed=rng.randrange(100))
+        time.sleep(0.3)
+    assert "Traceback" not in output.getvalue() and "Exception in ASGI" not in output.getvalue()
