@@ -116,16 +116,17 @@ LOG_QUEUE_LINES = 1000
 log = logging.getLogger("dialogue_gym.serve")
 
 
-def check_text(value: Any, what: str) -> None:
-    """Raise ``InvalidAction`` naming the character when ``value`` holds text UTF-8 cannot carry (a lone
-    surrogate): the reply could not be sent, so the move must not be applied."""
+def check_text(value: Any, what: str, error: type[DialogueGymError] = InvalidAction) -> None:
+    """Raise ``error`` naming the character when ``value`` holds text UTF-8 cannot carry (a lone
+    surrogate): the reply could not be sent, so the move must not be applied. Values that are not
+    JSON data are left to the env to judge."""
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as exc:
         bad = exc.object[exc.start : exc.end]
-        raise InvalidAction(
-            f"{what} holds {bad!r}, which is not UTF-8 text (a lone surrogate); send text without unpaired surrogates."
-        ) from None
+        raise error(f"{what} holds {bad!r}, which is not UTF-8 text (a lone surrogate); send text without unpaired surrogates.") from None
+    except (TypeError, ValueError, RecursionError):
+        return
 
 
 class DialogueGymEnvironment(Environment):
@@ -160,7 +161,7 @@ class DialogueGymEnvironment(Environment):
         if unknown:
             raise ConfigError(f"reset() got unknown argument(s) {sorted(unknown)}; it takes seed, episode_id and options.")
         environment = self._live_env("reset")
-        check_text(options, "reset options")
+        check_text(options, "reset options", ConfigError)
         observation, info = environment.reset(seed=seed, options=options)
         self._episode_id = episode_id or str(uuid.uuid4())
         self._steps = 0
@@ -335,7 +336,7 @@ def check_serve_options(
         raise ConfigError(f"--host must be a host name or address, got {host!r}.")
     if token is not None and (not isinstance(token, str) or len(token) < MIN_TOKEN_CHARS or not token.isprintable() or not token.isascii() or " " in token):
         raise ConfigError(
-            f"the token must be at least {MIN_TOKEN_CHARS} printable ASCII characters without spaces (got {len(token) if isinstance(token, str) else type(token).__name__} "
+            f"the token (--token or {TOKEN_ENV}) must be at least {MIN_TOKEN_CHARS} printable ASCII characters without spaces (got {len(token) if isinstance(token, str) else type(token).__name__} "
             "characters); e.g. python -c 'import secrets; print(secrets.token_urlsafe(24))'."
         )
     if token is None and not is_loopback(host):

@@ -58,15 +58,20 @@ def post(url, path, body, token=None):
     (["--idle-timeout", "0"], "--idle-timeout must be a finite number of seconds > 0"),
     (["--host", "0.0.0.0"], r"--host 0\.0\.0\.0 serves beyond this machine.*pass --token \(or set DIALOGUE_GYM_TOKEN\)"),
     (["--host", "::"], "--host :: serves beyond this machine"),
-    (["--token", "short"], "the token must be at least 16 printable ASCII characters without spaces"),
-    (["--token", "a" * 15 + " "], "the token must be at least 16 printable ASCII"),
+    (["--token", "short"], r"the token \(--token or DIALOGUE_GYM_TOKEN\) must be at least 16 printable ASCII characters without spaces"),
+    (["--token", "a" * 15 + " "], "must be at least 16 printable ASCII"),
 ])
 def test_options_are_checked_before_start_and_exit_2_with_one_line(capsys, monkeypatch, flags, message):
     monkeypatch.delenv(served.TOKEN_ENV, raising=False)
-    assert main(["serve", "SEAD-Outbound-v0", *flags]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("dialogue-gym: error: ")
+    err = _one_line(capsys, ["serve", "SEAD-Outbound-v0", *flags])
     assert re.search(message, err), err
+
+
+def _one_line(capsys, argv) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("dialogue-gym: error: "), err
+    return err
 
 
 def test_a_port_in_use_is_a_one_line_error():
@@ -229,3 +234,25 @@ def test_hostile_websocket_messages_and_actions_keep_the_session_alive():
                     environment.reset(seed=rng.randrange(100))
         time.sleep(0.3)
     assert "Traceback" not in output.getvalue() and "Exception in ASGI" not in output.getvalue()
+
+
+def test_a_short_token_from_the_environment_is_refused_too(monkeypatch, capsys):
+    monkeypatch.setenv(served.TOKEN_ENV, "abc")
+    err = _one_line(capsys, ["serve", "SEAD-Outbound-v0", "--host", "0.0.0.0"])
+    assert "the token (--token or DIALOGUE_GYM_TOKEN) must be at least 16" in err
+
+
+def test_in_process_sessions_check_text_but_leave_other_values_to_the_env():
+    from dialogue_gym.errors import InvalidAction
+    from dialogue_gym.integrations.openenv import DialogueGymEnvironment
+
+    session = DialogueGymEnvironment("SEAD-Outbound-v0")
+    with pytest.raises(ConfigError, match=r"reset options holds '\\udfff', which is not UTF-8 text"):
+        session.reset(seed=0, options={"profile": {"name": "\udfff"}})
+    session.reset(seed=0)
+    with pytest.raises(InvalidAction, match=r"the action's text holds '\\ud800'"):
+        session.step(DialogueAction(text="\ud800"))
+    assert session.state.step_count == 0
+    with pytest.raises(ConfigError, match="options must be a dict"):
+        session.reset(seed=0, options=object())
+    session.close()
