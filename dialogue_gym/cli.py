@@ -9,7 +9,8 @@
     dialogue-gym compare sop.json adaptive.json
     dialogue-gym audit SEAD-Outbound-v0 [--episodes 600]
     dialogue-gym export run.jsonl --format sft|preference|rollouts -o DIR [--env-kwargs JSON] [--parquet]
-    dialogue-gym serve SEAD-Outbound-v0 [--port 8000] [--env-kwargs JSON]
+    dialogue-gym serve SEAD-Outbound-v0 [--port 8000] [--env-kwargs JSON] [--host 0.0.0.0 --token TOKEN]
+    dialogue-gym --version
     dialogue-gym view run.jsonl [-o report.html]
 
 ``audit`` plays the id's degenerate and blind policies beside its fair baselines and exits 1 when any
