@@ -27,15 +27,15 @@ import csv
 import io
 import json
 import math
-import reprlib
 import platform
+import reprlib
 import subprocess
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -292,6 +292,39 @@ class Results:
 MAX_SCORE = 1e12
 """The largest magnitude of a saved score part: sums over a million episodes stay finite and exact to
 the cent (1e308 passed the finite check but summed to inf)."""
+
+
+def results_of(
+    env_id: str, runs: Mapping[str, Sequence[Trajectory]], provenance: Mapping[str, Any], *, resamples: int = 1000
+) -> Results:
+    """The ``eval --save`` record of agents already played on ``env_id``'s evaluation sequence (each
+    trajectory's ``meta["start"]`` / ``["repeat"]`` set, as :func:`~dialogue_gym.evaluation.evaluate`
+    does): every agent's summary with counterpart health, per-episode scores and headline intervals over
+    ``resamples`` bootstrap resamples of the starts. ``provenance`` says how they were played (at least
+    ``env_kwargs``, ``learner``, ``episodes``, ``repeats`` and ``seed``: what ``compare`` pairs on);
+    ``env_id``, the bootstrap, the software and the finishing time are added."""
+    from dialogue_gym.health import summary_with_health
+    from envs_registry import get, resolve
+
+    entry = get(env_id)
+    missing = sorted({"env_kwargs", "learner", "episodes", "repeats", "seed"} - set(provenance))
+    if missing:
+        raise ConfigError(f"results_of: provenance lacks {missing}; pass how the runs were played (what compare pairs them on).")
+    summary = resolve(entry.summary)
+    episode_scores = resolve(entry.episode_scores) if entry.episode_scores else lambda trajectory: {}
+    agents = []
+    for name, trajectories in runs.items():
+        row = summary_with_health(trajectories, summary)
+        for kept_apart in ("counterpart_health", "health_warnings"):  # as eval --save: health is printed, not a row column
+            row.pop(kept_apart)
+        agent = AgentResult.from_trajectories(name, trajectories, row, episode_scores)
+        agent.compute_headline(entry.pass_metric, int(provenance["repeats"]), resamples)
+        agents.append(agent)
+    return Results(
+        {"env_id": env_id, "agents": list(runs), **provenance,
+         "bootstrap": {"resamples": resamples, "seed": 0, "confidence": CONFIDENCE, "unit": "start"}, **software(), "finished": now()},
+        agents,
+    )
 
 
 def _score_pair(pair: Any, where: str) -> list[float]:

@@ -33,6 +33,11 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
 
+ISOLATED_PIECES = r"<[^<>\n]{1,40}>|\d|\n"
+"""``whole_sentences`` cuts every tag (``<response>``), digit and newline out as a piece of its own..."""
+SENTENCE_STARTS = r"(?<=[.?!]) "
+"""...and starts a new piece at the space after a sentence's end (the space goes with the next sentence)."""
+
 _CORPUS = """\
 system user assistant reply message conversation dialogue turn agent customer caller
 <reply> </reply> <think> </think> <estimate> </estimate> <status> </status> <action> </action>
@@ -85,6 +90,7 @@ def build_tiny_chat_model(
     num_attention_heads: int = 4,
     max_position_embeddings: int = 1024,
     corpus: Sequence[str] = (),
+    whole_sentences: bool = False,
 ) -> pathlib.Path:
     """Build and save a tiny random Llama chat model plus its tokenizer into ``directory``.
 
@@ -96,6 +102,11 @@ def build_tiny_chat_model(
         hidden_size, num_hidden_layers, num_attention_heads, max_position_embeddings: model shape.
         corpus: more text to train the tokenizer on, beside the built-in English lines: a scenario's
             prompts, say, which then take a few times fewer tokens (and tests a few times less time).
+        whole_sentences: split the text only at tags, newlines and sentence ends before merging, and
+            merge only pieces seen twice: a recurring sentence of ``corpus`` becomes one token, each tag
+            and each number its own. A scenario's scripted lines then cost one token each, which lets a
+            model trained from scratch on 2 CPU cores learn a dialogue in minutes (any text still
+            encodes, byte by byte where it is new).
 
     Returns:
         The folder as a :class:`pathlib.Path`, loadable with ``from_pretrained``.
@@ -107,6 +118,7 @@ def build_tiny_chat_model(
     try:
         import transformers
         from tokenizers import (
+            Regex,
             Tokenizer,
             decoders,
             models,
@@ -135,11 +147,17 @@ def build_tiny_chat_model(
     # --- tokenizer ---------------------------------------------------------------------------
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    if whole_sentences:
+        bpe.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(ISOLATED_PIECES), "isolated"),
+            pre_tokenizers.Split(Regex(SENTENCE_STARTS), "merged_with_next"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ])
     bpe.decoder = decoders.ByteLevel()
     bpe.post_processor = processors.ByteLevel(trim_offsets=False)
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        min_frequency=1,
+        min_frequency=2 if whole_sentences else 1,
         special_tokens=list(SPECIAL_TOKENS),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,

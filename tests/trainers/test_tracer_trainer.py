@@ -164,7 +164,8 @@ def test_a_packed_session_trains_exactly_the_tokens_and_contexts_of_its_rows(tmp
     torch = pytest.importorskip("torch")
     from transformers import AutoModelForCausalLM
 
-    from trainers.tracer.sft import _chat_ids, lm_sessions, pack_session
+    from trainers.common.sft import _chat_ids, pack_session
+    from trainers.tracer.sft import lm_sessions
 
     tokenizer = tiny_tokenizer(tmp_path)
     model = AutoModelForCausalLM.from_pretrained(str(tmp_path / "tiny")).eval()
@@ -190,7 +191,8 @@ def test_a_packed_session_trains_exactly_the_tokens_and_contexts_of_its_rows(tmp
 
 
 def test_a_template_that_rewrites_earlier_turns_falls_back_to_one_row_per_turn(tmp_path):
-    from trainers.tracer.sft import lm_sessions, pack_session
+    from trainers.common.sft import pack_session
+    from trainers.tracer.sft import lm_sessions
 
     tokenizer = tiny_tokenizer(tmp_path)
     # like templates that strip reasoning from earlier turns: the history differs from the generated text

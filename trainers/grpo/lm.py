@@ -182,11 +182,16 @@ class CausalLMPolicy:
             self.reference = TransformersBackend(model, device=device).model.eval()
             for parameter in self.reference.parameters():
                 parameter.requires_grad_(False)
-        # ``seed`` only draws for requests without their own seed (act_batch always gives one)
+        # ``seed`` only draws for requests without their own seed (act_batch always gives one). No prefix
+        # cache: its reuse changes floating-point rounding, and the logprobs recorded here are the
+        # denominator of the GRPO ratio, recomputed without a cache in ``step``; plain generation keeps
+        # the two within rounding (tests/trainers/test_grpo_lm.py bounds the gap).
         self.backend = TransformersBackend(
             self.model, tokenizer=self.tokenizer, device=device, temperature=self.config.temperature,
-            top_p=1.0, max_new_tokens=self.config.max_new_tokens, seed=seed,
+            top_p=1.0, max_new_tokens=self.config.max_new_tokens, seed=seed, prefix_cache=False,
         )
+        self.greedy = False
+        """Set by held-out evaluation: act with greedy decoding (temperature 0) instead of sampling."""
         self.optimizer = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad], lr=self.config.learning_rate)
         if checkpoint and Path(checkpoint, "optimizer.pt").exists():
             self.optimizer.load_state_dict(torch.load(Path(checkpoint, "optimizer.pt"), weights_only=True))
@@ -202,7 +207,7 @@ class CausalLMPolicy:
 
     def act_batch(self, observations, infos, memories) -> list[str]:
         requests = [
-            GenerationRequest(tuple(o["messages"]), SamplingParams(seed=mix_seed(m["seed"], int(o["turn"]))))
+            GenerationRequest(tuple(o["messages"]), SamplingParams(temperature=0.0 if self.greedy else None, seed=mix_seed(m["seed"], int(o["turn"]))))
             for o, m in zip(observations, memories)
         ]
         outputs = self.generate(requests)

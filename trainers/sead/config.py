@@ -18,6 +18,9 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "policy": ("strategy", "strategy-plus", "lm"),
     "user": ("scripted", "llm"),
     "user_training": ("fixed", "joint"),
+    "rl_mode": ("dialogue", "decision_point"),
+    "sft_expert": ("adaptive", "sop"),
+    "continuation": ("adaptive", "sop", "lm"),
 }
 """The accepted values of the fields that take one of a few (checked by build_config, listed by --help)."""
 
@@ -50,7 +53,8 @@ class SeadTrainConfig:
     entropy_coef: float = 0.0
     """strategy-plus policy: weight of the entropy bonus in each update (0 = plain policy gradient)."""
     model: str = ""
-    """lm policy: local model folder, "smollm2", or "tiny" (a random tiny model built in the run folder)."""
+    """lm policy: local model folder, "smollm2", "tiny" (a random tiny model built in the run folder) or
+    "scratch" (a random model of SCRATCH_MODEL's shape whose tokenizer is trained on the expert's dialogues)."""
     device: str = "cpu"
     """lm policy: torch device."""
     lora_rank: int = 0
@@ -63,6 +67,24 @@ class SeadTrainConfig:
     """lm policy: rollout temperature (SEAD reference code: 1.2)."""
     max_new_tokens: int = 96
     """lm policy: tokens per agent turn."""
+    sft_steps: int = 0
+    """lm policy, phase ``sft``: optimizer steps of behaviour cloning on the expert's dialogues before RL (0 skips it)."""
+    sft_episodes: int = 2000
+    """lm policy: the expert's dialogues played for phase ``sft`` (and the scratch model's tokenizer corpus),
+    exported through ``dialogue-gym export --format sft``'s writer."""
+    sft_expert: str = "adaptive"
+    """The fair scripted agent cloned by phase ``sft``; also the prefix policy of decision points."""
+    sft_learning_rate: float = 3e-3
+    """Phase ``sft``: AdamW learning rate (cosine schedule, 10% warm-up)."""
+    sft_batch_size: int = 16
+    """Phase ``sft``: dialogues (one packed sequence each) per optimizer step."""
+    rl_mode: str = "dialogue"
+    """lm policy, phase ``rl``: dialogue (SEAD's GRPO over whole dialogues) or decision_point (SPEC
+    "Decision-point GRPO": batch_size points per iteration, group_size sampled turns each)."""
+    group_size: int = 8
+    """decision_point: G, the LM turns sampled at each point (SPEC: 8)."""
+    continuation: str = "adaptive"
+    """decision_point: who plays the learner's turns after the sampled one: a fair scripted agent or "lm"."""
     user: str = "scripted"
     """Who plays the user: scripted or llm."""
     user_training: str = "fixed"
@@ -92,6 +114,10 @@ class SeadTrainConfig:
         return dataclasses.asdict(self)
 
 
+SCRATCH_MODEL: dict[str, Any] = {"vocab_size": 2048, "hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "whole_sentences": True}
+"""Shape of ``model="scratch"``: measured on 2 cores, this size clones adaptive to a completion NLL
+under 0.4 in 100 steps, with every recurring sentence one token (whole_sentences)."""
+
 PRESETS: dict[str, dict[str, Any]] = {
     "cpu-strategy": {},
     "cpu-strategy-plus": {"policy": "strategy-plus", "iterations": 450, "n_max": 400, "entropy_coef": 0.03},
@@ -101,6 +127,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     "cpu-tiny-lm": {
         "policy": "lm", "model": "tiny", "iterations": 2, "batch_size": 4, "max_agent_turns": 3,
         "max_new_tokens": 16, "learning_rate": 1e-4, "eval_episodes": 8, "temperature": 1.0,
+    },
+    # A 2-layer Llama whose tokenizer learns the expert's sentences, cloned from adaptive (phase sft),
+    # then decision-point GRPO (phase rl); every phase's held-out evaluation on the same 240 starts.
+    "cpu-lm-scratch": {
+        "policy": "lm", "model": "scratch", "sft_steps": 100, "rl_mode": "decision_point", "iterations": 30, "batch_size": 32,
+        "group_size": 8, "learning_rate": 1e-4, "temperature": 1.0, "max_new_tokens": 24, "eval_episodes": 240, "kl_coef": 0.0,
     },
     "gpu-lm": {
         "policy": "lm", "model": "/path/to/Qwen2.5-0.5B-Instruct", "device": "cuda", "iterations": 50,
@@ -116,7 +148,17 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> SeadTrainCon
     if config.policy not in CHOICES["policy"]:
         raise ConfigError(f"policy={config.policy!r}; use strategy, strategy-plus or lm.")
     if config.policy == "lm" and not config.model:
-        raise ConfigError("policy='lm' needs model=... (a local folder, 'smollm2' or 'tiny').")
+        raise ConfigError("policy='lm' needs model=... (a local folder, 'smollm2', 'tiny' or 'scratch').")
+    for name in ("rl_mode", "sft_expert", "continuation"):
+        if getattr(config, name) not in CHOICES[name]:
+            raise ConfigError(f"{name}={getattr(config, name)!r}; use one of {', '.join(map(repr, CHOICES[name]))}.")
+    if config.policy != "lm" and (config.sft_steps or config.rl_mode != "dialogue"):
+        raise ConfigError(
+            f"sft_steps={config.sft_steps} and rl_mode={config.rl_mode!r} train a language model; pass policy=lm "
+            "(with model=...), or leave sft_steps=0 and rl_mode='dialogue' for the strategy policies."
+        )
+    if config.model == "scratch" and not config.sft_steps:
+        raise ConfigError("model='scratch' is a random model; pass sft_steps > 0 so phase sft teaches it the expert's dialogues first.")
     if config.advantage not in CHOICES["advantage"]:
         raise ConfigError(f"advantage={config.advantage!r}; use batch_mean or group_standardized.")
     if config.user_training not in CHOICES["user_training"]:
@@ -125,10 +167,10 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> SeadTrainCon
         raise ConfigError(f"user_training='joint' trains the scripted owner, got user={config.user!r}; pass user=scripted.")
     if config.smoothing not in CHOICES["smoothing"]:
         raise ConfigError(f"smoothing={config.smoothing!r}; use None or 'beta'.")
-    require_range(config, ("batch_size", "n_max", "max_agent_turns", "max_new_tokens"), 1)
-    require_range(config, ("iterations", "eval_episodes", "lora_rank", "kl_coef", "entropy_coef"), 0)
+    require_range(config, ("batch_size", "n_max", "max_agent_turns", "max_new_tokens", "sft_episodes", "sft_batch_size", "group_size"), 1)
+    require_range(config, ("iterations", "eval_episodes", "lora_rank", "kl_coef", "entropy_coef", "sft_steps"), 0)
     require_range(config, ("clip_eps",), 0, 1)
-    for name in ("learning_rate", "temperature"):
+    for name in ("learning_rate", "temperature", "sft_learning_rate"):
         if getattr(config, name) <= 0:
             raise ConfigError(f"{name} must be > 0, got {getattr(config, name)!r}.")
     return config

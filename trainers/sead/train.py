@@ -17,6 +17,7 @@ controller continues exactly.
 from __future__ import annotations
 
 import math
+import random
 import shutil
 import sys
 import time
@@ -33,6 +34,7 @@ from dialogue_gym.errors import ConfigError
 from dialogue_gym.evaluation import evaluate
 from dialogue_gym.metrics import sead as sead_metrics
 from dialogue_gym.metrics.core import invalid_action_rate
+from dialogue_gym.results import compare, results_of
 from dialogue_gym.scenarios.sead.game import SeadConfig, SeadGame
 from dialogue_gym.scenarios.sead.policies import make_policy
 from dialogue_gym.seeding import mix_seed
@@ -42,13 +44,35 @@ from trainers.common.baselines import best_baseline, fair_baselines
 from trainers.common.cli import config_from_cli, run_main
 from trainers.common.rundir import STATE_FIX
 from trainers.grpo.policy import advantages_for
-from trainers.sead.config import SeadTrainConfig, build_config, parser
+from trainers.grpo.decision_point import DecisionPointSeat, draw_points, group_samples, play_groups
+from trainers.sead.config import SCRATCH_MODEL, SeadTrainConfig, build_config, parser
 
+ENV_ID = "SEAD-Outbound-v0"
 KEEP_CHECKPOINTS = 2
+SFT_STREAM, POINT_STREAM, SAMPLE_STREAM = 1, 2, 3
+"""Seed streams of their own: the expert's SFT dialogues (``mix_seed(seed, SFT_STREAM)``, so disjoint
+from the eval_seed sequence), and per decision-point iteration the turns drawn and the LM's samples."""
 
 
-def make_policy_for(config: SeadTrainConfig, run: RunDir, checkpoint: Path | None):
-    """The trainable agent policy, fresh or from a checkpoint."""
+def base_model(config: SeadTrainConfig, run: RunDir) -> str:
+    """The lm policy's starting weights: the SFT checkpoint once phase ``sft`` has run, else the
+    configured model ("tiny" and "scratch" are built in the run folder: scratch by phase sft)."""
+    sft = run.load_state("sft", SFT_FIELDS)
+    if sft is not None:
+        return str(run.checkpoint_path("sft", "checkpoint", sft["checkpoint"]))
+    if config.model in ("tiny", "scratch"):
+        model = run.path / f"{config.model}_model"
+        if config.model == "tiny" and not (model / "config.json").exists():
+            from dialogue_gym.backends.tiny import build_tiny_chat_model
+
+            build_tiny_chat_model(model, seed=config.seed)
+        return str(model)
+    return config.model
+
+
+def make_policy_for(config: SeadTrainConfig, run: RunDir, checkpoint: Path | None, model: str | None = None):
+    """The trainable agent policy, fresh or from a checkpoint (an lm policy starts from ``model``,
+    default :func:`base_model`)."""
     if config.policy == "strategy":
         from trainers.grpo.strategy import StrategyPolicy
 
@@ -59,17 +83,11 @@ def make_policy_for(config: SeadTrainConfig, run: RunDir, checkpoint: Path | Non
         return StrategyPlusPolicy.load(checkpoint) if checkpoint else StrategyPlusPolicy(config.learning_rate, entropy_coef=config.entropy_coef)
     from trainers.grpo.lm import CausalLMPolicy, GRPOConfig
 
-    model = config.model
-    if model == "tiny":
-        from dialogue_gym.backends.tiny import build_tiny_chat_model
-
-        model = str(run.path / "tiny_model")
-        if not Path(model, "config.json").exists():
-            build_tiny_chat_model(model, seed=config.seed)
     grpo = GRPOConfig(
         learning_rate=config.learning_rate, kl_coef=config.kl_coef, clip_eps=config.clip_eps,
         lora_rank=config.lora_rank, temperature=config.temperature, max_new_tokens=config.max_new_tokens,
     )
+    model = model or base_model(config, run)
     return CausalLMPolicy(model, grpo, device=config.device, checkpoint=str(checkpoint) if checkpoint else None, seed=config.seed)
 
 
@@ -129,6 +147,7 @@ USER_CHECKPOINT = "user"
 """The trained user's checkpoint: this subfolder of the agent's checkpoint of the same iteration."""
 PLAN_FIELDS = {"iteration": int, "profiles": list, "controller": dict}
 PLAN_FIX = "delete it and resume: the plan is drawn again, identically, from state/progress.json"
+SFT_FIELDS = {"checkpoint": str, "sft/loss": (int, float), "sft/steps": (int, float)}
 EVAL_FIELDS = {"cr": (int, float), "cr_low": (int, float), "cr_high": (int, float), "episodes": int}
 BASELINE_FIELDS = {**EVAL_FIELDS, "agent": str, "cr_per_agent": dict}
 
@@ -157,13 +176,58 @@ def load_plan(run: RunDir, controller: ProfileController, iteration: int) -> lis
     return profiles
 
 
+def eval_env_kwargs(config: SeadTrainConfig) -> dict[str, Any]:
+    return {"max_agent_turns": config.max_agent_turns, "user": config.user, "user_backend": config.user_backend}
+
+
+def sft_phase(config: SeadTrainConfig, run: RunDir) -> None:
+    """Phase ``sft``: the expert's dialogues (exported as ``sft`` rows into ``sft/``), the scratch
+    model built on their text, the untrained model's held-out result, then behaviour cloning into
+    ``checkpoints/sft``; committed by ``state/sft.json``. Each step is kept, so a killed phase resumes."""
+    from trainers.common.sft import conversation_rows, expert_dataset, sft_lm
+
+    chats = expert_dataset(ENV_ID, config.sft_expert, config.sft_episodes, mix_seed(config.seed, SFT_STREAM), run.path / "sft", eval_env_kwargs(config))["messages"]
+    model = base_model(config, run)
+    if config.model == "scratch" and not Path(model, "config.json").exists():
+        from dialogue_gym.backends.tiny import build_tiny_chat_model
+
+        build_tiny_chat_model(model, seed=config.seed, corpus=[message["content"] for chat in chats for message in chat], **SCRATCH_MODEL)
+    if config.eval_episodes and config.before_and_baselines and run.load_state("eval_untrained", EVAL_FIELDS) is None:
+        untrained = make_policy_for(config, run, None, model)
+        run.save_state("eval_untrained", held_out_evaluation(config, untrained, "held-out untrained", run, "untrained"))
+    metrics = sft_lm(
+        model, [conversation_rows(chat) for chat in chats], run.path / "checkpoints" / "sft", epochs=1, learning_rate=config.sft_learning_rate,
+        seed=config.seed, batch_size=config.sft_batch_size, accumulation=1, max_steps=config.sft_steps,
+    )
+    run.save_state("sft", {"checkpoint": "checkpoints/sft", **metrics})
+
+
+def decision_point_step(
+    config: SeadTrainConfig, run: RunDir, iteration: int, profiles: list[dict[str, Any]], policy: Any, seat: DecisionPointSeat, user: Any, games: list[SeadGame]
+) -> tuple[list[Trajectory], dict[str, Any]]:
+    """Phases 2 and 3 with ``rl_mode="decision_point"``: a decision point per profile (SPEC), G sampled
+    turns each, one GRPO step on the sampled turns. The iteration's games are appended as one record
+    set; a resumed iteration reuses them when complete and otherwise replays them identically."""
+    total = len(profiles) * config.group_size
+    done = run.completed_episodes(iteration)
+    if len(done) == total:
+        trajectories = [done[e] for e in range(total)]
+    else:
+        starts = [(mix_seed(config.seed, iteration, e), {"profile": profile}) for e, profile in enumerate(profiles)]
+        points = draw_points(games, {"agent": seat.prefix, "user": user}, "agent", starts, random.Random(mix_seed(config.seed, iteration, POINT_STREAM)))
+        trajectories = play_groups(games, seat, {"user": user}, "agent", points, config.group_size, mix_seed(config.seed, iteration, SAMPLE_STREAM))
+        run.append_trajectories(enumerate(trajectories), iteration)
+    samples, rollout = group_samples(trajectories, config.group_size, "agent")
+    return trajectories, {**rollout, **policy.step(samples)}
+
+
 def train(config: SeadTrainConfig, resume: bool = False) -> RunDir:
     # Everything the config can get wrong fails here, before the run folder is touched.
     controller = ProfileController(
         mode=config.curriculum, batch_size=config.batch_size, n_max=config.n_max, smoothing=config.smoothing, seed=config.seed
     )
     sead_config = SeadConfig(max_agent_turns=config.max_agent_turns)
-    games = [SeadGame(sead_config) for _ in range(config.batch_size)]
+    games = [SeadGame(sead_config) for _ in range(config.batch_size * (config.group_size if config.rl_mode == "decision_point" else 1))]
     user = make_policy("user", config.user, games[0].library, config.user_backend, config.user_sampling)
     run = RunDir.resume(config.resolved_run_dir()) if resume else RunDir.create(config.resolved_run_dir(), config.to_dict())
     with run:
@@ -183,7 +247,14 @@ def _train(config: SeadTrainConfig, run: RunDir, controller: ProfileController, 
         if joint:
             user_checkpoint = run.checkpoint_path("progress", "user_checkpoint", progress["user_checkpoint"])
         run.truncate_metrics_after(progress["iteration"])
+    elif config.policy == "lm" and config.sft_steps and run.load_state("sft", SFT_FIELDS) is None:
+        sft_phase(config, run)
     policy = make_policy_for(config, run, checkpoint)
+    seat = None
+    if config.rl_mode == "decision_point":
+        expert = make_policy("agent", config.sft_expert, games[0].library)
+        continuation = policy if config.continuation == "lm" else expert if config.continuation == config.sft_expert else make_policy("agent", config.continuation, games[0].library)
+        seat = DecisionPointSeat(policy, expert, continuation)
     trained_user = None
     if joint:
         from trainers.sead.joint_user import JointUser
@@ -191,7 +262,7 @@ def _train(config: SeadTrainConfig, run: RunDir, controller: ProfileController, 
         trained_user = JointUser.load(user_checkpoint, user) if user_checkpoint else JointUser(user, config.learning_rate)
     driver = CounterpartDriver({"agent": policy, "user": trained_user or user}, learner=None)
     if config.eval_episodes and config.before_and_baselines and start == 0 and run.load_state("eval_before", EVAL_FIELDS) is None:
-        run.save_state("eval_before", held_out_evaluation(config, policy, "held-out before"))
+        run.save_state("eval_before", held_out_evaluation(config, policy, "held-out before", run, "before"))
 
     bar = tqdm(range(start, config.iterations), initial=start, total=config.iterations, desc="SEAD", file=sys.stderr)
     for iteration in bar:
@@ -201,21 +272,24 @@ def _train(config: SeadTrainConfig, run: RunDir, controller: ProfileController, 
         if profiles is None:
             profiles = controller.sample()
             run.save_state("plan", {"iteration": iteration, "profiles": profiles, "controller": controller.state_dict()})
-        # Phase 2: dialogues; keep those finished before a crash, play the rest.
-        done = run.completed_episodes(iteration) if iteration == start else {}
-        missing = [e for e in range(len(profiles)) if e not in done]
-        if missing:
+        if seat is not None:
+            trajectories, update = decision_point_step(config, run, iteration, profiles, policy, seat, user, games)
+        else:
+            # Phase 2: dialogues; keep those finished before a crash, play the rest.
+            done = run.completed_episodes(iteration) if iteration == start else {}
+            missing = [e for e in range(len(profiles)) if e not in done]
+            if missing:
 
-            def keep(index: int, trajectory: Trajectory) -> None:
-                run.append_trajectories([(missing[index], trajectory)], iteration)
-                done[missing[index]] = trajectory
+                def keep(index: int, trajectory: Trajectory) -> None:
+                    run.append_trajectories([(missing[index], trajectory)], iteration)
+                    done[missing[index]] = trajectory
 
-            seeds = [mix_seed(config.seed, iteration, e) for e in missing]
-            play(games[: len(missing)], driver, [profiles[e] for e in missing], seeds, policy, keep)
-        trajectories = [done[e] for e in range(len(profiles))]
-        # Phase 3: GRPO on the agent.
-        rewards = [t.rewards.get("agent", 0.0) for t in trajectories]
-        update = policy.update([t.meta["learner_record"] for t in trajectories], advantages_for(rewards, config.advantage))
+                seeds = [mix_seed(config.seed, iteration, e) for e in missing]
+                play(games[: len(missing)], driver, [profiles[e] for e in missing], seeds, policy, keep)
+            trajectories = [done[e] for e in range(len(profiles))]
+            # Phase 3: GRPO on the agent.
+            rewards = [t.rewards.get("agent", 0.0) for t in trajectories]
+            update = policy.update([t.meta["learner_record"] for t in trajectories], advantages_for(rewards, config.advantage))
         if trained_user is not None:
             # The same dialogues train the owner, on the game's adversarial user reward.
             from trainers.sead.joint_user import collapse_shares
@@ -243,41 +317,89 @@ def _train(config: SeadTrainConfig, run: RunDir, controller: ProfileController, 
     bar.close()
 
     if config.eval_episodes and run.load_state("eval", EVAL_FIELDS) is None:
-        run.save_state("eval", held_out_evaluation(config, policy, "held-out after"))
+        run.save_state("eval", held_out_evaluation(config, policy, "held-out after", run, "after"))
     if config.eval_episodes and config.before_and_baselines and run.load_state("eval_baseline", BASELINE_FIELDS) is None:
-        run.save_state("eval_baseline", baseline_evaluation(config))
+        run.save_state("eval_baseline", baseline_evaluation(config, run))
     if config.plots:
         from trainers.sead.plots import plot_run
 
         plot_run(run)
 
 
-def held_out_evaluation(config: SeadTrainConfig, policy: Any, label: str) -> dict[str, Any]:
+def held_out_evaluation(config: SeadTrainConfig, policy: Any, label: str, run: RunDir | None = None, name: str | None = None) -> dict[str, Any]:
     """CR on the fixed held-out profile set (stratified over the 120 states, eval_seed), a trainable
-    policy played greedily: before training, after it, and for the scripted baselines alike."""
+    policy played greedily: before training, after it, and for the scripted baselines alike. With
+    ``run`` and ``name`` the episodes are also saved as ``results/<name>.json`` in the ``eval --save``
+    format, so any two of a run's evaluations compare with ``dialogue-gym compare``."""
+    trajectories = held_out_trajectories(config, policy, label)
+    if run is not None and name is not None:
+        save_results(config, run, name, {name: trajectories})
+    return held_out_summary(trajectories)
+
+
+def held_out_trajectories(config: SeadTrainConfig, policy: Any, label: str) -> list[Trajectory]:
     greedy = getattr(policy, "greedy", None)
     if greedy is not None:
         policy.greedy = True
     try:
         with tqdm(total=config.eval_episodes, desc=label, file=sys.stderr) as bar:
             trajectories = evaluate(
-                "SEAD-Outbound-v0", policy, config.eval_episodes, seed=config.eval_seed, on_episode=lambda _: bar.update(1),
-                env_kwargs={"max_agent_turns": config.max_agent_turns, "user": config.user, "user_backend": config.user_backend},
+                ENV_ID, policy, config.eval_episodes, seed=config.eval_seed, on_episode=lambda _: bar.update(1),
+                env_kwargs=eval_env_kwargs(config),
             )
     finally:
         if greedy is not None:
             policy.greedy = greedy
+    return trajectories
+
+
+def held_out_summary(trajectories: list[Trajectory]) -> dict[str, Any]:
     low, high = sead_metrics.cr_interval(trajectories)
     summary = sead_metrics.summary(trajectories)
     return {"cr": summary["cr"], "cr_low": low, "cr_high": high, "episodes": len(trajectories),
             **{k: v for k, v in summary.items() if isinstance(v, float) and not math.isnan(v)}}
 
 
-def baseline_evaluation(config: SeadTrainConfig) -> dict[str, Any]:
-    """The best fair scripted agent's held-out result (the bar a trained policy should clear), and every one's CR."""
-    results = {name: held_out_evaluation(config, agent, f"baseline {name}") for name, agent in fair_baselines("SEAD-Outbound-v0").items()}
+def save_results(config: SeadTrainConfig, run: RunDir, name: str, runs: dict[str, list[Trajectory]]) -> Path:
+    path = run.path / "results" / f"{name}.json"
+    path.parent.mkdir(exist_ok=True)
+    provenance = {
+        "env_kwargs": eval_env_kwargs(config), "learner": "agent", "episodes": config.eval_episodes, "repeats": 1, "seed": config.eval_seed,
+        "trainer": "trainers.sead", "run_dir": str(run.path), "config": config.to_dict(),
+    }
+    return results_of(ENV_ID, runs, provenance).save(path)
+
+
+def baseline_evaluation(config: SeadTrainConfig, run: RunDir | None = None) -> dict[str, Any]:
+    """The best fair scripted agent's held-out result (the bar a trained policy should clear), and every
+    one's CR; with ``run``, all of them saved as ``results/baselines.json``."""
+    runs = {name: held_out_trajectories(config, agent, f"baseline {name}") for name, agent in fair_baselines(ENV_ID).items()}
+    if run is not None:
+        save_results(config, run, "baselines", runs)
+    results = {name: held_out_summary(trajectories) for name, trajectories in runs.items()}
     best, _ = best_baseline({name: result["cr"] for name, result in results.items()}, lambda cr: -cr)
     return {"agent": best, **results[best], "cr_per_agent": {name: result["cr"] for name, result in results.items()}}
+
+
+PAIRED = (("untrained", "before", "SFT"), ("before", "after", "RL"))
+"""The paired changes a run reports: (A, B, phase between them), each a results/<name>.json."""
+
+
+def paired_changes(run: RunDir) -> list[str]:
+    """One line per phase whose both ends were evaluated: the CR change on the same held-out starts, with
+    its 95% paired bootstrap interval (what ``dialogue-gym compare A B`` prints)."""
+    from dialogue_gym.results import Results
+
+    lines = []
+    for a, b, phase in PAIRED:
+        paths = [run.path / "results" / f"{name}.json" for name in (a, b)]
+        if all(path.exists() for path in paths):
+            row = next(row for row in compare(*map(Results.load, paths)) if row["key"] == "cr")
+            lines.append(
+                f"{phase}: CR {row['a']:.3f} -> {row['b']:.3f}, change {row['difference']:+.3f} [{row['low']:+.3f}, {row['high']:+.3f}] "
+                f"(paired over the same starts; dialogue-gym compare {paths[0]} {paths[1]})"
+            )
+    return lines
 
 
 def _with_interval(evaluation: dict[str, Any]) -> str:
@@ -297,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"held-out CR {_with_interval(before) + ' -> ' if before else ''}{_with_interval(evaluation)} over {evaluation['episodes']} episodes"
                 + (f"; best scripted baseline {baseline['agent']} {_with_interval(baseline)}" if baseline else "")
             )
+        for line in paired_changes(run):
+            print(line)
         print(f"run folder: {run.path}")
         return 0
 

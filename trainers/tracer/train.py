@@ -43,7 +43,8 @@ from trainers.common.cli import config_from_cli, run_main
 from trainers.common.rundir import STATE_FIX
 from trainers.tracer.config import TracerTrainConfig, build_config, parser
 from trainers.tracer.policy import IntentPolicy
-from trainers.tracer.sft import lm_sessions, sft_lm, strategy_samples
+from trainers.common.sft import sft_lm
+from trainers.tracer.sft import lm_sessions, strategy_samples
 
 KEEP_CHECKPOINTS = 2
 EVAL_METRICS = ("pcr", "real_pcr", "acc", "f1", "group_dpcr", "w1_turns", "intent_dtw", "user_turns", "reward")

@@ -1,0 +1,205 @@
+"""Decision-point GRPO (SPEC "Decision-point GRPO"): a signal for a language model that cannot yet
+finish a dialogue alone.
+
+A decision point is a start (episode seed and reset options) and a learner turn k. Its group is G
+copies of the game, replayed from the same seed: in each, the prefix policy (a fair scripted expert)
+plays the learner's turns before k, the language model samples turn k (a different seed per copy),
+and the continuation policy plays every later learner turn. The counterparts see the same history up
+to turn k in every copy and draw from the same generators after it (common random numbers), so the
+finished dialogues' rewards differ only through the sampled turn. Advantages are standardised in
+the group and the loss covers the sampled turn's tokens only (:func:`group_samples`).
+
+Every scripted policy in the seat hears every turn, its answer discarded when another plays: its
+memory is then that of a policy that sat there all along and heard what the counterpart said (a
+scripted expert that notes what it said itself believes it said its own line at turn k; the
+continuation starts from that belief).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from dialogue_gym.envs.driver import CounterpartDriver
+from dialogue_gym.errors import ScenarioError
+from dialogue_gym.game import Game
+from dialogue_gym.seeding import mix_seed
+from dialogue_gym.types import Trajectory
+from trainers.grpo.lm import TurnSample
+
+STD_EPS = 1e-6
+"""A_i = (R_i - mean R) / (std R + STD_EPS), SPEC's GRPO."""
+
+
+@dataclass(frozen=True)
+class DecisionPoint:
+    """Where a group starts: the episode (seed, reset options) and the learner turn the LM plays (0-based)."""
+
+    seed: int
+    options: Mapping[str, Any] = field(default_factory=dict)
+    turn: int = 0
+
+
+class _Finished:
+    """Start source of one game: hands its trajectory and memories over the moment the episode ends."""
+
+    def __init__(self, index: int, on_done: Callable[[int, Trajectory], None]):
+        self.index, self.on_done = index, on_done
+
+    def next_options(self) -> dict[str, Any]:
+        return {}
+
+    def episode_finished(self, trajectory: Trajectory) -> None:
+        self.on_done(self.index, trajectory)
+
+
+def play_games(
+    games: Sequence[Game], driver: CounterpartDriver, starts: Sequence[tuple[int, Mapping[str, Any]]],
+    on_done: Callable[[int, Trajectory, dict[str, Any]], None],
+) -> None:
+    """Play ``games[i]`` from ``starts[i]`` = (seed, reset options) in lockstep, every role played by
+    ``driver``'s policies; ``on_done(i, trajectory, memories)`` as each episode ends."""
+    memories: list[dict[str, Any]] = []
+    for index, (game, (seed, options)) in enumerate(zip(games, starts)):
+        game.start_source = _Finished(index, lambda i, trajectory: on_done(i, trajectory, memories[i]))
+        game.reset(seed=seed, options=dict(options))
+    memories.extend(driver.start(game) for game in games)
+    driver.advance(games, memories)
+
+
+def draw_points(
+    games: Sequence[Game], policies: Mapping[str, Any], learner: str, starts: Sequence[tuple[int, Mapping[str, Any]]], rng: random.Random
+) -> list[DecisionPoint]:
+    """One decision point per start: the start played by ``policies`` (the prefix policy in the learner's
+    seat), cut at a learner turn drawn uniformly from that dialogue's learner turns."""
+    turns: dict[int, int] = {}
+
+    def count(index: int, trajectory: Trajectory, memories: dict[str, Any]) -> None:
+        turns[index] = sum(turn.role == learner for turn in trajectory.turns)
+
+    play_games(games[: len(starts)], CounterpartDriver(policies, learner=None), starts, count)
+    points = []
+    for index, (seed, options) in enumerate(starts):
+        if turns[index] == 0:
+            raise ScenarioError(f"The start (seed {seed}, options {dict(options)}) ended before the {learner!r} role's first turn; it has no decision point.")
+        points.append(DecisionPoint(seed, options, rng.randrange(turns[index])))
+    return points
+
+
+class DecisionPointSeat:
+    """The learner's seat in a decision-point game: ``prefix`` before the point's turn, ``lm`` at it,
+    ``continuation`` after it (``continuation`` may be ``lm`` itself: then the LM plays on).
+
+    Set each game's point with :meth:`assign` on the memories :meth:`CounterpartDriver.start` returned."""
+
+    def __init__(self, lm: Any, prefix: Any, continuation: Any):
+        self.lm, self.prefix, self.continuation = lm, prefix, continuation
+        self.scripted = [policy for policy in (prefix, continuation) if policy is not lm]
+        if len(self.scripted) == 2 and prefix is continuation:
+            self.scripted = [prefix]
+
+    def start(self, profile: dict[str, Any], seed: int) -> dict[str, Any]:
+        return {"scripted": [policy.start(profile, seed) for policy in self.scripted], "profile": profile, "moves": 0, "turn": None, "lm": None}
+
+    def assign(self, memory: dict[str, Any], turn: int, lm_seed: int) -> None:
+        """This game's LM plays its ``turn``-th learner move (0-based), sampling with ``lm_seed``."""
+        memory["turn"] = turn
+        memory["lm"] = self.lm.start(memory["profile"], lm_seed)
+
+    def _player(self, memory: dict[str, Any]) -> Any:
+        moves, turn = memory["moves"], memory["turn"]
+        if turn is None:
+            raise ScenarioError("DecisionPointSeat: a game started without a decision point; call assign(memory, turn, lm_seed) after driver.start.")
+        return self.prefix if moves < turn else self.lm if moves == turn else self.continuation
+
+    def act_batch(self, observations, infos, memories) -> list[str]:
+        heard = [policy.act_batch(observations, infos, [m["scripted"][i] for m in memories]) for i, policy in enumerate(self.scripted)]
+        texts = [""] * len(observations)
+        lm_rows = []
+        for row, memory in enumerate(memories):
+            player = self._player(memory)
+            if player is self.lm:
+                lm_rows.append(row)
+            else:
+                texts[row] = heard[self.scripted.index(player)][row]
+            if memory["moves"] == memory["turn"]:
+                memory["heard"] = json.dumps(observations[row]["messages"], sort_keys=True)
+            memory["moves"] += 1
+        if lm_rows:
+            sampled = self.lm.act_batch([observations[r] for r in lm_rows], [infos[r] for r in lm_rows], [memories[r]["lm"] for r in lm_rows])
+            for row, text in zip(lm_rows, sampled):
+                texts[row] = text
+        return texts
+
+
+def play_groups(
+    games: Sequence[Game], seat: DecisionPointSeat, counterparts: Mapping[str, Any], learner: str,
+    points: Sequence[DecisionPoint], group_size: int, seed: int,
+) -> list[Trajectory]:
+    """Play every point's G copies (``len(points) * group_size`` games, in lockstep) and return their
+    trajectories point by point. Copy g of point p samples its turn with seed ``mix_seed(seed, p, g)``;
+    its trajectory's ``meta["learner_record"]`` is the LM's record of that turn (``prompt_ids``,
+    ``completion_ids``, ``logprobs``) and ``meta["decision_point"]`` the point and copy. Raises
+    ScenarioError if the copies of a point did not reach its turn with the same history (the replay was
+    not deterministic)."""
+    total = len(points) * group_size
+    if len(games) < total:
+        raise ScenarioError(f"play_groups needs {total} games ({len(points)} points x G = {group_size}), got {len(games)}.")
+    driver = CounterpartDriver({**counterparts, learner: seat}, learner=None)
+    done: dict[int, tuple[Trajectory, dict[str, Any]]] = {}
+    memories: list[dict[str, Any]] = []
+    for index, game in enumerate(games[:total]):
+        point = points[index // group_size]
+        game.start_source = _Finished(index, lambda i, trajectory: done.__setitem__(i, (trajectory, memories[i][learner])))
+        game.reset(seed=point.seed, options=dict(point.options))
+    for index, game in enumerate(games[:total]):
+        memories.append(driver.start(game))
+        point_index, copy = divmod(index, group_size)
+        seat.assign(memories[-1][learner], points[point_index].turn, mix_seed(seed, point_index, copy))
+    driver.advance(games[:total], memories)
+    trajectories = []
+    for point_index, point in enumerate(points):
+        copies = [done[point_index * group_size + copy] for copy in range(group_size)]
+        heard = {memory.get("heard") for _, memory in copies}
+        if len(heard) != 1 or None in heard:
+            raise ScenarioError(
+                f"Decision point {point_index} (seed {point.seed}, turn {point.turn}): its {group_size} copies did not all reach the turn "
+                "with the same history; the game or a policy in it is not deterministic given the seed, so the group has no common baseline."
+            )
+        for copy, (trajectory, memory) in enumerate(copies):
+            trajectory.learner = learner
+            trajectory.meta = {**trajectory.meta, "learner_record": memory["lm"]["turns"][0],
+                               "decision_point": {"seed": point.seed, "turn": point.turn, "copy": copy}}
+            trajectories.append(trajectory)
+    return trajectories
+
+
+def group_advantages(rewards: Sequence[float]) -> np.ndarray:
+    """A_i = (R_i - mean R) / (std R + 1e-6) within one group (population std)."""
+    values = np.asarray(rewards, dtype=np.float64)
+    return (values - values.mean()) / (values.std() + STD_EPS)
+
+
+def group_samples(trajectories: Sequence[Trajectory], group_size: int, learner: str) -> tuple[list[TurnSample], dict[str, float]]:
+    """The training samples of :func:`play_groups`' ``trajectories`` (each sampled turn's tokens,
+    weighted by its copy's advantage within its group of ``group_size``) and rollout metrics: mean
+    reward, the share of groups whose rewards differ (the others carry no signal), and the mean
+    sampled-turn length."""
+    samples, rewards, informative = [], [], 0
+    groups = [trajectories[start : start + group_size] for start in range(0, len(trajectories), group_size)]
+    for group in groups:
+        group_rewards = [trajectory.rewards.get(learner, 0.0) for trajectory in group]
+        rewards.extend(group_rewards)
+        informative += len(set(group_rewards)) > 1
+        for advantage, turn in zip(group_advantages(group_rewards), (trajectory.meta["learner_record"] for trajectory in group)):
+            if turn["completion_ids"]:
+                samples.append(TurnSample(turn["prompt_ids"], turn["completion_ids"], turn["logprobs"], [float(advantage)] * len(turn["completion_ids"])))
+    return samples, {
+        "decision/mean_reward": float(np.mean(rewards)) if rewards else float("nan"),
+        "decision/informative_groups": informative / max(1, len(groups)),
+        "decision/sampled_tokens": float(np.mean([len(s.completion_ids) for s in samples])) if samples else 0.0,
+    }
