@@ -15,7 +15,7 @@ from dialogue_gym.errors import (
 from dialogue_gym.types import Message, Outcome, Trajectory, Turn
 from envs_registry import register_all as _register_all
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _register_all()
 

@@ -82,9 +82,24 @@ def _git(*arguments: str) -> subprocess.CompletedProcess | None:
         return None
 
 
+def installed_revision() -> str | None:
+    """The commit pip recorded when it installed this package from a git URL (``direct_url.json``'s
+    ``vcs_info.commit_id``, PEP 610), for an install that has no ``.git`` beside it; else None."""
+    try:
+        text = metadata.distribution("dialogue_gym").read_text("direct_url.json")
+        commit = json.loads(text or "{}").get("vcs_info", {}).get("commit_id")
+    except (metadata.PackageNotFoundError, ValueError, AttributeError, OSError):
+        return None
+    return commit if isinstance(commit, str) and commit else None
+
+
 def software() -> dict[str, Any]:
-    """Package version, git revision (None outside a git checkout) and whether tracked files differ
-    from it, Python, platform and the installed versions of :data:`LIBRARIES`."""
+    """Package version (``dialogue_gym.__version__``), git revision and whether tracked files differ
+    from it, Python, platform and the installed versions of :data:`LIBRARIES`. The revision comes from
+    the git checkout the package runs from, else from the package metadata of a pip install from a git
+    URL (:func:`installed_revision`; ``git_dirty`` is then None), else it is None."""
+    import dialogue_gym
+
     revision = _git("rev-parse", "HEAD")
     dirty = _git("diff", "--quiet", "HEAD", "--") if revision is not None and revision.returncode == 0 else None
     libraries = {}
@@ -93,13 +108,9 @@ def software() -> dict[str, Any]:
             libraries[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
-    try:
-        version = metadata.version("dialogue_gym")
-    except metadata.PackageNotFoundError:
-        version = None
     return {
-        "dialogue_gym": version,
-        "git_revision": revision.stdout.strip() if revision is not None and revision.returncode == 0 else None,
+        "dialogue_gym": dialogue_gym.__version__,
+        "git_revision": revision.stdout.strip() if revision is not None and revision.returncode == 0 else installed_revision(),
         "git_dirty": None if dirty is None or dirty.returncode not in (0, 1) else dirty.returncode == 1,
         "python": platform.python_version(),
         "platform": platform.platform(),

@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+import dialogue_gym
 from dialogue_gym.cli import main
 from dialogue_gym.evaluation import load_trajectories
 
@@ -119,7 +120,7 @@ def test_eval_save_json_holds_the_table_the_intervals_pass_k_and_the_provenance(
         "env_id": "SEAD-Outbound-v0", "env_kwargs": {}, "learner": "agent", "agents": ["sop", "adaptive"],
         "episodes": 12, "repeats": 2, "seed": 4, "strata": 120,
     }
-    assert provenance["dialogue_gym"] == "0.1.0" and provenance["python"] and {"gymnasium", "numpy"} <= set(provenance["libraries"])
+    assert provenance["dialogue_gym"] == dialogue_gym.__version__ and provenance["python"] and {"gymnasium", "numpy"} <= set(provenance["libraries"])
     assert provenance["git_revision"] is None or len(provenance["git_revision"]) == 40
     assert provenance["started"] <= provenance["finished"] and provenance["command"].startswith("dialogue-gym eval SEAD-Outbound-v0")
     assert provenance["bootstrap"] == {"resamples": 200, "seed": 0, "confidence": 0.95, "unit": "start"}

@@ -1,0 +1,151 @@
+"""The docs site: its tables are what the saved results and today's code give, it builds with
+``mkdocs build --strict``, the getting-started page works as written, and the release files agree on
+the version."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import dialogue_gym
+from dialogue_gym.cli import main
+from dialogue_gym.results import Results
+from envs_registry import REGISTRY
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+sys.path.insert(0, str(ROOT / "tools"))
+import docs_tables  # noqa: E402  (tools/ is not a package)
+
+IDS = [entry.id for entry in REGISTRY]
+
+
+def test_generated_blocks_match_the_saved_results():
+    assert docs_tables.stale() == [], "run `python tools/docs_tables.py` and commit the pages"
+
+
+def test_a_page_without_a_saved_file_names_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setattr(docs_tables, "BENCHMARKS", tmp_path)
+    with pytest.raises(SystemExit, match="--benchmark missing"):
+        docs_tables.render("<!-- generated: benchmark missing -->\n<!-- end generated -->")
+    with pytest.raises(SystemExit, match="unknown generated block kind 'typed'"):
+        docs_tables.render("<!-- generated: typed 0.5 -->\n0.5\n<!-- end generated -->")
+
+
+def test_a_hand_edit_inside_a_block_is_stale(tmp_path, monkeypatch):
+    page = tmp_path / "page.md"
+    text = (DOCS / "environments" / "sead-outbound.md").read_text(encoding="utf-8")
+    page.write_text(text.replace("| adaptive ", "| adaptive2", 1), encoding="utf-8")
+    monkeypatch.setattr(docs_tables, "DOCS", tmp_path)
+    monkeypatch.setattr(docs_tables, "ROOT", tmp_path)
+    assert docs_tables.stale() == ["page.md: baselines SEAD-Outbound-v0"]
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_every_id_has_a_page_whose_saved_run_the_code_reproduces(env_id, tmp_path, capsys):
+    pages = [path for path in DOCS.rglob("*.md") if f"<!-- generated: baselines {env_id} -->" in path.read_text(encoding="utf-8")]
+    assert pages, f"no docs page shows the baselines of {env_id}"
+    saved = Results.load(DOCS / "results" / f"{env_id}.json")
+    fresh = tmp_path / "fresh.json"
+    assert main([*docs_tables.saved_command(saved.provenance), "--quiet", "--save", str(fresh)]) == 0
+    capsys.readouterr()
+    assert docs_tables.tables(Results.load(fresh)) == docs_tables.tables(saved), (
+        f"the code no longer gives the saved {env_id} run: "
+        f"python tools/docs_tables.py --eval {env_id} -- {shlex.join(docs_tables.saved_command(saved.provenance)[2:])}"
+    )
+
+
+def _have(*modules: str) -> bool:
+    return all(importlib.util.find_spec(module) is not None for module in modules)
+
+
+@pytest.mark.skipif(not _have("mkdocs", "material", "mkdocstrings_handlers.python"), reason="needs the docs extra: pip install -e '.[docs]'")
+def test_site_builds_strict(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert (tmp_path / "site" / "environments" / "sead-outbound" / "index.html").exists()
+    api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
+    assert "dialogue_gym.results.Results" in api  # the API reference is rendered from the docstrings
+
+
+def _blocks(page: Path) -> list[tuple[str, str]]:
+    return re.findall(r"```(bash|python)\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+
+
+def test_getting_started_runs_as_written(tmp_path, monkeypatch, capsys):
+    """Every command and Python block of docs/getting-started.md, in order, in an empty folder. A
+    ``pip install`` line is checked against pyproject's extras instead of run."""
+    monkeypatch.chdir(tmp_path)
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"])
+    blocks = _blocks(DOCS / "getting-started.md")
+    commands = 0
+    for language, body in blocks:
+        if language == "python":
+            exec(compile(body, "docs/getting-started.md", "exec"), {"__name__": "getting_started"})
+            continue
+        for line in body.strip().splitlines():
+            words = shlex.split(line, comments=True)
+            if words[:3] == ["pip", "install", "-e"]:
+                wanted = re.fullmatch(r"\.(?:\[([\w,-]+)\])?", words[3])
+                assert wanted, line
+                assert set(filter(None, (wanted.group(1) or "").split(","))) <= extras, line
+                continue
+            assert words[0] == "dialogue-gym", f"getting-started shows a command the test does not run: {line}"
+            try:
+                code = main(words[1:])
+            except SystemExit as exit_:  # --version exits through argparse
+                code = exit_.code
+            assert code == 0, line
+            commands += 1
+    output = capsys.readouterr().out
+    assert commands >= 6 and f"dialogue-gym {dialogue_gym.__version__}" in output
+    assert (tmp_path / "report.html").exists() and (tmp_path / "run.jsonl").exists()
+
+
+def test_the_version_has_one_source():
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "dialogue_gym.__version__"}
+    version = dialogue_gym.__version__
+    assert re.search(rf"^version: {re.escape(version)}$", (ROOT / "CITATION.cff").read_text(encoding="utf-8"), re.M)
+    assert f"## [{version}] - " in (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert f"version = {{{version}}}" in (DOCS / "citing.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.skipif(not _have("yaml"), reason="needs PyYAML (the docs extra brings it)")
+def test_citation_file_names_the_project_and_the_three_papers():
+    import yaml
+
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    assert citation["cff-version"] == "1.2.0" and citation["type"] == "software" and citation["authors"]
+    titles = [reference["title"] for reference in citation["references"]]
+    assert [title.split(":")[0] for title in titles] == ["SEAD", "Beyond Surface Style", "RL-ADA"]
+    assert all(reference["authors"] and reference["type"] == "article" for reference in citation["references"])
+
+
+def test_an_install_without_git_records_the_revision_pip_recorded(monkeypatch):
+    from dialogue_gym import results
+
+    class Installed:
+        def read_text(self, name):
+            return '{"url": "https://example.org/dialogue_gym.git", "vcs_info": {"vcs": "git", "commit_id": "' + "ab" * 20 + '"}}' if name == "direct_url.json" else None
+
+    monkeypatch.setattr(results, "_git", lambda *arguments: None)
+    original = results.metadata.distribution
+    monkeypatch.setattr(results.metadata, "distribution", lambda name: Installed() if name == "dialogue_gym" else original(name))
+    provenance = results.software()
+    assert provenance["git_revision"] == "ab" * 20 and provenance["git_dirty"] is None
+    assert provenance["dialogue_gym"] == dialogue_gym.__version__
+    monkeypatch.setattr(Installed, "read_text", lambda self, name: '{"url": "file:///tmp/x", "dir_info": {}}')
+    assert results.software()["git_revision"] is None

@@ -1,0 +1,197 @@
+"""Every number in the docs comes from a saved results file, through this one script.
+
+    python tools/docs_tables.py                 # rewrite every generated block in docs/ from docs/results/
+    python tools/docs_tables.py --check         # exit 1 naming each block that differs (what the tests run)
+    python tools/docs_tables.py --eval ENV_ID -- --agent a,b --episodes N --seed S
+                                                # run `dialogue-gym eval ENV_ID ... --save docs/results/ENV_ID.json`
+    python tools/docs_tables.py --benchmark NAME [-- ARGS]
+                                                # run `python benchmarks/NAME.py ARGS`, keep its output in
+                                                # docs/results/benchmarks/NAME.txt with the command and revision
+
+A generated block in a Markdown page is the text between ``<!-- generated: KIND NAME -->`` and
+``<!-- end generated -->``; nothing between them is written by hand:
+
+* ``baselines ENV_ID``: the summary table ``dialogue-gym eval`` printed for ``docs/results/ENV_ID.json``
+  (the rows the CLI's :func:`~dialogue_gym.reporting.format_table` renders from the saved summaries,
+  the privileged note, the headline intervals, the command and its provenance);
+* ``benchmark NAME``: the saved output of ``benchmarks/NAME.py`` as a text block.
+
+Tables are rendered by the CLI's own functions, so a change of the table code or of a saved file shows
+up as a stale block in ``tests/test_docs.py``; rerun this script (and commit both) to refresh them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shlex
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+RESULTS = DOCS / "results"
+BENCHMARKS = RESULTS / "benchmarks"
+BLOCK = re.compile(r"(<!-- generated: (\w+) ([\w.-]+) -->\n)(.*?)(<!-- end generated -->)", re.S)
+
+
+def tables(results) -> str:
+    """The summary table, the privileged note and the headline intervals of a loaded
+    :class:`~dialogue_gym.results.Results`, rendered as ``dialogue-gym eval`` renders them."""
+    from dialogue_gym.cli import headline_table
+    from dialogue_gym.metrics.episodes import LABELS
+    from dialogue_gym.reporting import PRIVILEGED_MARK, PRIVILEGED_NOTE, format_table
+    from envs_registry import get, resolve
+
+    provenance = results.provenance
+    entry = get(provenance["env_id"])
+    columns = resolve(entry.columns)
+    rows = [{"name": agent.name + PRIVILEGED_MARK * agent.privileged, **agent.summary} for agent in results.agents]
+    parts = [format_table(rows, columns, "agent")]
+    if any(agent.privileged for agent in results.agents):
+        parts.append("\n" + PRIVILEGED_NOTE.replace(PRIVILEGED_MARK, "\\" + PRIVILEGED_MARK, 1))  # not a Markdown bullet
+    labels = {**LABELS, **dict(columns)}
+    if any(agent.headline for agent in results.agents):
+        parts.append(
+            f"\nHeadline metrics with 95% percentile bootstrap intervals over the {provenance['episodes']} starts "
+            f"({provenance['bootstrap']['resamples']} resamples):\n"
+        )
+        parts.append(headline_table(results.agents, labels, labels.get(entry.pass_metric, entry.pass_metric)))
+    return "\n".join(parts)
+
+
+def saved_command(provenance: dict) -> list[str]:
+    """The ``dialogue-gym eval`` arguments of a saved run, without ``--quiet`` and ``--save``."""
+    arguments = shlex.split(provenance["command"])[1:]
+    kept = []
+    for argument in arguments:
+        if kept and kept[-1] == "--save":
+            kept.pop()
+        elif argument != "--quiet":
+            kept.append(argument)
+    return kept
+
+
+def baselines(env_id: str) -> str:
+    """The tables `dialogue-gym eval` printed for the saved run of ``env_id``, from its results JSON."""
+    from dialogue_gym.results import Results
+
+    path = RESULTS / f"{env_id}.json"
+    results = Results.load(path)
+    provenance = results.provenance
+    if provenance["env_id"] != env_id:
+        raise SystemExit(f"{path.relative_to(ROOT)} holds a run of {provenance['env_id']}, not {env_id}.")
+    revision = (provenance.get("git_revision") or "unknown")[:7]
+    dirty = " with local changes" if provenance.get("git_dirty") else ""
+    return (
+        f"{tables(results)}\n\nMade by `{shlex.join(['dialogue-gym', *saved_command(provenance)])}` (dialogue_gym "
+        f"{provenance['dialogue_gym']}, revision {revision}{dirty}, {provenance['finished'][:10]}; saved as "
+        f"`docs/results/{env_id}.json`).\n"
+    )
+
+
+def benchmark(name: str) -> str:
+    path = BENCHMARKS / f"{name}.txt"
+    if not path.exists():
+        raise SystemExit(f"no saved output docs/results/benchmarks/{name}.txt; run `python tools/docs_tables.py --benchmark {name}`.")
+    return "```text\n" + path.read_text(encoding="utf-8").rstrip("\n") + "\n```\n"
+
+
+KINDS = {"baselines": baselines, "benchmark": benchmark}
+
+
+def render(text: str, where: str = "page") -> str:
+    """``text`` with every generated block rewritten from the saved results."""
+
+    def replace(match: re.Match) -> str:
+        kind, name = match.group(2), match.group(3)
+        if kind not in KINDS:
+            raise SystemExit(f"{where}: unknown generated block kind {kind!r}; known: {sorted(KINDS)}.")
+        return match.group(1) + KINDS[kind](name) + match.group(5)
+
+    return BLOCK.sub(replace, text)
+
+
+def pages() -> list[Path]:
+    return sorted(path for path in DOCS.rglob("*.md") if "<!-- generated:" in path.read_text(encoding="utf-8"))
+
+
+def stale() -> list[str]:
+    """``page: kind name`` for every generated block that differs from what the saved results give."""
+    found = []
+    for page in pages():
+        text = page.read_text(encoding="utf-8")
+        fresh = render(text, str(page))
+        old_blocks, new_blocks = BLOCK.findall(text), BLOCK.findall(fresh)
+        for old, new in zip(old_blocks, new_blocks):
+            if old != new:
+                found.append(f"{page.relative_to(ROOT)}: {old[1]} {old[2]}")
+    return found
+
+
+def write() -> list[Path]:
+    changed = []
+    for page in pages():
+        text = page.read_text(encoding="utf-8")
+        fresh = render(text, str(page))
+        if fresh != text:
+            page.write_text(fresh, encoding="utf-8")
+            changed.append(page)
+    return changed
+
+
+def run_eval(env_id: str, arguments: list[str]) -> None:
+    target = RESULTS / f"{env_id}.json"
+    if target.exists():
+        target.unlink()  # a failed run must not leave the old file behind looking fresh
+    command = [sys.executable, "-m", "dialogue_gym.cli", "eval", env_id, *arguments, "--quiet", "--save", str(target.relative_to(ROOT))]
+    subprocess.run(command, cwd=ROOT, check=True)
+
+
+def run_benchmark(name: str, arguments: list[str]) -> None:
+    script = ROOT / "benchmarks" / f"{name}.py"
+    if not script.exists():
+        known = sorted(path.stem for path in (ROOT / "benchmarks").glob("*.py"))
+        raise SystemExit(f"no benchmark {name!r}; known: {known}.")
+    done = subprocess.run([sys.executable, str(script), *arguments], cwd=ROOT, check=True, capture_output=True, text=True)
+    revision = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    header = (
+        f"$ python benchmarks/{name}.py {shlex.join(arguments)}".rstrip() + "\n"
+        f"# {datetime.now(timezone.utc).date()}, revision {revision or 'unknown'}, {os.cpu_count()} CPUs "
+        f"({platform.processor() or platform.machine()}), load average {os.getloadavg()[0]:.1f} at the end\n"
+    )
+    BENCHMARKS.mkdir(parents=True, exist_ok=True)
+    (BENCHMARKS / f"{name}.txt").write_text(header + done.stdout, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[: argv.index("--")] if "--" in argv else argv
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="exit 1 naming every stale block; write nothing")
+    parser.add_argument("--eval", metavar="ENV_ID", help="save a fresh run of ENV_ID (arguments after --) first")
+    parser.add_argument("--benchmark", metavar="NAME", help="save a fresh output of benchmarks/NAME.py (arguments after --) first")
+    args = parser.parse_args(argv)
+    if args.check:
+        found = stale()
+        for line in found:
+            print(f"stale: {line}", file=sys.stderr)
+        if found:
+            print("run `python tools/docs_tables.py` and commit the pages", file=sys.stderr)
+        return 1 if found else 0
+    if args.eval:
+        run_eval(args.eval, extra)
+    if args.benchmark:
+        run_benchmark(args.benchmark, extra)
+    for page in write():
+        print(f"rewrote {page.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
