@@ -87,7 +87,12 @@ class StartSource(Protocol):
 
 
 class Game(ABC):
-    """A turn-based dialogue game: roles take turns emitting raw text until the episode ends."""
+    """A turn-based dialogue game: roles take turns emitting raw text until the episode ends.
+
+    What it hands out (:meth:`observe`, :meth:`info`, :meth:`role_profile`, :meth:`episode_profile`,
+    :meth:`privileged`) belongs to the caller: copies that share nothing mutable with the game or its
+    cached data (:mod:`dialogue_gym.readonly`), so a policy that edits what it is handed changes
+    neither this episode nor any later one."""
 
     id: str
     roles: tuple[str, ...]

@@ -29,6 +29,7 @@ from dialogue_gym.rewards.rlada import (
     customer_terminal_terms,
     strict_pass,
 )
+from dialogue_gym.readonly import message_copies, thawed
 from dialogue_gym.scenarios.common import MAX_ACTION_CHARS, config_number, memoise_short_texts, short_repr
 from dialogue_gym.scenarios.rlada.bank import generate_bank
 from dialogue_gym.scenarios.rlada.cues import (
@@ -515,9 +516,9 @@ class RladaGame(Game):
     # -- views -------------------------------------------------------------------------------
     def observe(self, role: str) -> dict[str, Any]:
         if role == "agent":
-            return {"messages": list(self._agent_messages), "turn": self.agent_turns}
+            return {"messages": message_copies(self._agent_messages), "turn": self.agent_turns}
         return {
-            "messages": list(self._customer_messages),
+            "messages": message_copies(self._customer_messages),
             "turn": self.agent_turns,
             "intent": self.intent.index,
             "concealment": LEVELS.index(self.profile["concealment"]),
@@ -540,12 +541,12 @@ class RladaGame(Game):
         }
 
     def episode_profile(self) -> dict[str, Any]:
-        return dict(self.profile)
+        return thawed(self.profile)
 
     def role_profile(self, role: str) -> dict[str, Any]:
         """The customer knows its problem, its facts and how much it conceals; the agent knows nothing
         of the caller before the call."""
-        return dict(self.profile) if role == "customer" else {}
+        return thawed(self.profile) if role == "customer" else {}
 
     def privileged(self) -> dict[str, Any]:
         return {

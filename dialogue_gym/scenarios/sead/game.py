@@ -19,6 +19,7 @@ from gymnasium import spaces
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, StepResult, check_invalid_action_mode
 from dialogue_gym.health import HEALTH_KEY
+from dialogue_gym.readonly import message_copies
 from dialogue_gym.scenarios.common import check_max_utterance_chars, config_number
 from dialogue_gym.scenarios.sead.data import (
     DEFAULT_BEHAVIORS_FILE,
@@ -200,12 +201,12 @@ class SeadGame(Game):
     # -- views -----------------------------------------------------------------------
     def observe(self, role: str) -> dict[str, Any]:
         if role == "agent":
-            return {"messages": list(self._agent_messages), "turn": self.agent_turns}
+            return {"messages": message_copies(self._agent_messages), "turn": self.agent_turns}
         if self._user_system is None:
             self._user_system = user_system_prompt(self.campaign, self.profile, self.library)
         system = {"role": "system", "content": self._user_system}
         return {
-            "messages": [system, *self._user_messages],
+            "messages": [system, *message_copies(self._user_messages)],
             "turn": self.agent_turns,
             "state": np.array(self.state, dtype=np.int64),
             "behaviors": self._behavior_mask.copy(),

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dialogue_gym.errors import ScenarioError
+from dialogue_gym.readonly import frozen, thawed
 from dialogue_gym.scenarios.common import read_json, require, short_repr
 from dialogue_gym.types import finite_number
 
@@ -64,6 +65,12 @@ class ReferenceSession:
     outcome: str
     synthetic: bool = False
 
+    def __post_init__(self) -> None:
+        # Loaded once per process and shared by every game: read-only, so a profile handed out by
+        # mistake cannot poison the episodes that follow (games start from thawed() copies).
+        object.__setattr__(self, "profile", frozen(self.profile))
+        object.__setattr__(self, "merchant", frozen(self.merchant))
+
     @property
     def opening(self) -> str:
         """The first assistant utterance: every simulated episode starts from it."""
@@ -86,8 +93,8 @@ class ReferenceSession:
             "session_id": self.session_id,
             "group_id": self.group_id,
             "synthetic": self.synthetic,
-            "merchant": self.merchant,
-            "profile": self.profile,
+            "merchant": thawed(self.merchant),
+            "profile": thawed(self.profile),
             "turns": [turn.to_dict() for turn in self.turns],
             "outcome": self.outcome,
         }

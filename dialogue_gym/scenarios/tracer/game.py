@@ -40,6 +40,7 @@ from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, StepResult, check_invalid_action_mode
 from dialogue_gym.health import HEALTH_KEY
 from dialogue_gym.metrics.dtw import Alignment, align
+from dialogue_gym.readonly import message_copies, thawed
 from dialogue_gym.rewards.tracer import TracerReward, tracer_reward
 from dialogue_gym.scenarios.common import check_max_utterance_chars, config_number
 from dialogue_gym.scenarios.tracer.data import (
@@ -201,8 +202,8 @@ class TracerGame(Game):
         self.profile = {
             "session_id": self.session.session_id,
             "group_id": self.session.group_id,
-            "user": dict(self.session.profile),
-            "merchant": dict(self.session.merchant),
+            "user": thawed(self.session.profile),
+            "merchant": thawed(self.session.merchant),
             "opening": self.session.opening,
         }
         self.turns: list[Turn] = []
@@ -314,7 +315,7 @@ class TracerGame(Game):
 
     def observe(self, role: str) -> dict[str, Any]:
         self.check_role(role)
-        return {"messages": list(self._messages[role]), "turn": len(self.intents)}
+        return {"messages": message_copies(self._messages[role]), "turn": len(self.intents)}
 
     def info(self, role: str) -> dict[str, Any]:
         """What ``role`` knows: the user its own intent levels (``intent_trajectory``, and
@@ -333,14 +334,14 @@ class TracerGame(Game):
         if self.scores is not None:
             info["reward_terms"] = self.scores.to_dict()
         if self.judged is not None:
-            info["response_quality"] = dict(self.judged)
+            info["response_quality"] = thawed(self.judged)
         return info
 
     def role_profile(self, role: str) -> dict[str, Any]:
         """The user knows its persona, the merchant it contacts and its opening; the assistant knows
         its merchant. Neither knows which reference session the episode follows."""
         known = ("user", "merchant", "opening") if role == "user" else ("merchant",)
-        return {key: self.profile[key] for key in known}
+        return {key: thawed(self.profile[key]) for key in known}
 
     def privileged(self) -> dict[str, Any]:
         alignment = self.alignment
@@ -363,7 +364,7 @@ class TracerGame(Game):
         return tuple({"group": session.group_id, "outcome": session.outcome} for session in self.references.sessions)
 
     def episode_profile(self) -> dict[str, Any]:
-        return self.profile
+        return thawed(self.profile)
 
     def start_options(self, profile: dict[str, Any]) -> dict[str, Any]:
         """A reference session starts the episode, so its id is the whole start."""
