@@ -1,0 +1,183 @@
+"""Decision-point GRPO (SPEC "Decision-point GRPO"): replay to turn k, G sampled turns, the expert
+finishes, group-standardised advantages on the sampled turn's tokens only."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from dialogue_gym.errors import ScenarioError
+from dialogue_gym.scenarios.sead.game import SeadConfig, SeadGame
+from dialogue_gym.scenarios.sead.policies import make_policy
+from dialogue_gym.types import Outcome
+from trainers.grpo.decision_point import (
+    STD_EPS,
+    DecisionPoint,
+    DecisionPointSeat,
+    draw_points,
+    group_advantages,
+    group_samples,
+    play_groups,
+)
+
+GARBLE = ""
+"""A move SEAD's parser rejects (an empty utterance): invalid, penalised, heard by the owner as silence."""
+EOS = 0
+
+
+def ids(text):
+    """FakeLM's token ids: the text's bytes, then an end-of-sequence token (as a real LM's turn ends)."""
+    return [*text.encode(), EOS]
+
+
+class FakeLM:
+    """Plays like the expert, except that candidates whose seed is odd say something useless; records
+    a turn sample per move as CausalLMPolicy does (token ids are the text's bytes)."""
+
+    def __init__(self, expert):
+        self.expert = expert
+
+    def start(self, profile, seed):
+        return {"seed": seed, "turns": [], "inner": self.expert.start(profile, seed)}
+
+    def act_batch(self, observations, infos, memories):
+        texts = []
+        for observation, info, memory in zip(observations, infos, memories):
+            [expert_text] = self.expert.act_batch([observation], [info], [memory["inner"]])
+            text = GARBLE if memory["seed"] % 2 else expert_text
+            prompt = json.dumps(observation["messages"]).encode()
+            memory["turns"].append({"prompt_ids": list(prompt[:8]), "completion_ids": ids(text), "logprobs": [-1.0] * len(ids(text))})
+            texts.append(text)
+        return texts
+
+
+class Constant:
+    """A scripted seat policy that says ``text`` and counts how often it was asked."""
+
+    def __init__(self, text):
+        self.text, self.asked = text, 0
+
+    def start(self, profile, seed):
+        return {}
+
+    def act_batch(self, observations, infos, memories):
+        self.asked += len(observations)
+        return [self.text] * len(observations)
+
+
+def sead_setup(games=16):
+    pool = [SeadGame(SeadConfig(max_agent_turns=8)) for _ in range(games)]
+    library = pool[0].library
+    return pool, make_policy("agent", "adaptive", library), make_policy("user", "scripted", library)
+
+
+def test_group_advantages_standardise_with_the_population_std():
+    # rewards 1, 0, 0, 0: mean 0.25, population std sqrt(0.25 * 0.75) = 0.4330127 (ddof=1 would give 0.5, A = 1.5)
+    advantages = group_advantages([1.0, 0.0, 0.0, 0.0])
+    assert advantages[0] == pytest.approx(0.75 / (0.4330127019 + STD_EPS))
+    assert advantages[1] == pytest.approx(-0.25 / (0.4330127019 + STD_EPS))
+    assert advantages[0] == pytest.approx(1.7320468, abs=1e-6)
+    assert group_advantages([0.3, 0.3, 0.3]).tolist() == [0.0, 0.0, 0.0]  # no spread, no signal
+    assert STD_EPS == 1e-6
+
+
+def test_the_seat_plays_prefix_then_lm_then_continuation_and_scripted_policies_hear_every_turn():
+    prefix, lm, continuation = Constant("P"), Constant("L"), Constant("C")
+    lm.start = lambda profile, seed: {"seed": seed}
+    seat = DecisionPointSeat(lm, prefix, continuation)
+    memory = seat.start({}, 0)
+    seat.assign(memory, 2, lm_seed=9)
+    said = [seat.act_batch([{"messages": [{"role": "user", "content": str(t)}]}], [{}], [memory])[0] for t in range(5)]
+    assert said == ["P", "P", "L", "C", "C"]
+    assert prefix.asked == continuation.asked == 5 and lm.asked == 1
+    assert json.loads(memory["heard"]) == [{"role": "user", "content": "2"}]  # the history the LM's turn was sampled from
+    with pytest.raises(ScenarioError, match="call assign"):
+        seat.act_batch([{"messages": []}], [{}], [seat.start({}, 0)])
+
+
+def test_the_lm_as_continuation_plays_from_its_turn_to_the_end():
+    prefix, lm = Constant("P"), Constant("L")
+    lm.start = lambda profile, seed: {"seed": seed}
+    seat = DecisionPointSeat(lm, prefix, lm)
+    memory = seat.start({}, 0)
+    seat.assign(memory, 1, lm_seed=3)
+    assert [seat.act_batch([{"messages": []}], [{}], [memory])[0] for _ in range(4)] == ["P", "L", "L", "L"]
+    assert prefix.asked == 4  # the prefix is scripted: it still hears every turn
+
+
+def test_draw_points_cut_each_expert_dialogue_at_one_of_its_learner_turns():
+    pool, expert, user = sead_setup()
+    starts = [(seed, {}) for seed in range(12)]
+    points = draw_points(pool, {"agent": expert, "user": user}, "agent", starts, random.Random(0))
+    lengths = {}
+    for game, (seed, options) in zip(pool, starts):
+        game.reset(seed=seed)
+    from trainers.grpo.decision_point import play_games
+    from dialogue_gym.envs.driver import CounterpartDriver
+
+    play_games(pool[:12], CounterpartDriver({"agent": expert, "user": user}, None), starts,
+               lambda i, t, m: lengths.__setitem__(i, sum(turn.role == "agent" for turn in t.turns)))
+    assert [p.seed for p in points] == list(range(12))
+    assert all(0 <= p.turn < lengths[i] for i, p in enumerate(points))
+    assert len({p.turn for p in points}) > 2  # drawn, not always the first or last turn
+
+
+def test_copies_share_the_prefix_and_differ_only_from_the_sampled_turn():
+    pool, expert, user = sead_setup()
+    seat = DecisionPointSeat(FakeLM(expert), expert, expert)
+    points = [DecisionPoint(seed=7, turn=2), DecisionPoint(seed=8, turn=0)]
+    trajectories = play_groups(pool, seat, {"user": user}, "agent", points, 4, seed=11)
+    assert len(trajectories) == 8
+    for point_index, point in enumerate(points):
+        group = trajectories[4 * point_index : 4 * point_index + 4]
+        prefixes = set()
+        for copy, trajectory in enumerate(group):
+            agent_turns = [turn for turn in trajectory.turns if turn.role == "agent"]
+            cut = trajectory.turns.index(agent_turns[point.turn])
+            prefixes.add(json.dumps([(t.role, t.raw) for t in trajectory.turns[:cut]]))
+            assert trajectory.meta["decision_point"] == {"seed": point.seed, "turn": point.turn, "copy": copy}
+            assert trajectory.meta["learner_record"]["completion_ids"] == ids(agent_turns[point.turn].raw)
+        assert len(prefixes) == 1
+        sampled = {trajectory.meta["learner_record"]["completion_ids"] == ids(GARBLE) for trajectory in group}
+        assert sampled == {True, False}  # the candidates were drawn with different seeds
+
+
+def test_a_garbled_sampled_turn_costs_its_copy_the_invalid_penalty_and_a_negative_advantage():
+    pool, expert, user = sead_setup(64)
+    seat = DecisionPointSeat(FakeLM(expert), expert, expert)
+    points = [DecisionPoint(seed=seed, turn=1) for seed in range(16)]
+    trajectories = play_groups(pool, seat, {"user": user}, "agent", points, 4, seed=5)
+    garbled = [t for t in trajectories if t.meta["learner_record"]["completion_ids"] == ids(GARBLE)]
+    assert garbled
+    for trajectory in garbled:
+        converted = 1.0 if trajectory.outcome == Outcome.SUCCESS else 0.0
+        assert trajectory.rewards["agent"] == pytest.approx(converted - 0.1)  # SPEC: the invalid-format penalty 0.1
+    samples, metrics = group_samples(trajectories, 4, "agent")
+    assert len(samples) == len(trajectories)
+    by_text = {}
+    for trajectory, sample in zip(trajectories, samples):
+        assert len(set(sample.advantages)) == 1 and len(sample.advantages) == len(sample.completion_ids)
+        by_text.setdefault(trajectory.meta["learner_record"]["completion_ids"] == ids(GARBLE), []).append(sample.advantages[0])
+    assert np.mean(by_text[True]) < 0 < np.mean(by_text[False])
+    assert 0 < metrics["decision/informative_groups"] <= 1
+    assert metrics["decision/mean_reward"] == pytest.approx(np.mean([t.rewards["agent"] for t in trajectories]))
+
+
+def test_a_replay_that_is_not_deterministic_is_refused():
+    pool, expert, user = sead_setup()
+    counter = iter(range(10**6))
+
+    class Drifting(Constant):
+        def act_batch(self, observations, infos, memories):
+            return [f"<response>Hello number {next(counter)}.</response>" for _ in observations]
+
+    seat = DecisionPointSeat(FakeLM(expert), Drifting(""), expert)
+    with pytest.raises(ScenarioError, match="did not all reach the turn with the same history"):
+        play_groups(pool, seat, {"user": user}, "agent", [DecisionPoint(seed=1, turn=2)], 4, seed=0)
+
+
+def test_too_few_games_are_named():
+    pool, expert, user = sead_setup(3)
+    with pytest.raises(ScenarioError, match=r"needs 4 games \(1 points x G = 4\), got 3"):
+        play_groups(pool, DecisionPointSeat(FakeLM(expert), expert, expert), {"user": user}, "agent", [DecisionPoint(seed=1)], 4, seed=0)

@@ -1,0 +1,79 @@
+"""The SEAD LM pipeline (DESIGN "Training pipeline"): phase sft from adaptive's exported dialogues, phase
+rl by decision-point GRPO, and every phase's held-out result saved for a paired comparison."""
+
+import json
+
+import pytest
+
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.results import Results, compare
+from trainers.sead.config import build_config
+from trainers.sead.train import paired_changes, train
+
+pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+SMALL = {
+    "sft_steps": 2, "sft_episodes": 12, "sft_batch_size": 4, "iterations": 1, "batch_size": 2, "group_size": 2,
+    "eval_episodes": 6, "max_agent_turns": 3, "max_new_tokens": 8, "plots": False,
+}
+
+
+def test_the_scratch_pipeline_writes_every_phase_and_paired_results(tmp_path):
+    run = train(build_config("cpu-lm-scratch", run_dir=str(tmp_path / "run"), **SMALL))
+    expert = [json.loads(line) for line in (run.path / "sft" / "expert.jsonl").read_text().splitlines()]
+    assert len(expert) == 12 and {record["meta"]["agent"] for record in expert} == {"adaptive"}
+    from datasets import load_from_disk
+
+    rows = load_from_disk(str(run.path / "sft" / "sft"))
+    assert len(rows) == 12 and rows[0]["messages"][0]["role"] == "system"  # the export writer's sft rows
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(run.path / "scratch_model"))
+    opening = next(m["content"] for m in rows[0]["messages"] if m["role"] == "assistant")
+    pieces = tokenizer.convert_ids_to_tokens(tokenizer(opening, add_special_tokens=False)["input_ids"])
+    assert pieces[0] == "<response>" and len(pieces) <= 16  # adaptive's sentences are whole tokens
+    sft = run.load_state("sft")
+    assert sft["checkpoint"] == "checkpoints/sft" and sft["sft/steps"] == 2 and (run.path / "checkpoints" / "sft" / "config.json").exists()
+    records = run.read_trajectories()
+    assert len(records) == 4 and [r.meta["decision_point"]["copy"] for r in records] == [0, 1, 0, 1]
+    saved = {name: Results.load(run.path / "results" / f"{name}.json") for name in ("untrained", "before", "after", "baselines")}
+    assert [a.name for a in saved["baselines"].agents] == ["sop", "random", "adaptive"]
+    for name in ("untrained", "before", "after"):
+        assert saved[name].provenance["episodes"] == 6 and saved[name].provenance["seed"] == 10_000
+    row = next(r for r in compare(saved["before"], saved["after"]) if r["key"] == "cr")
+    assert row["a"] == pytest.approx(run.load_state("eval_before")["cr"]) and row["b"] == pytest.approx(run.load_state("eval")["cr"])
+    lines = paired_changes(run)
+    assert [line.split(":")[0] for line in lines] == ["SFT", "RL"] and "dialogue-gym compare" in lines[1]
+
+
+def test_a_run_killed_in_phase_sft_resumes_without_replaying_what_it_kept(tmp_path, monkeypatch):
+    config = build_config("cpu-lm-scratch", run_dir=str(tmp_path / "run"), **SMALL)
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    import trainers.common.sft as common_sft
+
+    monkeypatch.setattr(common_sft, "sft_lm", killed)  # the phase imports it when it runs
+    with pytest.raises(KeyboardInterrupt):
+        train(config)
+    run_path = tmp_path / "run"
+    kept = {path: path.stat().st_mtime_ns for path in (run_path / "sft" / "expert.jsonl", run_path / "scratch_model" / "tokenizer.json", run_path / "state" / "eval_untrained.json")}
+    assert not (run_path / "state" / "sft.json").exists()
+    monkeypatch.undo()
+    run = train(config, resume=True)
+    assert {path: path.stat().st_mtime_ns for path in kept} == kept
+    assert run.load_state("sft")["sft/steps"] == 2 and run.load_state("eval")["episodes"] == 6
+
+
+def test_lm_pipeline_config_errors_name_the_fix():
+    with pytest.raises(ConfigError, match="sft_steps=5 and rl_mode='dialogue' train a language model; pass policy=lm"):
+        build_config("cpu-strategy", sft_steps=5)
+    with pytest.raises(ConfigError, match="model='scratch' is a random model; pass sft_steps > 0"):
+        build_config("cpu-lm-scratch", sft_steps=0)
+    with pytest.raises(ConfigError, match="rl_mode='grpo'; use one of 'dialogue', 'decision_point'"):
+        build_config("cpu-lm-scratch", rl_mode="grpo")
+    with pytest.raises(ConfigError, match="continuation='oracle'"):
+        build_config("cpu-lm-scratch", continuation="oracle")
+    with pytest.raises(ConfigError, match="group_size"):
+        build_config("cpu-lm-scratch", group_size=0)
