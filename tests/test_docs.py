@@ -77,6 +77,7 @@ def test_site_builds_strict(tmp_path):
     assert (tmp_path / "site" / "environments" / "sead-outbound" / "index.html").exists()
     api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
     assert "dialogue_gym.results.Results" in api  # the API reference is rendered from the docstrings
+    assert ":func:`" not in api and ":class:`" not in api  # Sphinx roles become code (docs/_ext/sphinx_roles.py)
 
 
 def _blocks(page: Path) -> list[tuple[str, str]]:
