@@ -27,8 +27,9 @@ one ``model.generate`` call: each row's cached keys/values are left-padded to th
 prefix and its uncached tokens to the longest remainder, and the attention mask hides both paddings
 (positions come from the mask, so every token keeps the position it had when it was cached). A prefix
 that the prompts of a batch have in common (a shared system prompt) is encoded once and reused by every
-row. Under greedy decoding the outputs equal those of ``prefix_cache=False`` token for token; reuse
-changes only floating-point rounding, so, as with batching, outputs are a deterministic function of the
+row. Reuse changes only floating-point rounding: greedy outputs equal those of ``prefix_cache=False``
+except where two tokens are near-tied (seen with SmolLM2), so trainers that divide by recorded
+logprobs generate without it. As with batching, outputs are a deterministic function of the
 sequence of calls a backend has served (the ``cached`` backend reproduces runs exactly). Memory is
 bounded by ``prefix_cache_tokens`` (LRU; a dialogue's superseded turn is dropped at once, finished
 dialogues age out first). The cache is emptied whenever the model's weights change (a training step

@@ -259,22 +259,43 @@ def test_the_policy_seed_makes_unseeded_requests_reproducible(tiny_model_dir):
     assert drawn(CausalLMPolicy(str(tiny_model_dir), config, seed=1)) != default
 
 
-def test_training_generation_reuses_a_dialogues_prefix_until_the_weights_change(tiny_model_dir):
-    # The trainer's rollouts go through the backend's prefix cache: a dialogue's second turn encodes
-    # only what follows its first prompt and reply; an optimizer step makes every cached key stale.
-    policy = CausalLMPolicy(str(tiny_model_dir), GRPOConfig(max_new_tokens=4, temperature=1.0, kl_coef=0.0, learning_rate=1e-2))
-    memory = policy.start({}, seed=5)
-    first = [{"role": "user", "content": "hello there"}]
-    [reply] = policy.act_batch([{"messages": first, "turn": 0}], [{}], [memory])
-    second = [*first, {"role": "assistant", "content": reply}, {"role": "user", "content": "and then?"}]
-    before = policy.backend.prefix_cache_stats()["cached_tokens"]
-    policy.act_batch([{"messages": second, "turn": 1}], [{}], [memory])
-    reused = policy.backend.prefix_cache_stats()["cached_tokens"] - before
-    assert reused >= len(memory["turns"][0]["prompt_ids"]) > 0
-    policy.update([policy.record(memory)], [1.0])
-    before = policy.backend.prefix_cache_stats()["cached_tokens"]
-    policy.act_batch([{"messages": second, "turn": 1}], [{}], [policy.start({}, seed=5)])
-    assert policy.backend.prefix_cache_stats()["cached_tokens"] == before  # stale after the step: encoded afresh
+def test_recorded_logprobs_equal_a_recomputation_over_50_varied_multi_turn_prompts(tiny_model_dir):
+    # The GRPO ratio divides the recomputed probability by the one recorded while sampling: the two must
+    # be the same numbers up to rounding. The trainer generates without the prefix cache (whose reuse
+    # flipped near-tied greedy tokens of SmolLM2), in batches of mixed lengths as rollouts do.
+    policy = CausalLMPolicy(str(tiny_model_dir), GRPOConfig(max_new_tokens=12, temperature=1.0, kl_coef=0.0))
+    assert policy.backend.prefix_cache is False
+    words = ["hello", "price", "the order", "refund please", "why?", "ok", "no thanks", "tell me more about the deal"]
+    observations, memories = [], []
+    for index in range(50):
+        messages = [{"role": "system", "content": f"You are agent {index % 7}."}]
+        for turn in range(index % 4 + 1):
+            messages.append({"role": "user", "content": " ".join(words[(index + turn + k) % len(words)] for k in range(turn + 1))})
+            messages.append({"role": "assistant", "content": words[(index * 3 + turn) % len(words)]})
+        observations.append({"messages": messages[:-1], "turn": index % 4})
+        memories.append(policy.start({}, seed=index))
+    policy.act_batch(observations, [{}] * 50, memories)
+    worst = 0.0
+    for memory in memories:
+        turn = memory["turns"][0]
+        sample = TurnSample(turn["prompt_ids"], turn["completion_ids"], turn["logprobs"], [0.0] * len(turn["completion_ids"]))
+        input_ids, attention, mask, old, _ = build_batch([sample], policy._pad)
+        with torch.no_grad():
+            new = token_logprobs(policy.model, input_ids, attention, 1.0)
+        worst = max(worst, float(((new - old).abs() * mask).max()))
+    assert worst < 1e-4, worst
+
+
+def test_greedy_evaluation_ignores_the_sampling_seed(tiny_model_dir):
+    policy = CausalLMPolicy(str(tiny_model_dir), GRPOConfig(max_new_tokens=6, temperature=1.0, kl_coef=0.0))
+    observation = {"messages": [{"role": "user", "content": "hello there"}], "turn": 0}
+
+    def said(seed):
+        return policy.act_batch([observation], [{}], [policy.start({}, seed)])[0]
+
+    assert len({said(seed) for seed in range(4)}) > 1  # sampling: the seed matters
+    policy.greedy = True
+    assert len({said(seed) for seed in range(4)}) == 1
 
 
 def test_pack_turns_joins_a_turn_only_when_it_extends_the_previous_one_token_for_token():
