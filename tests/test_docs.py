@@ -37,6 +37,8 @@ def test_a_page_without_a_saved_file_names_the_fix(tmp_path, monkeypatch):
         docs_tables.render("<!-- generated: benchmark missing -->\n<!-- end generated -->")
     with pytest.raises(SystemExit, match="unknown generated block kind 'typed'"):
         docs_tables.render("<!-- generated: typed 0.5 -->\n0.5\n<!-- end generated -->")
+    with pytest.raises(SystemExit, match="names two runs"):
+        docs_tables.render("<!-- generated: compare SEAD-Outbound-v0.json -->\n<!-- end generated -->")
 
 
 def test_a_hand_edit_inside_a_block_is_stale(tmp_path, monkeypatch):

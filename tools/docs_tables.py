@@ -14,7 +14,9 @@ A generated block in a Markdown page is the text between ``<!-- generated: KIND 
 * ``baselines ENV_ID``: the summary table ``dialogue-gym eval`` printed for ``docs/results/ENV_ID.json``
   (the rows the CLI's :func:`~dialogue_gym.reporting.format_table` renders from the saved summaries,
   the privileged note, the headline intervals, the command and its provenance);
-* ``benchmark NAME``: the saved output of ``benchmarks/NAME.py`` as a text block.
+* ``benchmark NAME``: the saved output of ``benchmarks/NAME.py`` as a text block;
+* ``compare A.json[#agent] B.json[#agent]``: what ``dialogue-gym compare`` prints for two saved runs
+  under ``docs/results/`` (a trainer's held-out before and after files, or two agents of one run).
 
 Tables are rendered by the CLI's own functions, so a change of the table code or of a saved file shows
 up as a stale block in ``tests/test_docs.py``; rerun this script (and commit both) to refresh them.
@@ -36,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 RESULTS = DOCS / "results"
 BENCHMARKS = RESULTS / "benchmarks"
-BLOCK = re.compile(r"(<!-- generated: (\w+) ([\w.-]+) -->\n)(.*?)(<!-- end generated -->)", re.S)
+BLOCK = re.compile(r"(<!-- generated: (\w+) ([\w./#-]+(?: [\w./#-]+)*) -->\n)(.*?)(<!-- end generated -->)", re.S)
 
 
 def tables(results) -> str:
@@ -101,7 +103,33 @@ def benchmark(name: str) -> str:
     return "```text\n" + path.read_text(encoding="utf-8").rstrip("\n") + "\n```\n"
 
 
-KINDS = {"baselines": baselines, "benchmark": benchmark}
+def compared(files: str) -> str:
+    """What ``dialogue-gym compare A B`` prints for two saved runs (``A.json[#agent] B.json[#agent]``,
+    paths under docs/results/), with the paths as the page names them."""
+    import contextlib
+    import io
+
+    from dialogue_gym.cli import main as cli
+
+    try:
+        (a, _, agent_a), (b, _, agent_b) = (name.partition("#") for name in files.split())
+    except ValueError:
+        raise SystemExit(f"a compare block names two runs, `A.json[#agent] B.json[#agent]`; got {files!r}.") from None
+    argv = ["compare", str(RESULTS / a), str(RESULTS / b)]
+    argv += ["--agent-a", agent_a] if agent_a else []
+    argv += ["--agent-b", agent_b] if agent_b else []
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = cli(argv)
+    if code:
+        raise SystemExit(f"`dialogue-gym {shlex.join(argv)}` exited {code}.")
+    text = printed.getvalue().replace(str(RESULTS) + os.sep, "docs/results/").strip("\n")
+    head, _, rest = text.partition("\n\n")
+    command = shlex.join(["dialogue-gym", "compare", f"docs/results/{a}", f"docs/results/{b}", *argv[3:]])
+    return f"{head}:\n\n{rest}\n\nMade by `{command}`.\n"
+
+
+KINDS = {"baselines": baselines, "benchmark": benchmark, "compare": compared}
 
 
 def render(text: str, where: str = "page") -> str:
