@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Sequence
 
 from dialogue_gym.errors import ConfigError
+from dialogue_gym.sealing import Seal
 from dialogue_gym.simulators.base import ScriptedPolicy
 
 DEGENERATE_RATE_FACTOR = 0.5
@@ -206,9 +207,11 @@ def audit_rows(audit: ScenarioAudit, scores: dict[str, float], privileged: froze
 
 
 def run_audit(
-    audit: ScenarioAudit, episodes: int = MIN_EPISODES, seed: int = 0, progress: Callable[[str], None] | None = None
+    audit: ScenarioAudit, episodes: int = MIN_EPISODES, seed: int = 0, progress: Callable[[str], None] | None = None,
+    seal: Seal | None = None,
 ) -> tuple[dict[str, float], list[AuditRow]]:
-    """Play every fair baseline and audit policy for ``episodes`` episodes; returns (scores, rows)."""
+    """Play every fair baseline and audit policy for ``episodes`` episodes; returns (scores, rows).
+    With a ``seal`` every player plays the same sealed episodes (:mod:`dialogue_gym.sealing`)."""
     from dialogue_gym.evaluation import evaluate
     from envs_registry import get, resolve
 
@@ -222,7 +225,8 @@ def run_audit(
     for name, agent in players:
         if progress is not None:
             progress(name)
-        trajectories = evaluate(audit.env_id, agent, episodes, seed, learner=audit.learner, env_kwargs=audit.env_kwargs)
+        sealing = {"unseal": seal.hex} if seal is not None else {}
+        trajectories = evaluate(audit.env_id, agent, episodes, seed, learner=audit.learner, env_kwargs=audit.env_kwargs, **sealing)
         scores[name] = float(summary(trajectories)[audit.score])
         if any(trajectory.meta.get("privileged") for trajectory in trajectories):
             privileged.add(name)

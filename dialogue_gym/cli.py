@@ -5,11 +5,12 @@
     dialogue-gym eval TRACER-UserSim-v0 --agent scripted,random,flat,eager,reluctant --episodes 400
     dialogue-gym eval DMBench-Assistant-v0 --agent sop,consultative,empathetic,pushy,random --episodes 400
     dialogue-gym eval SEAD-Outbound-v0 --agent sop,adaptive --episodes 1200 --repeats 3 --save results.json
+    dialogue-gym eval SEAD-Outbound-v0 --agent sop,adaptive --episodes 1200 --sealed --save results.json
     dialogue-gym eval SEAD-Outbound-v0 --agent llm,adaptive --agent-backend '{"name": "transformers", "model": "smollm2"}'
     dialogue-gym compare sop.json adaptive.json
-    dialogue-gym audit SEAD-Outbound-v0 [--episodes 600]
+    dialogue-gym audit SEAD-Outbound-v0 [--episodes 600] [--sealed | --unseal SECRET]
     dialogue-gym export run.jsonl --format sft|preference|rollouts -o DIR [--env-kwargs JSON] [--parquet]
-    dialogue-gym serve SEAD-Outbound-v0 [--port 8000] [--env-kwargs JSON] [--host 0.0.0.0 --token TOKEN]
+    dialogue-gym serve SEAD-Outbound-v0 [--port 8000] [--env-kwargs JSON] [--host 0.0.0.0 --token TOKEN] [--sealed]
     dialogue-gym --version
     dialogue-gym view run.jsonl [-o report.html]
 
@@ -22,6 +23,12 @@ headline metrics that get bootstrap intervals (and pass^k with ``--repeats``). A
 keywords are all checked before the first episode. ``--save`` writes the results with their
 provenance (:mod:`dialogue_gym.results`); ``compare A.json B.json`` prints B - A per headline metric
 with a paired bootstrap interval.
+
+By default ``eval`` and ``audit`` are *open-book*: reproducible from ``--seed``, so an in-process
+scripted or search policy could rebuild the game from the library's public code. ``--sealed`` draws
+a fresh secret that every seed comes from and prints it (and saves it in the provenance) only when
+the run has ended; ``--unseal SECRET`` plays that run again. Published numbers should be sealed
+(:mod:`dialogue_gym.sealing`).
 """
 
 from __future__ import annotations
@@ -41,12 +48,13 @@ from tqdm import tqdm
 
 import dialogue_gym  # noqa: F401  (registers the ids)
 from dialogue_gym.errors import ConfigError, DialogueGymError
-from dialogue_gym.evaluation import RUN_FILE_FIX, Evaluator, check_output_path, coverage_note
+from dialogue_gym.evaluation import RUN_FILE_FIX, Evaluator, check_output_path, coverage_note, sealing_of
 from dialogue_gym.fidelity import add_command as add_fidelity_command
 from dialogue_gym.health import UNHEALTHY_THRESHOLD, benchmark_split, format_health, summary_with_health
 from dialogue_gym.metrics.episodes import LABELS as EPISODE_LABELS
 from dialogue_gym.reporting import PRIVILEGED_MARK, PRIVILEGED_NOTE, format_table
 from dialogue_gym.results import AgentResult, Results, check_save_suffix, compare, few_starts_note, now, software
+from dialogue_gym.sealing import Seal
 from envs_registry import REGISTRY, Entry, get, resolve
 
 
@@ -154,13 +162,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     agent_backend = _agent_backend(args.agent_backend, names)
     # Every agent name and env keyword is checked here, before the first episode and the first progress bar.
     unhealthy_threshold = UNHEALTHY_THRESHOLD if args.invalid_on_unhealthy else None
+    seal = sealing_of(args.sealed, args.unseal, args.seed)
 
     def backend_of(name: str) -> dict | None:
         return agent_backend if name == LLM_AGENT else None
 
     first = Evaluator(
         args.env_id, names[0], learner=learner, env_kwargs=env_kwargs, agent_backend=backend_of(names[0]),
-        unhealthy_threshold=unhealthy_threshold,
+        unhealthy_threshold=unhealthy_threshold, seal=seal,
     )
     evaluators = [first, *(first.for_agent(name, backend_of(name)) for name in names[1:])]
     episode_scores = resolve(entry.episode_scores) if entry.episode_scores else lambda trajectory: {}
@@ -178,8 +187,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         agent.compute_headline(entry.pass_metric, args.repeats, args.bootstrap)
         agents.append(agent)
     repeats = f" x {args.repeats} repeats" if args.repeats > 1 else ""
-    print(f"\n{args.env_id}: {args.episodes} episodes per agent{repeats}, seed {args.seed}\n")
-    note = coverage_note(first.strata, args.episodes, args.seed, f"evaluation strata of {args.env_id}")
+    print(f"\n{args.env_id}: {args.episodes} episodes per agent{repeats}, {seeding(seal, args.seed)}\n")
+    note = coverage_note(first.strata, args.episodes, first.run_seed(args.seed), f"evaluation strata of {args.env_id}")
     if note:
         print(f"{note}\n")
     rows = [{"name": agent.name + PRIVILEGED_MARK * agent.privileged, **agent.summary} for agent in agents]
@@ -213,14 +222,24 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.save:
         provenance = {
             "env_id": args.env_id, "env_kwargs": env_kwargs, "learner": learner, "agents": names, "agent_backend": agent_backend,
-            "episodes": args.episodes, "repeats": args.repeats, "seed": args.seed,
+            "episodes": args.episodes, "repeats": args.repeats, "seed": None if seal else args.seed,
+            "sealed": seal is not None, "secret": seal.hex if seal else None,
             "strata": len(first.strata), "strata_played_equally": not note, "metric_kwargs": metric_kwargs,
             "bootstrap": {"resamples": args.bootstrap, "seed": 0, "confidence": 0.95, "unit": "start"},
             "command": "dialogue-gym " + shlex.join(args.argv), **software(),
             "started": started, "finished": now(), "seconds": round(time.perf_counter() - clock, 3),
         }
         print(f"results saved to {Results(provenance, agents).save(args.save)}")
+    if seal is not None:
+        print(f"sealed run ended; its secret: {seal.hex} (`--unseal {seal.hex}` plays the same episodes)")
     return 0
+
+
+def seeding(seal: Seal | None, seed: int) -> str:
+    """How a run's episodes were seeded, for its header."""
+    if seal is None:
+        return f"seed {seed} (open-book: reproducible from the seed; publish sealed runs, --sealed)"
+    return "sealed (seeds from a secret printed when the run ends)"
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -238,9 +257,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     ]
     provenance = a.provenance
     repeats = f" x {provenance['repeats']} repeats" if provenance["repeats"] > 1 else ""
+    seeds = "sealed, one secret" if provenance.get("sealed") else f"seed {provenance['seed']}"
     print(
         f"\n{provenance['env_id']}: B = {second.name} ({args.b}) minus A = {first.name} ({args.a}), paired over the same "
-        f"{provenance['episodes']} starts{repeats} and seeds (seed {provenance['seed']}); 95% percentile bootstrap "
+        f"{provenance['episodes']} starts{repeats} and seeds ({seeds}); 95% percentile bootstrap "
         f"intervals over starts ({args.bootstrap} resamples, seed 0)\n"
     )
     columns = [("a", f"A {first.name}"), ("b", f"B {second.name}"), ("difference", "B - A"), ("interval", "95% CI"), ("significant", "significant")]
@@ -264,16 +284,20 @@ def cmd_audit(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.env_id} declares no exploit audit yet; audited ids: {audited}.")
     if args.episodes < MIN_EPISODES:
         print(f"warning: the audit's bounds are stated for >= {MIN_EPISODES} episodes, got {args.episodes}", file=sys.stderr)
+    seal = sealing_of(args.sealed, args.unseal, args.seed)
+    print(f"{args.env_id}: {seeding(seal, args.seed)}")
     failed = 0
     for audit in resolve(entry.audits)():
         players = len({*audit.fair_order, audit.baseline}) + len(audit.policies)
         with tqdm(total=players, desc=f"audit {audit.learner}", disable=args.quiet, file=sys.stderr) as bar:
-            _, rows = run_audit(audit, args.episodes, args.seed, progress=lambda name: bar.set_postfix_str(name) or bar.update(1))
+            _, rows = run_audit(audit, args.episodes, args.seed, progress=lambda name: bar.set_postfix_str(name) or bar.update(1), seal=seal)
         print(f"\n{format_audit(audit, rows, args.episodes)}")
         failed += sum(not row.passed for row in rows)
     for role in unaudited_roles(entry.audits):
         print(f"\nnot audited: {role.env_id}, learner {role.learner!r}: {role.reason}")
     print(f"\n{failed} bound(s) broken" if failed else "\nevery bound holds")
+    if seal is not None:
+        print(f"sealed audit ended; its secret: {seal.hex} (`--unseal {seal.hex}` plays the same episodes)")
     return 1 if failed else 0
 
 
@@ -321,7 +345,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     serve(
         args.env_id, host=args.host, port=args.port, learner=args.learner, env_kwargs=_json_object(args.env_kwargs, "--env-kwargs"),
-        max_sessions=args.max_sessions, idle_timeout=args.idle_timeout, token=args.token,
+        max_sessions=args.max_sessions, idle_timeout=args.idle_timeout, token=args.token, sealed=args.sealed, unseal=args.unseal,
     )
     return 0
 
@@ -332,6 +356,15 @@ def cmd_view(args: argparse.Namespace) -> int:
     path, count = write_view(args.run_file, args.out)
     print(f"{count} dialogues written to {path} ({path.stat().st_size / 1e6:.1f} MB); open it in a browser")
     return 0
+
+
+def add_sealing_flags(command: argparse.ArgumentParser) -> None:
+    sealing = command.add_mutually_exclusive_group()
+    sealing.add_argument(
+        "--sealed", action="store_true",
+        help="seed every episode from a fresh secret, revealed only when the run ends (what published numbers use)",
+    )
+    sealing.add_argument("--unseal", metavar="SECRET", default=None, help="play the sealed run with this secret again")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -353,7 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--episodes", type=int, default=120,
         help="starts per agent, in a seeded stratified order (default: 120); a multiple of the id's strata plays each equally often",
     )
-    evaluation.add_argument("--seed", type=int, default=0)
+    evaluation.add_argument("--seed", type=int, default=0, help="seed of an open-book run (default: 0)")
+    add_sealing_flags(evaluation)
     evaluation.add_argument(
         "--repeats", type=int, default=1, help="play each start this many times with different seeds; reports pass^k (default: 1)"
     )
@@ -383,7 +417,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit = commands.add_parser("audit", help="play degenerate and blind policies against the fair baselines; exit 1 if one beats its bound")
     audit.add_argument("env_id")
     audit.add_argument("--episodes", type=int, default=600, help="episodes per policy (default: 600)")
-    audit.add_argument("--seed", type=int, default=0)
+    audit.add_argument("--seed", type=int, default=0, help="seed of an open-book audit (default: 0)")
+    add_sealing_flags(audit)
     audit.add_argument("--quiet", action="store_true", help="no progress bar")
     audit.set_defaults(run=cmd_audit)
     export = commands.add_parser("export", help="write a recorded run (JSONL) as a Hugging Face dataset: sft, preference or rollouts")
@@ -405,6 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--token", default=None,
         help="require 'Authorization: Bearer TOKEN' on every request (default: $DIALOGUE_GYM_TOKEN); needed for a --host beyond loopback",
     )
+    add_sealing_flags(serving)
     serving.set_defaults(run=cmd_serve)
     viewing = commands.add_parser("view", help="write a recorded run (JSONL) as one self-contained HTML page to read its dialogues")
     viewing.add_argument("run_file", metavar="RUN.jsonl", help="trajectories, e.g. from `dialogue-gym eval --out`")

@@ -43,6 +43,7 @@ from dialogue_gym.envs.single import DialogueEnv
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, is_privileged
 from dialogue_gym.health import UNHEALTHY_THRESHOLD, mark_unhealthy
+from dialogue_gym.sealing import Seal
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
 
@@ -222,6 +223,9 @@ class Evaluator:
     Builds the env and the policies (an LLM backend, say) once, so many :meth:`run` and :meth:`play`
     calls (the stream of chunks a Ray rollout worker plays, say) share them; :meth:`for_agent`
     evaluates another agent on the same env and counterparts. :func:`evaluate` is one run of a fresh one.
+
+    With a ``seal`` the runs are sealed (:mod:`dialogue_gym.sealing`): the ``seed`` of :meth:`run`,
+    :meth:`plays` and :meth:`play` is not used, every seed comes from the seal's secret instead.
     """
 
     def __init__(
@@ -234,7 +238,9 @@ class Evaluator:
         agent_backend: Any = None,
         batch_size: int = 32,
         unhealthy_threshold: float | None = None,
+        seal: Seal | None = None,
     ):
+        self.seal = seal
         self.batch_size = _check_count(batch_size, "batch_size", 1)
         self.unhealthy_threshold = unhealthy_threshold
         """When set, an episode whose counterpart failed its health checks on more than this share of
@@ -257,7 +263,7 @@ class Evaluator:
             **self.environment.driver.policies,
             self.learner: self.environment.make_role_policy(self.learner, agent, agent_backend),
         }
-        self.driver = CounterpartDriver(policies, learner=None)
+        self.driver = CounterpartDriver(policies, learner=None, seal=self.seal)
         self.agent_name = agent if isinstance(agent, str) else type(agent).__name__
         self.privileged = is_privileged(policies[self.learner])
         """Whether the evaluated policy reads the privileged channel (its trajectories say so in
@@ -270,7 +276,16 @@ class Evaluator:
         other._bind(agent, agent_backend)
         return other
 
+    def run_seed(self, seed: int) -> int:
+        """The seed of the order of the starts and of their options: ``seed``, or the seal's."""
+        return self.seal.run_seed if self.seal is not None else seed
+
+    def episode_seed(self, seed: int, start: int, repeat: int) -> int:
+        """The reset seed of ``repeat`` of ``start``: :func:`episode_seed`, or the seal's."""
+        return self.seal.episode_seed(start, repeat) if self.seal is not None else episode_seed(seed, start, repeat)
+
     def order(self, seed: int) -> EvaluationOrder:
+        seed = self.run_seed(seed)
         if seed not in self._orders:
             self._orders[seed] = EvaluationOrder(self.strata, seed)
         return self._orders[seed]
@@ -311,7 +326,7 @@ class Evaluator:
                 while len(pool) <= slot:
                     pool.append(self.environment.game.spawn())
                 game = pool[slot]
-                game.reset(seed=episode_seed(seed, start, repeat), options=game.evaluation_options(start, seed))
+                game.reset(seed=self.episode_seed(seed, start, repeat), options=game.evaluation_options(start, self.run_seed(seed)))
                 memories = self.driver.start(game)
                 if not game.done:
                     in_flight[slot] = (index, start, repeat, memories)
@@ -358,6 +373,8 @@ class Evaluator:
         trajectory.meta = {**trajectory.meta, "agent": self.agent_name, "env_id": self.env_id, "start": start, "repeat": repeat}
         if self.privileged:
             trajectory.meta["privileged"] = True
+        if self.seal is not None:
+            trajectory.meta["sealed"] = True
         if self.unhealthy_threshold is not None:
             mark_unhealthy([trajectory], self.unhealthy_threshold)
         return trajectory
@@ -420,6 +437,8 @@ def evaluate(
     on_episode: Callable[[Trajectory], None] | None = None,
     first_episode: int = 0,
     invalid_on_unhealthy: bool = False,
+    sealed: bool = False,
+    unseal: str | None = None,
 ) -> list[Trajectory]:
     """Play ``episodes`` starts of ``env_id``'s fixed evaluation sequence with ``agent`` in the ``learner`` role.
 
@@ -449,17 +468,42 @@ def evaluate(
     Every episode is returned: one whose LLM-played role failed after the backend's bounded retries
     ends with outcome ``backend_failure`` and the cause in ``meta["failure"]`` (the metrics'
     ``summary`` counts those apart from the completed ones).
+
+    ``sealed=True`` plays a sealed run (:mod:`dialogue_gym.sealing`): a fresh secret, not ``seed``,
+    gives the starts' order and options, the episode seeds and the seeds the policies get, so no
+    in-process policy can replay the game. Each trajectory's ``meta["sealed"]`` is true; once the run
+    has ended, the returned trajectories also carry the secret in ``meta["secret"]`` (the lines written
+    to ``out`` during the run do not), and ``unseal=SECRET`` plays the same episodes again.
     """
     _check_count(episodes, "episodes", 1)
     _check_count(repeats, "repeats", 1)
     _check_count(first_episode, "first_episode", 0)
+    seal = sealing_of(sealed, unseal, seed)
     if out is not None:
         check_output_path(out, append=append)
     evaluator = Evaluator(
         env_id, agent, learner=learner, env_kwargs=env_kwargs, agent_backend=agent_backend, batch_size=batch_size,
-        unhealthy_threshold=UNHEALTHY_THRESHOLD if invalid_on_unhealthy else None,
+        unhealthy_threshold=UNHEALTHY_THRESHOLD if invalid_on_unhealthy else None, seal=seal,
     )
-    return evaluator.run(episodes, seed, repeats=repeats, first_episode=first_episode, out=out, on_episode=on_episode)
+    trajectories = evaluator.run(episodes, seed, repeats=repeats, first_episode=first_episode, out=out, on_episode=on_episode)
+    if seal is not None:
+        for trajectory in trajectories:
+            trajectory.meta["secret"] = seal.hex
+    return trajectories
+
+
+def sealing_of(sealed: bool, unseal: str | None, seed: int) -> Seal | None:
+    """The seal of a run: none (an open run from ``seed``), a fresh one, or the one ``unseal`` names."""
+    if not isinstance(sealed, bool):
+        raise ConfigError(f"sealed must be True or False, got {type(sealed).__name__}: {sealed!r:.60}.")
+    if (sealed or unseal is not None) and seed != 0:
+        raise ConfigError(
+            f"seed={seed!r} (--seed) has no effect on a sealed run (its seeds come from a secret); leave it out, or play "
+            "an open run from the seed without sealed/unseal (--sealed, --unseal)."
+        )
+    if unseal is not None:
+        return Seal.parse(unseal, "unseal (--unseal)")
+    return Seal.draw() if sealed else None
 
 
 RUN_FILE_FIX = "pass the JSONL file of trajectories that `dialogue-gym eval --out RUN.jsonl` wrote."

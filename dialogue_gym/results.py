@@ -4,7 +4,7 @@ pass^k, per-episode parts, and the provenance of the run; saved as JSON or CSV, 
 A results JSON (``dialogue-gym eval ... --save results.json``)::
 
     {"format": "dialogue_gym.results/1",
-     "provenance": {"env_id", "env_kwargs", "learner", "agents", "episodes", "repeats", "seed", "strata",
+     "provenance": {"env_id", "env_kwargs", "learner", "agents", "episodes", "repeats", "seed", "sealed", "secret", "strata",
                     "metric_kwargs", "bootstrap", "command", "dialogue_gym", "git_revision", "git_dirty",
                     "python", "platform", "libraries", "started", "finished", "seconds"},
      "rows": [{"agent", "privileged", <every summary key>}, ...],
@@ -423,10 +423,16 @@ def compare(
     bootstrap resamples of the starts (the same resample for both runs); ``significant`` when the
     interval excludes 0. Runs with different env id, learner, episodes, repeats or seed, or whose
     episodes do not match by (start, repeat, seed), are refused with a ConfigError."""
-    different = {key: (a.provenance.get(key), b.provenance.get(key)) for key in COMPARED if a.provenance.get(key) != b.provenance.get(key)}
+    # a sealed run's secret seeds its episodes as --seed does an open run's (files from before sealing have none)
+    different = {
+        key: (a.provenance.get(key), b.provenance.get(key)) for key in (*COMPARED, "secret") if a.provenance.get(key) != b.provenance.get(key)
+    }
     if different:
         listed = "; ".join(f"{key}: {left!r} vs {right!r}" for key, (left, right) in different.items())
-        raise ConfigError(f"Cannot compare runs that played different episodes ({listed}); evaluate both with the same id, learner, --episodes, --repeats and --seed.")
+        raise ConfigError(
+            f"Cannot compare runs that played different episodes ({listed}); evaluate both with the same id, learner, --episodes, "
+            "--repeats and --seed (sealed: the second with --unseal and the first run's secret)."
+        )
     first, second = a.agent(agent_a, "A"), b.agent(agent_b, "B")
     expected = a.provenance["episodes"] * a.provenance["repeats"]
     for result in (first, second):

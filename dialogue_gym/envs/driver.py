@@ -18,6 +18,7 @@ from gymnasium import logger
 
 from dialogue_gym.errors import BackendError, ConfigError, ScenarioError
 from dialogue_gym.game import PRIVILEGED_INFO_KEY, Game, StepResult, is_privileged
+from dialogue_gym.sealing import Seal
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.simulators.base import RolePolicy
 from dialogue_gym.types import Outcome, Trajectory
@@ -69,11 +70,20 @@ def role_info(game: Game, role: str, policy: RolePolicy) -> dict[str, Any]:
 
 
 class CounterpartDriver:
-    """Owns the policies of every role except the learner, and their per-episode memories."""
+    """Owns the policies of every role except the learner, and their per-episode memories.
 
-    def __init__(self, policies: Mapping[str, RolePolicy], learner: str | None):
+    With a ``seal`` (a sealed run, :mod:`dialogue_gym.sealing`), the seed each policy's ``start`` gets
+    is keyed by the run's secret, so no policy can invert it to the episode seed."""
+
+    def __init__(self, policies: Mapping[str, RolePolicy], learner: str | None, seal: Seal | None = None):
         self.policies = dict(policies)
         self.learner = learner
+        self.seal = seal
+
+    def role_seed(self, game: Game, role: str) -> int:
+        if self.seal is not None:
+            return self.seal.role_seed(game.seed, game.roles.index(role))
+        return role_seed(game.seed, role, game.roles)
 
     def start(self, game: Game) -> dict[str, Any]:
         """Each policy's memory for ``game``'s episode: ``start`` with what its role knows
@@ -81,7 +91,7 @@ class CounterpartDriver:
         return {
             role: policy.start(
                 game.episode_profile() if is_privileged(policy) else game.role_profile(role),
-                role_seed(game.seed, role, game.roles),
+                self.role_seed(game, role),
             )
             for role, policy in self.policies.items()
         }

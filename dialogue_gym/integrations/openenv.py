@@ -31,6 +31,12 @@ line (the URL, the session cap and whether a token is required) and one log line
 server (lines past the queue are dropped and counted). A host beyond loopback needs a token (``token=``,
 ``--token`` or the ``DIALOGUE_GYM_TOKEN`` environment variable) that every HTTP request and WebSocket
 handshake must carry as ``Authorization: Bearer <token>`` (``DialogueGymClient(base_url, token=...)``).
+
+``--sealed`` (``sealed=True``) draws a fresh secret when the server starts (:mod:`dialogue_gym.sealing`):
+a client's ``reset(seed=s)`` plays the episode seed keyed by the secret and ``s``, and the counterparts'
+seeds are keyed too, so a client can neither replay an episode from its seed nor pick seeds it has
+studied; ``state.seed`` is the seed the client asked for. The secret is logged when the server stops,
+and ``--unseal SECRET`` serves the same episodes for the same client seeds again.
 """
 
 from __future__ import annotations
@@ -67,7 +73,10 @@ except ImportError as exc:
     raise DependencyNotInstalled("openenv-core", "openenv", "Serving environments with OpenEnv") from exc
 
 import dialogue_gym
+from dialogue_gym.evaluation import sealing_of
+from dialogue_gym.game import check_seed
 from dialogue_gym.integrations.common import check_kwargs, json_kwargs, learner_of, make_learner_env
+from dialogue_gym.sealing import Seal
 from envs_registry import get
 
 
@@ -134,11 +143,14 @@ class DialogueGymEnvironment(Environment):
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
-    def __init__(self, env_id: str, learner: str | None = None, env_kwargs: dict[str, Any] | None = None):
+    def __init__(self, env_id: str, learner: str | None = None, env_kwargs: dict[str, Any] | None = None, seal: Seal | None = None):
         super().__init__()
         self.env_id = env_id
         self.learner = learner_of(env_id, learner)
         self._env = make_learner_env(env_id, self.learner, check_kwargs(env_kwargs))
+        self._env.driver.seal = seal
+        self._seal = seal
+        self._client_seed: int | None = None
         self._episode_id: str | None = None
         self._steps = 0
 
@@ -162,6 +174,9 @@ class DialogueGymEnvironment(Environment):
             raise ConfigError(f"reset() got unknown argument(s) {sorted(unknown)}; it takes seed, episode_id and options.")
         environment = self._live_env("reset")
         check_text(options, "reset options", ConfigError)
+        self._client_seed = check_seed(seed)
+        if self._seal is not None and seed is not None:
+            seed = self._seal.seed("session", seed)
         observation, info = environment.reset(seed=seed, options=options)
         self._episode_id = episode_id or str(uuid.uuid4())
         self._steps = 0
@@ -181,7 +196,7 @@ class DialogueGymEnvironment(Environment):
         state = DialogueState(env_id=self.env_id, learner=self.learner, episode_id=self._episode_id, step_count=self._steps)
         if game.started:
             trajectory = environment.trajectory()
-            state.seed = game.seed
+            state.seed = self._client_seed if self._seal is not None else game.seed
             state.done = game.done
             state.learner_return = float(game.returns[self.learner])
             if game.done:
@@ -212,14 +227,15 @@ def make_app(
     max_sessions: int = 64,
     idle_timeout: float | None = 300.0,
     token: str | None = None,
+    seal: Seal | None = None,
 ):
     """The OpenEnv FastAPI app serving ``env_id`` (see the module docstring); the id, learner and
     env kwargs are checked by building one env first, so a mistake fails here, not in a session. With
-    ``token``, every request must carry ``Authorization: Bearer <token>``."""
+    ``token``, every request must carry ``Authorization: Bearer <token>``; with ``seal``, sessions are sealed."""
     env_kwargs = json_kwargs(env_kwargs)
     check_serve_options(max_sessions=max_sessions, idle_timeout=idle_timeout)
     DialogueGymEnvironment(env_id, learner, env_kwargs).close()
-    factory = functools.partial(DialogueGymEnvironment, env_id=env_id, learner=learner, env_kwargs=env_kwargs)
+    factory = functools.partial(DialogueGymEnvironment, env_id=env_id, learner=learner, env_kwargs=env_kwargs, seal=seal)
     concurrency = ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_timeout)
     app = create_app(factory, DialogueAction, DialogueObservation, env_name=env_id, concurrency_config=concurrency)
     _log_sessions(app)
@@ -349,14 +365,17 @@ def check_serve_options(
 def serve(env_id: str, **options: Any) -> None:
     """Serve ``env_id`` over OpenEnv's HTTP/WebSocket protocol until interrupted (see the module
     docstring); ``options`` are :func:`make_server`'s (host, port, learner, env_kwargs, max_sessions,
-    idle_timeout, token, output)."""
-    server, sockets = make_server(env_id, **options)
+    idle_timeout, token, output) and ``sealed`` or ``unseal``."""
+    seal = sealing_of(options.pop("sealed", False), options.pop("unseal", None), 0)
+    server, sockets = make_server(env_id, seal=seal, **options)
     try:
         server.run(sockets=sockets)
     except KeyboardInterrupt:  # a second Ctrl-C during shutdown (uvicorn.run swallows it too)
         pass
     finally:
         log.info("stopped")
+        if seal is not None:
+            log.info("sealed server's secret: %s (`--unseal %s` serves the same episodes for the same seeds)", seal.hex, seal.hex)
         _stop_log()
 
 
@@ -449,6 +468,7 @@ def make_server(
     idle_timeout: float | None = 300.0,
     token: str | None = None,
     output: Any = None,
+    seal: Seal | None = None,
 ) -> tuple[Any, list[socket.socket]]:
     """The uvicorn server of :func:`serve` and its bound socket, every option checked first; prints
     the start-up line to ``output`` (stderr by default). ``token`` defaults to the
@@ -457,7 +477,7 @@ def make_server(
 
     token = token if token is not None else (os.environ.get(TOKEN_ENV) or None)
     check_serve_options(host=host, port=port, max_sessions=max_sessions, idle_timeout=idle_timeout, token=token)
-    app = make_app(env_id, learner=learner, env_kwargs=env_kwargs, max_sessions=max_sessions, idle_timeout=idle_timeout, token=token)
+    app = make_app(env_id, learner=learner, env_kwargs=env_kwargs, max_sessions=max_sessions, idle_timeout=idle_timeout, token=token, seal=seal)
     try:
         family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
@@ -473,7 +493,8 @@ def make_server(
     stream = output or sys.stderr
     stream.write(
         f"dialogue-gym serve: {env_id} at http://{shown}:{bound} (WebSocket sessions at ws://{shown}:{bound}/ws), "
-        f"at most {max_sessions} sessions, {timeout}, token {'required' if token else 'not required (loopback only)'}\n"
+        f"at most {max_sessions} sessions, {timeout}, token {'required' if token else 'not required (loopback only)'}"
+        f"{', sealed (the secret is logged when the server stops)' if seal is not None else ''}\n"
     )
     stream.flush()
     config = uvicorn.Config(app, log_config=None, log_level="warning", access_log=False, ws_max_size=64 * 1024 * 1024)
