@@ -33,8 +33,9 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
 
-ISOLATED_PIECES = r"<[^<>\n]{1,40}>|\d|\n"
-"""``whole_sentences`` cuts every tag (``<response>``), digit and newline out as a piece of its own..."""
+ISOLATED_PIECES = r"<[^<>\n]{1,40}>|\n"
+"""``whole_sentences`` cuts every tag (``<response>``) and newline out as a piece of its own (so a score
+between tags is a piece too)..."""
 SENTENCE_STARTS = r"(?<=[.?!]) "
 """...and starts a new piece at the space after a sentence's end (the space goes with the next sentence)."""
 
@@ -104,7 +105,7 @@ def build_tiny_chat_model(
             prompts, say, which then take a few times fewer tokens (and tests a few times less time).
         whole_sentences: split the text only at tags, newlines and sentence ends before merging, and
             merge only pieces seen twice: a recurring sentence of ``corpus`` becomes one token, each tag
-            and each number its own. A scenario's scripted lines then cost one token each, which lets a
+            and each score between tags its own. A scenario's scripted lines then cost one token each, which lets a
             model trained from scratch on 2 CPU cores learn a dialogue in minutes (any text still
             encodes, byte by byte where it is new).
 

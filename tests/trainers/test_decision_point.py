@@ -181,3 +181,53 @@ def test_too_few_games_are_named():
     pool, expert, user = sead_setup(3)
     with pytest.raises(ScenarioError, match=r"needs 4 games \(1 points x G = 4\), got 3"):
         play_groups(pool, DecisionPointSeat(FakeLM(expert), expert, expert), {"user": user}, "agent", [DecisionPoint(seed=1)], 4, seed=0)
+
+
+def test_a_decision_point_is_a_frozen_value_that_defaults_to_the_first_turn():
+    from dataclasses import FrozenInstanceError
+
+    point = DecisionPoint(seed=3)
+    assert point.turn == 0 and dict(point.options) == {}
+    with pytest.raises(FrozenInstanceError):
+        point.turn = 2
+
+
+def test_a_one_turn_dialogue_has_its_only_turn_as_the_point_and_a_learner_that_never_moves_has_none():
+    pool = [SeadGame(SeadConfig(max_agent_turns=1)) for _ in range(6)]
+    expert, user = make_policy("agent", "adaptive", pool[0].library), make_policy("user", "scripted", pool[0].library)
+    starts = [(seed, {}) for seed in range(6)]
+    points = draw_points(pool, {"agent": expert, "user": user}, "agent", starts, random.Random(0))
+    assert [p.turn for p in points] == [0] * 6
+    with pytest.raises(ScenarioError, match=r"ended before the 'caller' role's first turn; it has no decision point"):
+        draw_points(pool, {"agent": expert, "user": user}, "caller", starts, random.Random(0))
+
+
+def test_one_policy_as_prefix_and_continuation_is_asked_once_a_turn():
+    expert, lm = Constant("E"), Constant("L")
+    lm.start = lambda profile, seed: {"seed": seed}
+    seat = DecisionPointSeat(lm, expert, expert)
+    memory = seat.start({}, 0)
+    seat.assign(memory, 1, lm_seed=0)
+    assert [seat.act_batch([{"messages": []}], [{}], [memory])[0] for _ in range(3)] == ["E", "L", "E"]
+    assert expert.asked == 3
+
+
+def _trajectory(reward, completion):
+    from dialogue_gym.types import Trajectory
+
+    trajectory = Trajectory(scenario="t", seed=0, profile={}, turns=[], rewards={} if reward is None else {"agent": reward})
+    trajectory.meta = {"learner_record": {"prompt_ids": [1, 2], "completion_ids": completion, "logprobs": [-1.0] * len(completion)}}
+    return trajectory
+
+
+def test_group_samples_count_informative_groups_and_treat_a_missing_reward_as_zero():
+    # group 1: rewards 1, 0 (informative); group 2: 0.5, 0.5 (not); group 3: an aborted copy (no reward: 0) and 0
+    trajectories = [_trajectory(1.0, [5]), _trajectory(0.0, [6, 7]), _trajectory(0.5, [5]), _trajectory(0.5, [5]),
+                    _trajectory(None, [8]), _trajectory(0.0, [])]
+    samples, metrics = group_samples(trajectories, 2, "agent")
+    assert metrics["decision/informative_groups"] == pytest.approx(1 / 3)
+    assert metrics["decision/mean_reward"] == pytest.approx(2.0 / 6)
+    assert [s.advantages for s in samples] == [[pytest.approx(1.0, abs=1e-5)], [pytest.approx(-1.0, abs=1e-5)] * 2, [0.0], [0.0], [0.0]]
+    assert metrics["decision/sampled_tokens"] == pytest.approx((1 + 2 + 1 + 1 + 1) / 5)  # the empty completion is no sample
+    empty_samples, empty = group_samples([], 4, "agent")
+    assert empty_samples == [] and empty["decision/informative_groups"] == 0 and empty["decision/sampled_tokens"] == 0.0

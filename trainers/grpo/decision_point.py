@@ -127,7 +127,7 @@ class DecisionPointSeat:
             else:
                 texts[row] = heard[self.scripted.index(player)][row]
             if memory["moves"] == memory["turn"]:
-                memory["heard"] = json.dumps(observations[row]["messages"], sort_keys=True)
+                memory["heard"] = json.dumps(observations[row]["messages"])
             memory["moves"] += 1
         if lm_rows:
             sampled = self.lm.act_batch([observations[r] for r in lm_rows], [infos[r] for r in lm_rows], [memories[r]["lm"] for r in lm_rows])
