@@ -16,6 +16,13 @@ stratified evaluation episodes, and checks three kinds of bound:
 Each scenario declares its audit (:class:`ScenarioAudit`) in ``scenarios/<x>/audit.py``, named in
 the registry entry; ``dialogue-gym audit <ENV_ID>`` runs it and exits non-zero when a bound fails.
 Audit policies read only the learner's observation, never ``info``.
+
+Beside them it plays the **probes** of :mod:`dialogue_gym.probes` (:func:`probe_policies`): policies
+that rebuild the game from the library's public code instead of playing it (a seed-inverting replay,
+a first-observation fingerprint matcher, a clairvoyant selector among the fair policies) and one that
+vandalises what it is handed. A sealed audit (``--sealed``) holds each to the best fair policy that
+does not read the privileged channel + ``BLIND_MARGIN``; an open one is reproducible from ``--seed``,
+so the probes may win there, and the audit reports them as *open-book* (information, not failure).
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ DEGENERATE_RATE_FACTOR = 0.5
 BLIND_MARGIN = 0.05
 MIN_EPISODES = 600
 
-Kind = Literal["degenerate", "blind"]
+Kind = Literal["degenerate", "blind", "probe"]
 
 
 def last_heard(observation: dict[str, Any]) -> str:
@@ -176,6 +183,8 @@ class AuditRow:
     bound: float | None
     passed: bool
     description: str = ""
+    counted: bool = True
+    """Whether a broken bound fails the audit (an open-book probe's does not: it is information)."""
 
 
 def audit_rows(audit: ScenarioAudit, scores: dict[str, float], privileged: frozenset[str] = frozenset()) -> list[AuditRow]:
@@ -206,12 +215,60 @@ def audit_rows(audit: ScenarioAudit, scores: dict[str, float], privileged: froze
     return rows
 
 
+def fair_players(audit: ScenarioAudit) -> tuple[list[str], str | None]:
+    """The audit's fair policies that play only what their role knows (weakest first), and the first
+    one that reads the privileged channel (an oracle), if any."""
+    from dialogue_gym.evaluation import make_learner_env
+    from dialogue_gym.game import is_privileged
+
+    environment = make_learner_env(audit.env_id, audit.learner, dict(audit.env_kwargs))
+    reads = {name: is_privileged(environment.make_role_policy(audit.learner, name)) for name in audit.fair_order}
+    return [name for name in audit.fair_order if not reads[name]], next((name for name in audit.fair_order if reads[name]), None)
+
+
+def probe_policies(audit: ScenarioAudit, episodes: int = MIN_EPISODES) -> tuple[AuditPolicy, ...]:
+    """The probes for ``audit``'s learner role, built on its fair policies (the fingerprint matcher
+    enumerates the first ``episodes`` starts of the public run seed 0: the run it is audited in)."""
+    from dialogue_gym.evaluation import make_learner_env
+    from dialogue_gym.probes import ClairvoyantSelector, DataMutator, FingerprintMatcher, SeedReplay
+
+    fair, oracle = fair_players(audit)
+    base = (audit.env_id, audit.learner, fair, dict(audit.env_kwargs))
+
+    def mutator() -> DataMutator:
+        return DataMutator(make_learner_env(audit.env_id, audit.learner, dict(audit.env_kwargs)).make_role_policy(audit.learner, fair[-1]))
+
+    return (
+        AuditPolicy("seed_replay", "probe", "inverts its start seed, rebuilds the game, plays by lookahead on it", lambda: SeedReplay(*base, oracle=oracle)),
+        AuditPolicy(
+            "fingerprint_match", "probe", "finds its game among the public starts by what it is handed; lookahead",
+            lambda: FingerprintMatcher(*base, oracle=oracle, starts=episodes),
+        ),
+        AuditPolicy("clairvoyant", "probe", "plays the fair policy that does best on the rebuilt game", lambda: ClairvoyantSelector(*base)),
+        AuditPolicy("data_mutator", "probe", f"plays {fair[-1]}, vandalises all it is handed", mutator),
+    )
+
+
+def probe_rows(audit: ScenarioAudit, probes: Sequence[AuditPolicy], scores: dict[str, float], sealed: bool) -> list[AuditRow]:
+    """Each probe's score against the best fair policy that reads only what its role knows + ``BLIND_MARGIN``;
+    counted only in a sealed audit (an open one is reproducible from its seed: open-book)."""
+    fair, _ = fair_players(audit)
+    bound = max(scores[name] for name in fair) + BLIND_MARGIN
+    return [
+        AuditRow(probe.name, "probe" if sealed else "open-book", scores[probe.name], bound, scores[probe.name] <= bound, probe.description, counted=sealed)
+        for probe in probes
+    ]
+
+
 def run_audit(
     audit: ScenarioAudit, episodes: int = MIN_EPISODES, seed: int = 0, progress: Callable[[str], None] | None = None,
-    seal: Seal | None = None,
+    seal: Seal | None = None, probes: bool = False, env_kwargs: dict[str, Any] | None = None,
 ) -> tuple[dict[str, float], list[AuditRow]]:
-    """Play every fair baseline and audit policy for ``episodes`` episodes; returns (scores, rows).
-    With a ``seal`` every player plays the same sealed episodes (:mod:`dialogue_gym.sealing`)."""
+    """Play every fair baseline and audit policy (and with ``probes``, :func:`probe_policies`) for
+    ``episodes`` episodes; returns (scores, rows). With a ``seal`` every player plays the same sealed
+    episodes (:mod:`dialogue_gym.sealing`). ``env_kwargs`` are added to the audit's own for the run
+    only (a private ``sessions_file``, say): the probes rebuild the game from the audit's own, the
+    public ones."""
     from dialogue_gym.evaluation import evaluate
     from envs_registry import get, resolve
 
@@ -221,32 +278,48 @@ def run_audit(
     scores: dict[str, float] = {}
     privileged: set[str] = set()
     players: list[tuple[str, Any]] = [(name, name) for name in dict.fromkeys((*audit.fair_order, audit.baseline))]
-    players += [(policy.name, policy.make()) for policy in audit.policies]
+    probing = probe_policies(audit, episodes) if probes else ()
+    players += [(policy.name, policy.make()) for policy in (*audit.policies, *probing)]
     for name, agent in players:
         if progress is not None:
             progress(name)
         sealing = {"unseal": seal.hex} if seal is not None else {}
-        trajectories = evaluate(audit.env_id, agent, episodes, seed, learner=audit.learner, env_kwargs=audit.env_kwargs, **sealing)
+        trajectories = evaluate(
+            audit.env_id, agent, episodes, seed, learner=audit.learner, env_kwargs={**audit.env_kwargs, **(env_kwargs or {})}, **sealing
+        )
         scores[name] = float(summary(trajectories)[audit.score])
         if any(trajectory.meta.get("privileged") for trajectory in trajectories):
             privileged.add(name)
-    return scores, audit_rows(audit, scores, frozenset(privileged))
+    return scores, audit_rows(audit, scores, frozenset(privileged)) + probe_rows(audit, probing, scores, seal is not None)
 
 
 def format_audit(audit: ScenarioAudit, rows: Sequence[AuditRow], episodes: int) -> str:
-    """The audit table, with the rule each bound comes from."""
+    """The audit table, with the rule each bound comes from; open-book probes in a table of their own."""
     from dialogue_gym.reporting import PRIVILEGED_MARK, PRIVILEGED_NOTE, format_table
 
-    table = format_table(
-        [{"name": r.name, "kind": r.kind, "score": r.score, "bound": r.bound, "ok": "yes" if r.passed else "NO", "what": r.description} for r in rows],
-        [("kind", "kind"), ("score", audit.score), ("bound", "bound"), ("ok", "ok"), ("what", "what it does")],
-        "policy",
-    )
+    def table(selected: Sequence[AuditRow], verdict: Callable[[AuditRow], str]) -> str:
+        return format_table(
+            [{"name": r.name, "kind": r.kind, "score": r.score, "bound": r.bound, "ok": verdict(r), "what": r.description} for r in selected],
+            [("kind", "kind"), ("score", audit.score), ("bound", "bound"), ("ok", "ok"), ("what", "what it does")],
+            "policy",
+        )
+
     rules = [
         f"{audit.env_id}, learner {audit.learner!r}, {episodes} episodes; scripted baseline {audit.baseline!r}.",
         f"blind: <= baseline + {BLIND_MARGIN}.",
         f"degenerate: <= {DEGENERATE_RATE_FACTOR} x baseline" if audit.score_kind == "rate"
         else f"degenerate: < best fair - {audit.reward_margin} ({audit.margin_rationale})",
     ]
+    if any(row.kind == "probe" for row in rows):
+        rules.append(f"probe (sealed): <= the best fair policy that reads only what its role knows + {BLIND_MARGIN}.")
     marked = any(PRIVILEGED_MARK in row.name for row in rows)
-    return "\n".join(rules) + "\n\n" + table + ("\n" + PRIVILEGED_NOTE if marked else "")
+    text = "\n".join(rules) + "\n\n" + table([r for r in rows if r.counted], lambda r: "yes" if r.passed else "NO")
+    text += "\n" + PRIVILEGED_NOTE if marked else ""
+    open_book = [r for r in rows if not r.counted]
+    if open_book:
+        text += (
+            "\n\nopen-book (information, not failure): this audit is reproducible from its seed, so these probes may "
+            "rebuild the game from the library's public code; `--sealed` holds them to the bound.\n\n"
+            + table(open_book, lambda r: "within" if r.passed else "over")
+        )
+    return text

@@ -48,7 +48,7 @@ from tqdm import tqdm
 
 import dialogue_gym  # noqa: F401  (registers the ids)
 from dialogue_gym.errors import ConfigError, DialogueGymError
-from dialogue_gym.evaluation import RUN_FILE_FIX, Evaluator, check_output_path, coverage_note, sealing_of
+from dialogue_gym.evaluation import RUN_FILE_FIX, Evaluator, check_output_path, coverage_note, make_learner_env, sealing_of
 from dialogue_gym.fidelity import add_command as add_fidelity_command
 from dialogue_gym.health import UNHEALTHY_THRESHOLD, benchmark_split, format_health, summary_with_health
 from dialogue_gym.metrics.episodes import LABELS as EPISODE_LABELS
@@ -191,6 +191,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     note = coverage_note(first.strata, args.episodes, first.run_seed(args.seed), f"evaluation strata of {args.env_id}")
     if note:
         print(f"{note}\n")
+    public = first.environment.game.public_targets() if seal else None
+    if public:
+        print(f"note: sealed, but {public}\n")
     rows = [{"name": agent.name + PRIVILEGED_MARK * agent.privileged, **agent.summary} for agent in agents]
     print(format_table(rows, columns, "agent"))
     if any(agent.privileged for agent in agents):
@@ -223,7 +226,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         provenance = {
             "env_id": args.env_id, "env_kwargs": env_kwargs, "learner": learner, "agents": names, "agent_backend": agent_backend,
             "episodes": args.episodes, "repeats": args.repeats, "seed": None if seal else args.seed,
-            "sealed": seal is not None, "secret": seal.hex if seal else None,
+            "sealed": seal is not None, "secret": seal.hex if seal else None, "public_targets": public,
             "strata": len(first.strata), "strata_played_equally": not note, "metric_kwargs": metric_kwargs,
             "bootstrap": {"resamples": args.bootstrap, "seed": 0, "confidence": 0.95, "unit": "start"},
             "command": "dialogue-gym " + shlex.join(args.argv), **software(),
@@ -276,7 +279,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from dialogue_gym.audit import MIN_EPISODES, format_audit, run_audit, unaudited_roles
+    from dialogue_gym.audit import MIN_EPISODES, format_audit, probe_policies, run_audit, unaudited_roles
 
     entry = get(args.env_id)
     if entry.audits is None:
@@ -285,14 +288,21 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.episodes < MIN_EPISODES:
         print(f"warning: the audit's bounds are stated for >= {MIN_EPISODES} episodes, got {args.episodes}", file=sys.stderr)
     seal = sealing_of(args.sealed, args.unseal, args.seed)
+    env_kwargs = _json_object(args.env_kwargs, "--env-kwargs")
     print(f"{args.env_id}: {seeding(seal, args.seed)}")
     failed = 0
     for audit in resolve(entry.audits)():
-        players = len({*audit.fair_order, audit.baseline}) + len(audit.policies)
+        public = make_learner_env(audit.env_id, audit.learner, {**audit.env_kwargs, **env_kwargs}).game.public_targets() if seal else None
+        if public:
+            print(f"note: sealed, but {public}")
+        players = len({*audit.fair_order, audit.baseline}) + len(audit.policies) + len(probe_policies(audit))
         with tqdm(total=players, desc=f"audit {audit.learner}", disable=args.quiet, file=sys.stderr) as bar:
-            _, rows = run_audit(audit, args.episodes, args.seed, progress=lambda name: bar.set_postfix_str(name) or bar.update(1), seal=seal)
+            _, rows = run_audit(
+                audit, args.episodes, args.seed, progress=lambda name: bar.set_postfix_str(name) or bar.update(1), seal=seal, probes=True,
+                env_kwargs=env_kwargs,
+            )
         print(f"\n{format_audit(audit, rows, args.episodes)}")
-        failed += sum(not row.passed for row in rows)
+        failed += sum(row.counted and not row.passed for row in rows)
     for role in unaudited_roles(entry.audits):
         print(f"\nnot audited: {role.env_id}, learner {role.learner!r}: {role.reason}")
     print(f"\n{failed} bound(s) broken" if failed else "\nevery bound holds")
@@ -418,6 +428,10 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("env_id")
     audit.add_argument("--episodes", type=int, default=600, help="episodes per policy (default: 600)")
     audit.add_argument("--seed", type=int, default=0, help="seed of an open-book audit (default: 0)")
+    audit.add_argument(
+        "--env-kwargs", default=None,
+        help="JSON object of env keyword arguments for the audited runs only (a private sessions_file, say); the probes do not know them",
+    )
     add_sealing_flags(audit)
     audit.add_argument("--quiet", action="store_true", help="no progress bar")
     audit.set_defaults(run=cmd_audit)

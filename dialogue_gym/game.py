@@ -314,6 +314,12 @@ class Game(ABC):
         """Reset options of the ``episode``-th start of a fixed evaluation set (``None``: sample from the seed)."""
         return None
 
+    def public_targets(self) -> str | None:
+        """Why sealing (:mod:`dialogue_gym.sealing`) cannot hide what this game scores a role against,
+        when that is public data a policy can identify from what it is handed (a reference set shipped
+        with the library, say), or None. Sealed runs print it and record it in their provenance."""
+        return None
+
     def evaluation_strata(self) -> tuple[dict[str, Any], ...]:
         """The strata of the fixed evaluation set, one per start of a cycle: start ``episode`` of
         :meth:`evaluation_options` plays stratum ``episode % len(strata)``, described by its facets (e.g.

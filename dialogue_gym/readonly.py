@@ -30,6 +30,9 @@ class ReadOnlyDict(dict):
         return (ReadOnlyDict, (dict(self),))
 
 
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def frozen(value: Any) -> Any:
     """JSON-like ``value`` made read-only all the way down: mappings as :class:`ReadOnlyDict`, lists as tuples."""
     if isinstance(value, Mapping):
@@ -42,6 +45,8 @@ def frozen(value: Any) -> Any:
 def thawed(value: Any) -> Any:
     """A deep copy of JSON-like ``value`` the caller owns: mappings as dicts, lists and tuples as lists,
     arrays copied (the inverse of :func:`frozen` for data read from JSON)."""
+    if type(value) in _LEAVES:  # most of the data, and far cheaper to rule out than a Mapping
+        return value
     if isinstance(value, Mapping):
         return {key: thawed(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):

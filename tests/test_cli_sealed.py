@@ -60,3 +60,18 @@ def test_a_sealed_audit_prints_its_secret_and_unseal_plays_it_again(monkeypatch,
     again = capsys.readouterr().out
     table = lambda text: text[text.index("|"):text.index("every bound")]  # noqa: E731
     assert table(again) == table(out)
+
+
+def test_sealed_tracer_runs_say_their_references_are_public_unless_a_private_file_is_given(tmp_path, capsys):
+    from dialogue_gym.scenarios.tracer.synthetic import generate, write
+
+    saved = tmp_path / "tracer.json"
+    assert main(["eval", "TRACER-UserSim-v0", "--episodes", "4", "--sealed", "--quiet", "--bootstrap", "0", "--save", str(saved)]) == 0
+    assert "note: sealed, but the reference sessions are the public sample" in capsys.readouterr().out
+    assert "sealing hides seeds, not public data" in json.loads(saved.read_text())["provenance"]["public_targets"]
+    private = tmp_path / "private.jsonl"
+    write(generate(groups=4, per_group=3, seed=5), private)
+    kwargs = json.dumps({"sessions_file": str(private)})
+    assert main(["audit", "TRACER-UserSim-v0", "--episodes", "12", "--sealed", "--quiet", "--env-kwargs", kwargs]) == 0
+    out = capsys.readouterr().out
+    assert "public sample" not in out and "| fingerprint_match | probe " in out

@@ -359,6 +359,17 @@ class TracerGame(Game):
         """Every reference session in turn: episode ``i`` starts from session ``i % len(sessions)``."""
         return {"session_id": self.references.sessions[episode % len(self.references)].session_id}
 
+    def public_targets(self) -> str | None:
+        """The shipped reference sessions are public, and a start (persona, merchant, opening) names
+        its session: a sealed run on them is sealed in its seeds only."""
+        if self.config.sessions_file is not None:
+            return None
+        return (
+            "the reference sessions are the public sample shipped with dialogue_gym, and what the user is handed at the start "
+            "(persona, merchant, opening) identifies its session, whose intents the user is scored against: sealing hides seeds, "
+            "not public data. Publish sealed TRACER / DM-Bench numbers on a private reference file (env kwarg sessions_file)."
+        )
+
     def evaluation_strata(self) -> tuple[dict[str, Any], ...]:
         """One stratum per reference session, faceted by its group and its real outcome."""
         return tuple({"group": session.group_id, "outcome": session.outcome} for session in self.references.sessions)
