@@ -161,6 +161,7 @@ def test_conversation_audit_counts_by_hand():
     audit = seeds.conversation_audit([Trajectory("SEAD-Outbound-v0", 0, {}, turns)])
     assert audit["agent_turns"] == 4 and audit["turn:near_repeat"] == 1 / 4 and audit["turn:not_understood"] == 1 / 4
     assert audit["owner:repeated"] == audit["owner:not_understood"] == 1 / 3 and audit["owner:monologue"] == 0
+    assert audit["turn:distinct_share"] == 3 / 4 and audit["turn:top_share"] == 2 / 4  # the fees line twice of 4 turns
 
 
 def test_seeds_cli_prints_the_interval_and_the_baselines(tmp_path, capsys):

@@ -134,9 +134,12 @@ PRESETS: dict[str, dict[str, Any]] = {
         "policy": "lm", "model": "scratch", "sft_steps": 100, "rl_mode": "decision_point", "iterations": 30, "batch_size": 32,
         "group_size": 8, "learning_rate": 1e-4, "temperature": 1.0, "max_new_tokens": 24, "eval_episodes": 240, "kl_coef": 0.0,
     },
+    # The same pipeline at GPU batch sizes (benchmarks/gpu_lm_check.sh, about 8 minutes on one H100):
+    # SmolLM2-135M-Instruct fully fine-tuned, or --model /local/folder for a larger instruct model.
     "gpu-lm": {
-        "policy": "lm", "model": "/path/to/Qwen2.5-0.5B-Instruct", "device": "cuda", "iterations": 50,
-        "batch_size": 60, "learning_rate": 1e-6, "lora_rank": 0, "max_new_tokens": 160, "eval_episodes": 600,
+        "policy": "lm", "model": "smollm2", "device": "cuda", "sft_steps": 300, "sft_batch_size": 32, "sft_learning_rate": 5e-5,
+        "rl_mode": "decision_point", "iterations": 20, "batch_size": 60, "group_size": 8, "learning_rate": 1e-6, "temperature": 1.0,
+        "max_new_tokens": 96, "eval_episodes": 240,
     },
 }
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from statistics import mean
@@ -58,10 +59,13 @@ def conversation_audit(trajectories: Sequence[Trajectory]) -> dict[str, float]:
     """Per agent turn: the share the owner's recogniser did not understand or heard as a monologue
     (:func:`~dialogue_gym.scenarios.sead.acts.analyze`), the share that repeat an earlier turn of the
     call at the owner's threshold (``UserDynamics.repeat_similarity``), and per owner reply the share
-    with each complaint of :data:`COMPLAINTS`; plus the invalid-action rate."""
+    with each complaint of :data:`COMPLAINTS`; plus the invalid-action rate and, over all agent turns,
+    the share of distinct utterances and that of the most frequent one (a policy collapsed onto one line
+    has a low first and a high second)."""
     threshold = UserDynamics().repeat_similarity
     turns = confusing = monologues = repeats = replies = invalid = 0
     complaints = dict.fromkeys(COMPLAINTS, 0)
+    utterances: Counter[str] = Counter()
     for trajectory in trajectories:
         earlier: list[str] = []
         for turn in trajectory.turns:
@@ -73,6 +77,7 @@ def conversation_audit(trajectories: Sequence[Trajectory]) -> dict[str, float]:
                 repeats += near_repeat(turn.text, earlier, VOCABULARY) >= threshold
                 invalid += turn.invalid is not None
                 earlier.append(turn.text)
+                utterances[turn.text] += 1
             else:
                 replies += 1
                 for kind, phrases in COMPLAINTS.items():
@@ -81,6 +86,7 @@ def conversation_audit(trajectories: Sequence[Trajectory]) -> dict[str, float]:
     return {
         "agent_turns": turns, "turn:not_understood": confusing / per_turn, "turn:monologue": monologues / per_turn,
         "turn:near_repeat": repeats / per_turn, "turn:invalid": invalid / per_turn,
+        "turn:distinct_share": len(utterances) / per_turn, "turn:top_share": max(utterances.values(), default=0) / per_turn,
         **{f"owner:{kind}": count / max(1, replies) for kind, count in complaints.items()},
     }
 

@@ -354,10 +354,14 @@ def held_out_trajectories(config: SeadTrainConfig, policy: Any, label: str) -> l
 
 
 def held_out_summary(trajectories: list[Trajectory]) -> dict[str, Any]:
+    """CR with its Wilson interval, the scenario summary and the conversation audit (collapse onto one
+    line, near-repeats, invalid turns) of held-out ``trajectories``."""
+    from trainers.sead.seeds import conversation_audit  # seeds imports this module
+
     low, high = sead_metrics.cr_interval(trajectories)
     summary = sead_metrics.summary(trajectories)
     return {"cr": summary["cr"], "cr_low": low, "cr_high": high, "episodes": len(trajectories),
-            **{k: v for k, v in summary.items() if isinstance(v, float) and not math.isnan(v)}}
+            **{k: v for k, v in summary.items() if isinstance(v, float) and not math.isnan(v)}, "audit": conversation_audit(trajectories)}
 
 
 def save_results(config: SeadTrainConfig, run: RunDir, name: str, runs: dict[str, list[Trajectory]]) -> Path:
