@@ -5,7 +5,7 @@
     dialogue-gym eval TRACER-UserSim-v0 --agent scripted,random,flat,eager,reluctant --episodes 400
     dialogue-gym eval DMBench-Assistant-v0 --agent sop,consultative,empathetic,pushy,random --episodes 400
     dialogue-gym eval SEAD-Outbound-v0 --agent sop,adaptive --episodes 1200 --repeats 3 --save results.json
-    dialogue-gym eval SEAD-Outbound-v0 --agent sop,adaptive --episodes 1200 --sealed --save results.json
+    dialogue-gym eval SEAD-Outbound-v0 --agent sop,adaptive --episodes 1200 --sealed --isolate --save results.json
     dialogue-gym eval SEAD-Outbound-v0 --agent llm,adaptive --agent-backend '{"name": "transformers", "model": "smollm2"}'
     dialogue-gym compare sop.json adaptive.json
     dialogue-gym audit SEAD-Outbound-v0 [--episodes 600] [--sealed | --unseal SECRET]
@@ -27,8 +27,9 @@ with a paired bootstrap interval.
 By default ``eval`` and ``audit`` are *open-book*: reproducible from ``--seed``, so an in-process
 scripted or search policy could rebuild the game from the library's public code. ``--sealed`` draws
 a fresh secret that every seed comes from and prints it (and saves it in the provenance) only when
-the run has ended; ``--unseal SECRET`` plays that run again. Published numbers should be sealed
-(:mod:`dialogue_gym.sealing`).
+the run has ended; ``--unseal SECRET`` plays that run again. ``--isolate`` plays each agent in a
+process of its own (:mod:`dialogue_gym.isolation`), out of reach of the live game. Published numbers
+should be sealed and isolated; the results' provenance records both.
 """
 
 from __future__ import annotations
@@ -169,16 +170,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     first = Evaluator(
         args.env_id, names[0], learner=learner, env_kwargs=env_kwargs, agent_backend=backend_of(names[0]),
-        unhealthy_threshold=unhealthy_threshold, seal=seal,
+        unhealthy_threshold=unhealthy_threshold, seal=seal, isolate=args.isolate,
     )
     evaluators = [first, *(first.for_agent(name, backend_of(name)) for name in names[1:])]
     episode_scores = resolve(entry.episode_scores) if entry.episode_scores else lambda trajectory: {}
     results, agents, health = {}, [], {}
     for evaluator in evaluators:
-        with tqdm(total=args.episodes * args.repeats, desc=evaluator.agent_name, disable=args.quiet, file=sys.stderr) as bar:
-            trajectories = evaluator.run(
-                args.episodes, args.seed, repeats=args.repeats, out=args.out, on_episode=lambda _: bar.update(1)
-            )
+        try:
+            with tqdm(total=args.episodes * args.repeats, desc=evaluator.agent_name, disable=args.quiet, file=sys.stderr) as bar:
+                trajectories = evaluator.run(
+                    args.episodes, args.seed, repeats=args.repeats, out=args.out, on_episode=lambda _: bar.update(1)
+                )
+        finally:
+            evaluator.close()
         results[evaluator.agent_name] = trajectories
         row = summary_with_health(trajectories, summary, invalid_on_unhealthy=args.invalid_on_unhealthy, **metric_kwargs)
         health[evaluator.agent_name] = (len(trajectories), row.pop("counterpart_health"), row.pop("health_warnings"))
@@ -187,7 +191,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         agent.compute_headline(entry.pass_metric, args.repeats, args.bootstrap)
         agents.append(agent)
     repeats = f" x {args.repeats} repeats" if args.repeats > 1 else ""
-    print(f"\n{args.env_id}: {args.episodes} episodes per agent{repeats}, {seeding(seal, args.seed)}\n")
+    isolated = ", each agent in a process of its own (--isolate)" if args.isolate else ", agents in this process"
+    print(f"\n{args.env_id}: {args.episodes} episodes per agent{repeats}, {seeding(seal, args.seed)}{isolated}\n")
     note = coverage_note(first.strata, args.episodes, first.run_seed(args.seed), f"evaluation strata of {args.env_id}")
     if note:
         print(f"{note}\n")
@@ -226,7 +231,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         provenance = {
             "env_id": args.env_id, "env_kwargs": env_kwargs, "learner": learner, "agents": names, "agent_backend": agent_backend,
             "episodes": args.episodes, "repeats": args.repeats, "seed": None if seal else args.seed,
-            "sealed": seal is not None, "secret": seal.hex if seal else None, "public_targets": public,
+            "sealed": seal is not None, "secret": seal.hex if seal else None, "public_targets": public, "isolated": args.isolate,
             "strata": len(first.strata), "strata_played_equally": not note, "metric_kwargs": metric_kwargs,
             "bootstrap": {"resamples": args.bootstrap, "seed": 0, "confidence": 0.95, "unit": "start"},
             "command": "dialogue-gym " + shlex.join(args.argv), **software(),
@@ -398,6 +403,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluation.add_argument("--seed", type=int, default=0, help="seed of an open-book run (default: 0)")
     add_sealing_flags(evaluation)
+    evaluation.add_argument(
+        "--isolate", action="store_true",
+        help="play each agent in a process of its own, out of reach of the live game (with --sealed: the benchmark setting)",
+    )
     evaluation.add_argument(
         "--repeats", type=int, default=1, help="play each start this many times with different seeds; reports pass^k (default: 1)"
     )

@@ -43,6 +43,7 @@ from dialogue_gym.envs.single import DialogueEnv
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, is_privileged
 from dialogue_gym.health import UNHEALTHY_THRESHOLD, mark_unhealthy
+from dialogue_gym.isolation import IsolatedPolicy
 from dialogue_gym.sealing import Seal
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
@@ -226,6 +227,8 @@ class Evaluator:
 
     With a ``seal`` the runs are sealed (:mod:`dialogue_gym.sealing`): the ``seed`` of :meth:`run`,
     :meth:`plays` and :meth:`play` is not used, every seed comes from the seal's secret instead.
+    With ``isolate`` the agent plays in a process of its own (:mod:`dialogue_gym.isolation`); call
+    :meth:`close` (of this evaluator and of each :meth:`for_agent` one) to end it.
     """
 
     def __init__(
@@ -239,8 +242,13 @@ class Evaluator:
         batch_size: int = 32,
         unhealthy_threshold: float | None = None,
         seal: Seal | None = None,
+        isolate: bool = False,
     ):
         self.seal = seal
+        if not isinstance(isolate, bool):
+            raise ConfigError(f"isolate must be True or False, got {type(isolate).__name__}: {isolate!r:.60}.")
+        self.isolate = isolate
+        self.env_kwargs = dict(env_kwargs or {})
         self.batch_size = _check_count(batch_size, "batch_size", 1)
         self.unhealthy_threshold = unhealthy_threshold
         """When set, an episode whose counterpart failed its health checks on more than this share of
@@ -259,9 +267,10 @@ class Evaluator:
         self._bind(agent, agent_backend)
 
     def _bind(self, agent: Any, agent_backend: Any) -> None:
+        self.isolated = IsolatedPolicy(self.env_id, self.learner, self.env_kwargs, agent, agent_backend) if self.isolate else None
         policies = {
             **self.environment.driver.policies,
-            self.learner: self.environment.make_role_policy(self.learner, agent, agent_backend),
+            self.learner: self.isolated or self.environment.make_role_policy(self.learner, agent, agent_backend),
         }
         self.driver = CounterpartDriver(policies, learner=None, seal=self.seal)
         self.agent_name = agent if isinstance(agent, str) else type(agent).__name__
@@ -283,6 +292,11 @@ class Evaluator:
     def episode_seed(self, seed: int, start: int, repeat: int) -> int:
         """The reset seed of ``repeat`` of ``start``: :func:`episode_seed`, or the seal's."""
         return self.seal.episode_seed(start, repeat) if self.seal is not None else episode_seed(seed, start, repeat)
+
+    def close(self) -> None:
+        """End the isolated agent's process (nothing to do for an agent played in this process)."""
+        if self.isolated is not None:
+            self.isolated.close()
 
     def order(self, seed: int) -> EvaluationOrder:
         seed = self.run_seed(seed)
@@ -375,6 +389,8 @@ class Evaluator:
             trajectory.meta["privileged"] = True
         if self.seal is not None:
             trajectory.meta["sealed"] = True
+        if self.isolated is not None:
+            trajectory.meta["isolated"] = True
         if self.unhealthy_threshold is not None:
             mark_unhealthy([trajectory], self.unhealthy_threshold)
         return trajectory
@@ -439,6 +455,7 @@ def evaluate(
     invalid_on_unhealthy: bool = False,
     sealed: bool = False,
     unseal: str | None = None,
+    isolate: bool = False,
 ) -> list[Trajectory]:
     """Play ``episodes`` starts of ``env_id``'s fixed evaluation sequence with ``agent`` in the ``learner`` role.
 
@@ -474,6 +491,9 @@ def evaluate(
     in-process policy can replay the game. Each trajectory's ``meta["sealed"]`` is true; once the run
     has ended, the returned trajectories also carry the secret in ``meta["secret"]`` (the lines written
     to ``out`` during the run do not), and ``unseal=SECRET`` plays the same episodes again.
+    ``isolate=True`` plays the agent in a process of its own (:mod:`dialogue_gym.isolation`), so it
+    cannot reach the live game through the stack, the garbage collector or shared modules; each
+    trajectory's ``meta["isolated"]`` says so. Sealed and isolated is the benchmark setting.
     """
     _check_count(episodes, "episodes", 1)
     _check_count(repeats, "repeats", 1)
@@ -483,9 +503,12 @@ def evaluate(
         check_output_path(out, append=append)
     evaluator = Evaluator(
         env_id, agent, learner=learner, env_kwargs=env_kwargs, agent_backend=agent_backend, batch_size=batch_size,
-        unhealthy_threshold=UNHEALTHY_THRESHOLD if invalid_on_unhealthy else None, seal=seal,
+        unhealthy_threshold=UNHEALTHY_THRESHOLD if invalid_on_unhealthy else None, seal=seal, isolate=isolate,
     )
-    trajectories = evaluator.run(episodes, seed, repeats=repeats, first_episode=first_episode, out=out, on_episode=on_episode)
+    try:
+        trajectories = evaluator.run(episodes, seed, repeats=repeats, first_episode=first_episode, out=out, on_episode=on_episode)
+    finally:
+        evaluator.close()
     if seal is not None:
         for trajectory in trajectories:
             trajectory.meta["secret"] = seal.hex

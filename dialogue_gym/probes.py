@@ -11,13 +11,14 @@ They sit beside each scenario's audit (:mod:`dialogue_gym.audit`) and show what 
 from __future__ import annotations
 
 import copy
+import gc
 from typing import Any, Sequence
 
 import numpy as np
 
 from dialogue_gym.evaluation import EvaluationOrder, episode_seed, make_learner_env
 from dialogue_gym.envs.driver import role_info
-from dialogue_gym.game import is_privileged
+from dialogue_gym.game import Game, is_privileged
 
 VANDAL = "<vandalised>"
 """What :func:`vandalise` writes wherever it can."""
@@ -299,3 +300,49 @@ class ClairvoyantSelector(ReplayProbe):
                 if best is None or value > best or (value == best and name == self.fallback):
                     memory["chosen"], best = name, value
         return proposed[memory["chosen"]][0]
+
+
+class GarbageCollectorSnoop:
+    """Plays ``fair`` (a policy name), except where it finds the live game it plays in by walking the
+    garbage collector: there it plays ``oracle`` on that game's hidden state. In-process it finds it;
+    isolated (:mod:`dialogue_gym.isolation`) there is no live game in its process to find.
+
+    Built from names and picklable, so it can be sent to an isolated process."""
+
+    def __init__(self, env_id: str, learner: str, fair: str, oracle: str, env_kwargs: dict[str, Any] | None = None):
+        self.spec = (env_id, learner, fair, oracle, dict(env_kwargs or {}))
+        self._players: tuple[Any, Any] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"spec": self.spec, "_players": None}
+
+    def players(self) -> tuple[Any, Any]:
+        if self._players is None:
+            env_id, learner, fair, oracle, env_kwargs = self.spec
+            environment = make_learner_env(env_id, learner, env_kwargs)
+            self._players = environment.make_role_policy(learner, fair), environment.make_role_policy(learner, oracle)
+        return self._players
+
+    def start(self, profile: dict[str, Any], seed: int) -> dict[str, Any]:
+        return {"fair": self.players()[0].start(profile, seed), "seed": seed}
+
+    def live_game(self, observation: dict[str, Any]) -> Any:
+        """A started game in this process whose learner is handed ``observation`` now, or None."""
+        learner, shown = self.spec[1], repr(observation)
+        for candidate in gc.get_objects():
+            if isinstance(candidate, Game) and candidate.started and candidate.current_role == learner and repr(candidate.observe(learner)) == shown:
+                return candidate
+        return None
+
+    def act_batch(self, observations: Sequence[dict[str, Any]], infos: Sequence[dict[str, Any]], memories: Sequence[Any]) -> list[str]:
+        fair, oracle = self.players()
+        learner = self.spec[1]
+        texts = []
+        for observation, info, memory in zip(observations, infos, memories):
+            game = self.live_game(observation)
+            if game is None:
+                texts.append(fair.act_batch([observation], [info], [memory["fair"]])[0])
+                continue
+            memory.setdefault("oracle", oracle.start(game.episode_profile(), memory["seed"]))
+            texts.append(oracle.act_batch([observation], [role_info(game, learner, oracle)], [memory["oracle"]])[0])
+        return texts

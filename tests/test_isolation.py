@@ -1,0 +1,61 @@
+"""Policies played in a process of their own (issue 32, item 4): the same episodes as in-process, and
+out of reach of the live game."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import dialogue_gym  # noqa: F401
+from dialogue_gym.cli import main
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.evaluation import Evaluator, evaluate
+from dialogue_gym.metrics.rlada import summary
+from dialogue_gym.probes import GarbageCollectorSnoop
+from dialogue_gym.simulators.base import ScriptedPolicy
+
+SNOOP = ("RLADA-Banking-v0", "agent", "keyword", "oracle")
+
+
+def played(trajectories) -> list[str]:
+    for trajectory in trajectories:
+        trajectory.meta.pop("isolated", None)
+    return [trajectory.to_json() for trajectory in trajectories]
+
+
+def test_an_isolated_agent_plays_the_episodes_it_plays_in_process_and_says_so():
+    isolated = evaluate("RLADA-Banking-v0", "keyword", 12, unseal="ab" * 16, isolate=True)
+    assert all(trajectory.meta["isolated"] for trajectory in isolated)
+    assert played(isolated) == played(evaluate("RLADA-Banking-v0", "keyword", 12, unseal="ab" * 16))
+    oracle = evaluate("RLADA-Banking-v0", "oracle", 4, isolate=True)
+    assert all(trajectory.meta["privileged"] for trajectory in oracle)  # the privileged channel still reaches a policy that declares it
+
+
+def test_a_policy_that_walks_the_garbage_collector_finds_the_live_game_only_in_process():
+    in_process = summary(evaluate("RLADA-Banking-v0", GarbageCollectorSnoop(*SNOOP), 24))
+    isolated = summary(evaluate("RLADA-Banking-v0", GarbageCollectorSnoop(*SNOOP), 24, isolate=True))
+    keyword = summary(evaluate("RLADA-Banking-v0", "keyword", 24))
+    assert in_process["strict_pass"] == 1.0 > keyword["strict_pass"] + 0.05
+    assert isolated["strict_pass"] == keyword["strict_pass"]
+
+
+def test_an_agent_that_cannot_be_sent_to_a_process_or_built_there_is_a_config_error():
+    class Local(ScriptedPolicy):
+        def act(self, observation, info, memory):
+            return ""
+
+    with pytest.raises(ConfigError, match=r"must be a policy name or a picklable policy object; Local cannot be pickled"):
+        evaluate("RLADA-Banking-v0", Local(), 1, isolate=True)
+    with pytest.raises(ConfigError, match=r"'genius' is not a known agent policy"):
+        evaluate("RLADA-Banking-v0", "genius", 1, isolate=True)
+    with pytest.raises(ConfigError, match=r"isolate must be True or False, got str: 'yes'"):
+        Evaluator("RLADA-Banking-v0", "keyword", isolate="yes")
+
+
+def test_eval_isolate_records_it_in_the_provenance(tmp_path, capsys):
+    saved = tmp_path / "isolated.json"
+    assert main(["eval", "RLADA-Banking-v0", "--episodes", "4", "--isolate", "--sealed", "--quiet", "--bootstrap", "0", "--save", str(saved)]) == 0
+    assert "each agent in a process of its own (--isolate)" in capsys.readouterr().out
+    provenance = json.loads(saved.read_text())["provenance"]
+    assert provenance["isolated"] is True and provenance["sealed"] is True
