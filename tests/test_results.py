@@ -149,3 +149,22 @@ def test_agent_selection_errors(sop_and_adaptive):
         compare(sop_and_adaptive, sop_and_adaptive)
     with pytest.raises(ConfigError, match=r"B holds no agent 'oracle'; its agents are \['sop', 'adaptive'\]"):
         compare(sop_and_adaptive, sop_and_adaptive, "sop", "oracle")
+
+
+def test_results_of_builds_the_eval_save_record_of_runs_played_elsewhere(tmp_path):
+    from dialogue_gym.results import results_of
+
+    runs = {name: evaluate("SEAD-Outbound-v0", name, 30, seed=4) for name in ("sop", "adaptive")}
+    provenance = {"env_kwargs": {}, "learner": "agent", "episodes": 30, "repeats": 1, "seed": 4, "trainer": "test"}
+    built = results_of("SEAD-Outbound-v0", runs, provenance, resamples=200)
+    assert built.provenance["env_id"] == "SEAD-Outbound-v0" and built.provenance["agents"] == ["sop", "adaptive"]
+    assert built.provenance["trainer"] == "test" and built.provenance["bootstrap"]["resamples"] == 200
+    adaptive = built.agent("adaptive")
+    assert adaptive.summary["cr"] == sead_metrics.cr(runs["adaptive"]) and "counterpart_health" not in adaptive.summary
+    assert adaptive.headline["cr"]["value"] == pytest.approx(sead_metrics.cr(runs["adaptive"]))
+    assert adaptive.headline["cr"]["low"] <= adaptive.headline["cr"]["value"] <= adaptive.headline["cr"]["high"]
+    saved = Results.load(built.save(tmp_path / "both.json"))
+    [row] = [r for r in compare(saved, saved, "sop", "adaptive", resamples=200) if r["key"] == "cr"]
+    assert row["difference"] == pytest.approx(sead_metrics.cr(runs["adaptive"]) - sead_metrics.cr(runs["sop"]))
+    with pytest.raises(ConfigError, match=r"results_of: provenance lacks \['repeats', 'seed'\]"):
+        results_of("SEAD-Outbound-v0", runs, {"env_kwargs": {}, "learner": "agent", "episodes": 30})
