@@ -28,7 +28,7 @@ SECRET_BYTES = 16
 _SECRET_TEXT = re.compile(rf"[0-9a-f]{{{2 * SECRET_BYTES}}}")
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True)
 class Seal:
     """The secret of one sealed run and the seeds derived from it."""
 

@@ -59,3 +59,17 @@ def test_eval_isolate_records_it_in_the_provenance(tmp_path, capsys):
     assert "each agent in a process of its own (--isolate)" in capsys.readouterr().out
     provenance = json.loads(saved.read_text())["provenance"]
     assert provenance["isolated"] is True and provenance["sealed"] is True
+
+
+def test_the_policy_process_answers_alone_and_closes_when_asked():
+    from dialogue_gym.isolation import IsolatedPolicy
+
+    assert Evaluator("SEAD-Outbound-v0", "sop").isolated is None  # in this process unless asked
+    policy = IsolatedPolicy("SEAD-Outbound-v0", "agent", {}, "sop")
+    assert policy._process.daemon  # a process never closed cannot keep the interpreter from exiting
+    memory = policy.start({}, 3)
+    observation = {"messages": [{"role": "system", "content": "You call restaurant owners."}], "turn": 0}
+    (text,) = policy.act_batch([observation], [{}], [memory])
+    assert isinstance(text, str) and text
+    policy.close()
+    assert policy._process.exitcode == 0

@@ -3,6 +3,8 @@ when the run ends, and a run replayed exactly from its secret."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import dialogue_gym  # noqa: F401
@@ -101,3 +103,6 @@ def test_seeds_are_keyed_by_the_secret():
     assert one.episode_seed(0, 0) == Seal.parse(SECRET).episode_seed(0, 0) < 2**63
     assert len({one.episode_seed(start, repeat) for start in range(50) for repeat in range(3)}) == 150
     assert len(Seal.draw().secret) == SECRET_BYTES and Seal.draw() != Seal.draw()
+    assert max(one.episode_seed(start, 0) for start in range(64)) >= 2**62  # 63 bits, like mix_seed
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        one.secret = b"\0" * SECRET_BYTES
