@@ -1,6 +1,6 @@
 """Every number in the docs comes from a saved results file, through this one script.
 
-    python tools/docs_tables.py                 # rewrite every generated block in docs/ from docs/results/
+    python tools/docs_tables.py                 # rewrite every generated block in docs/ and README.md from docs/results/
     python tools/docs_tables.py --check         # exit 1 naming each block that differs (what the tests run)
     python tools/docs_tables.py --eval ENV_ID -- --agent a,b --episodes N --seed S
                                                 # run `dialogue-gym eval ENV_ID ... --save docs/results/ENV_ID.json`
@@ -145,7 +145,8 @@ def render(text: str, where: str = "page") -> str:
 
 
 def pages() -> list[Path]:
-    return sorted(path for path in DOCS.rglob("*.md") if "<!-- generated:" in path.read_text(encoding="utf-8"))
+    """Every page with a generated block: the docs and the README."""
+    return [path for path in [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"] if "<!-- generated:" in path.read_text(encoding="utf-8")]
 
 
 def stale() -> list[str]:
