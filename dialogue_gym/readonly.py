@@ -59,4 +59,4 @@ def thawed(value: Any) -> Any:
 def message_copies(messages: Any) -> list[dict[str, Any]]:
     """Copies of chat messages (dicts of strings), for an observation: a policy that edits its history
     edits its own copy, never the game's record or the prompt the game renders next."""
-    return [dict(message) for message in messages]
+    return [{**message} for message in messages]

@@ -65,6 +65,19 @@ def test_open_book_a_replaying_probe_reads_the_hidden_state_of_its_copy(probe):
     assert score(audit, probe(audit.env_id, audit.learner, fair, oracle=oracle, **extra), 60) == 1.0 > score(audit, "keyword", 60) + BLIND_MARGIN
 
 
+def test_open_book_the_seed_replay_finds_runs_of_other_public_seeds_too():
+    audit = audit_of("RLADA-Banking-v0")
+    trajectories = evaluate(audit.env_id, SeedReplay(audit.env_id, audit.learner, ["random", "keyword"], oracle="oracle"), 24, 2)
+    assert resolve(get(audit.env_id).summary)(trajectories)["strict_pass"] == 1.0
+
+
+def test_sealed_a_replaying_probe_finds_no_game_and_plays_its_fallbacks_episodes():
+    audit = audit_of("RLADA-Banking-v0")
+    probe = evaluate(audit.env_id, SeedReplay(audit.env_id, audit.learner, ["random", "keyword"], oracle="oracle"), 12, unseal=SECRET)
+    fallback = evaluate(audit.env_id, "keyword", 12, unseal=SECRET)
+    assert [t.turns for t in probe] == [t.turns for t in fallback]
+
+
 def test_open_book_a_clairvoyant_choice_among_fair_customers_beats_each_of_them():
     audit = audit_of("RLADA-Customer-v0")
     fair, _ = fair_players(audit)
