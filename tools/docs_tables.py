@@ -146,7 +146,8 @@ def render(text: str, where: str = "page") -> str:
 
 def pages() -> list[Path]:
     """Every page with a generated block: the docs and the README."""
-    return [path for path in [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"] if "<!-- generated:" in path.read_text(encoding="utf-8")]
+    candidates = [*sorted(DOCS.rglob("*.md")), *[path for path in [ROOT / "README.md"] if path.exists()]]
+    return [path for path in candidates if "<!-- generated:" in path.read_text(encoding="utf-8")]
 
 
 def stale() -> list[str]:

@@ -188,10 +188,13 @@ def sft_phase(config: SeadTrainConfig, run: RunDir) -> None:
 
     chats = expert_dataset(ENV_ID, config.sft_expert, config.sft_episodes, mix_seed(config.seed, SFT_STREAM), run.path / "sft", eval_env_kwargs(config))["messages"]
     model = base_model(config, run)
-    if config.model == "scratch" and not Path(model, "config.json").exists():
+    if config.model == "scratch" and not Path(model).exists():
         from dialogue_gym.backends.tiny import build_tiny_chat_model
 
-        build_tiny_chat_model(model, seed=config.seed, corpus=[message["content"] for chat in chats for message in chat], **SCRATCH_MODEL)
+        partial = Path(f"{model}.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        build_tiny_chat_model(partial, seed=config.seed, corpus=[message["content"] for chat in chats for message in chat], **SCRATCH_MODEL)
+        partial.rename(model)  # whole or absent: a kill while it is written leaves only the partial folder
     if config.eval_episodes and config.before_and_baselines and run.load_state("eval_untrained", EVAL_FIELDS) is None:
         untrained = make_policy_for(config, run, None, model)
         run.save_state("eval_untrained", held_out_evaluation(config, untrained, "held-out untrained", run, "untrained"))
