@@ -113,7 +113,7 @@ def test_draw_points_cut_each_expert_dialogue_at_one_of_its_learner_turns():
     lengths = {}
     for game, (seed, options) in zip(pool, starts):
         game.reset(seed=seed)
-    from trainers.grpo.decision_point import play_games
+    from trainers.common.play import play_games
     from dialogue_gym.envs.driver import CounterpartDriver
 
     play_games(pool[:12], CounterpartDriver({"agent": expert, "user": user}, None), starts,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from dialogue_gym.errors import ScenarioError
 from dialogue_gym.game import Game
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
+from trainers.common.play import Finished, play_games
 from trainers.grpo.lm import TurnSample
 
 STD_EPS = 1e-6
@@ -42,33 +43,6 @@ class DecisionPoint:
     seed: int
     options: Mapping[str, Any] = field(default_factory=dict)
     turn: int = 0
-
-
-class _Finished:
-    """Start source of one game: hands its trajectory and memories over the moment the episode ends."""
-
-    def __init__(self, index: int, on_done: Callable[[int, Trajectory], None]):
-        self.index, self.on_done = index, on_done
-
-    def next_options(self) -> dict[str, Any]:
-        return {}
-
-    def episode_finished(self, trajectory: Trajectory) -> None:
-        self.on_done(self.index, trajectory)
-
-
-def play_games(
-    games: Sequence[Game], driver: CounterpartDriver, starts: Sequence[tuple[int, Mapping[str, Any]]],
-    on_done: Callable[[int, Trajectory, dict[str, Any]], None],
-) -> None:
-    """Play ``games[i]`` from ``starts[i]`` = (seed, reset options) in lockstep, every role played by
-    ``driver``'s policies; ``on_done(i, trajectory, memories)`` as each episode ends."""
-    memories: list[dict[str, Any]] = []
-    for index, (game, (seed, options)) in enumerate(zip(games, starts)):
-        game.start_source = _Finished(index, lambda i, trajectory: on_done(i, trajectory, memories[i]))
-        game.reset(seed=seed, options=dict(options))
-    memories.extend(driver.start(game) for game in games)
-    driver.advance(games, memories)
 
 
 def draw_points(
@@ -154,7 +128,7 @@ def play_groups(
     memories: list[dict[str, Any]] = []
     for index, game in enumerate(games[:total]):
         point = points[index // group_size]
-        game.start_source = _Finished(index, lambda i, trajectory: done.__setitem__(i, (trajectory, memories[i][learner])))
+        game.start_source = Finished(index, lambda i, trajectory: done.__setitem__(i, (trajectory, memories[i][learner])))
         game.reset(seed=point.seed, options=dict(point.options))
     for index, game in enumerate(games[:total]):
         memories.append(driver.start(game))

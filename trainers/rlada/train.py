@@ -51,9 +51,7 @@ from trainers.rlada.arena import (
 )
 from trainers.rlada.config import RladaTrainConfig, build_config, parser
 from trainers.rlada.strategy import StrategyAgent, StrategyCustomer
-from trainers.sead.train import (
-    _Finished,  # the start source that hands each trajectory over as it ends
-)
+from trainers.common.play import play_games
 
 KEEP_CHECKPOINTS = 2
 
@@ -101,18 +99,13 @@ def play(
     games = [RladaGame(game_config) for _ in range(min(batch_size, len(plan)))]
     for start in range(0, len(plan), batch_size):
         chunk = plan[start : start + batch_size]
-        memories: list[dict[str, Any]] = []
 
-        def finished(index: int, trajectory: Trajectory, offset: int = start, memories: list = memories) -> None:
-            records = {role: players[role].record(memories[index][role]) for role in learners}
+        def finished(index: int, trajectory: Trajectory, memories: dict[str, Any], offset: int = start) -> None:
+            records = {role: players[role].record(memories[role]) for role in learners}
             trajectory.meta = {**trajectory.meta, "records": records}
             on_done(offset + index, trajectory)
 
-        for index, (game, (options, seed)) in enumerate(zip(games, chunk)):
-            game.start_source = _Finished(index, finished)
-            game.reset(seed=seed, options=options)
-        memories.extend(driver.start(game) for game in games[: len(chunk)])
-        driver.advance(games[: len(chunk)], memories)
+        play_games(games[: len(chunk)], driver, [(seed, options or {}) for options, seed in chunk], finished)
 
 
 def _episodes(run: RunDir, step: int, resumed: bool, game_config, players, plan, learners) -> list[Trajectory]:

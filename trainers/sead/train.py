@@ -44,6 +44,7 @@ from trainers.common.baselines import best_baseline, fair_baselines
 from trainers.common.cli import config_from_cli, run_main
 from trainers.common.rundir import STATE_FIX
 from trainers.grpo.policy import advantages_for
+from trainers.common.play import play_games
 from trainers.grpo.decision_point import DecisionPointSeat, draw_points, group_samples, play_groups
 from trainers.sead.config import SCRATCH_MODEL, SeadTrainConfig, build_config, parser
 
@@ -91,37 +92,19 @@ def make_policy_for(config: SeadTrainConfig, run: RunDir, checkpoint: Path | Non
     return CausalLMPolicy(model, grpo, device=config.device, checkpoint=str(checkpoint) if checkpoint else None, seed=config.seed)
 
 
-class _Finished:
-    """Start source of one game during a batch: hands the game's trajectory over the moment it ends."""
-
-    def __init__(self, index: int, on_done):
-        self.index, self.on_done = index, on_done
-
-    def next_options(self) -> dict[str, Any]:
-        return {}
-
-    def episode_finished(self, trajectory: Trajectory) -> None:
-        self.on_done(self.index, trajectory)
-
-
 def play(games, driver, profiles, seeds, policy, on_done) -> None:
     """Phase 2: the dialogues of ``profiles`` in lockstep; ``on_done(index, trajectory)`` as each one ends.
     A trainable user (one that keeps a ``record``: joint training) also leaves its moves in ``meta["user_record"]``."""
-    memories: list[dict[str, Any]] = []
     user_record = getattr(driver.policies["user"], "record", None)
 
-    def finished(index: int, trajectory: Trajectory) -> None:
+    def finished(index: int, trajectory: Trajectory, memories: dict[str, Any]) -> None:
         trajectory.learner = "agent"
-        trajectory.meta = {"learner_record": policy.record(memories[index]["agent"])}
+        trajectory.meta = {"learner_record": policy.record(memories["agent"])}
         if user_record is not None:
-            trajectory.meta["user_record"] = user_record(memories[index]["user"])
+            trajectory.meta["user_record"] = user_record(memories["user"])
         on_done(index, trajectory)
 
-    for index, (game, profile, seed) in enumerate(zip(games, profiles, seeds)):
-        game.start_source = _Finished(index, finished)
-        game.reset(seed=seed, options={"profile": profile})
-    memories.extend(driver.start(game) for game in games)
-    driver.advance(games, memories)
+    play_games(games, driver, [(seed, {"profile": profile}) for profile, seed in zip(profiles, seeds)], finished)
 
 
 def iteration_metrics(iteration: int, trajectories: list[Trajectory], controller: ProfileController, update: dict) -> dict[str, Any]:
