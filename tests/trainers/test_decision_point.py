@@ -229,5 +229,6 @@ def test_group_samples_count_informative_groups_and_treat_a_missing_reward_as_ze
     assert metrics["decision/mean_reward"] == pytest.approx(2.0 / 6)
     assert [s.advantages for s in samples] == [[pytest.approx(1.0, abs=1e-5)], [pytest.approx(-1.0, abs=1e-5)] * 2, [0.0], [0.0], [0.0]]
     assert metrics["decision/sampled_tokens"] == pytest.approx((1 + 2 + 1 + 1 + 1) / 5)  # the empty completion is no sample
+    assert group_samples(trajectories[:2], 2, "agent")[1]["decision/informative_groups"] == 1.0  # one group, informative
     empty_samples, empty = group_samples([], 4, "agent")
     assert empty_samples == [] and empty["decision/informative_groups"] == 0 and empty["decision/sampled_tokens"] == 0.0
