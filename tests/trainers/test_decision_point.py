@@ -82,28 +82,28 @@ def test_group_advantages_standardise_with_the_population_std():
     assert STD_EPS == 1e-6
 
 
-def test_the_seat_plays_prefix_then_lm_then_continuation_and_scripted_policies_hear_every_turn():
-    prefix, lm, continuation = Constant("P"), Constant("L"), Constant("C")
+def test_the_seat_replays_the_prefix_then_samples_then_continues_and_the_continuation_hears_every_turn():
+    lm, continuation = Constant("L"), Constant("C")
     lm.start = lambda profile, seed: {"seed": seed}
-    seat = DecisionPointSeat(lm, prefix, continuation)
+    seat = DecisionPointSeat(lm, continuation)
     memory = seat.start({}, 0)
-    seat.assign(memory, 2, lm_seed=9)
+    seat.assign(memory, DecisionPoint(seed=0, turn=2, prefix=("P0", "P1")), lm_seed=9)
     said = [seat.act_batch([{"messages": [{"role": "user", "content": str(t)}]}], [{}], [memory])[0] for t in range(5)]
-    assert said == ["P", "P", "L", "C", "C"]
-    assert prefix.asked == continuation.asked == 5 and lm.asked == 1
+    assert said == ["P0", "P1", "L", "C", "C"]
+    assert continuation.asked == 5 and lm.asked == 1
     assert json.loads(memory["heard"]) == [{"role": "user", "content": "2"}]  # the history the LM's turn was sampled from
     with pytest.raises(ScenarioError, match="call assign"):
         seat.act_batch([{"messages": []}], [{}], [seat.start({}, 0)])
 
 
 def test_the_lm_as_continuation_plays_from_its_turn_to_the_end():
-    prefix, lm = Constant("P"), Constant("L")
+    lm = Constant("L")
     lm.start = lambda profile, seed: {"seed": seed}
-    seat = DecisionPointSeat(lm, prefix, lm)
+    seat = DecisionPointSeat(lm, lm)
     memory = seat.start({}, 0)
-    seat.assign(memory, 1, lm_seed=3)
+    seat.assign(memory, DecisionPoint(seed=0, turn=1, prefix=("P",)), lm_seed=3)
     assert [seat.act_batch([{"messages": []}], [{}], [memory])[0] for _ in range(4)] == ["P", "L", "L", "L"]
-    assert prefix.asked == 4  # the prefix is scripted: it still hears every turn
+    assert lm.asked == 3
 
 
 def test_draw_points_cut_each_expert_dialogue_at_one_of_its_learner_turns():
@@ -125,8 +125,9 @@ def test_draw_points_cut_each_expert_dialogue_at_one_of_its_learner_turns():
 
 def test_copies_share_the_prefix_and_differ_only_from_the_sampled_turn():
     pool, expert, user = sead_setup()
-    seat = DecisionPointSeat(FakeLM(expert), expert, expert)
-    points = [DecisionPoint(seed=7, turn=2), DecisionPoint(seed=8, turn=0)]
+    seat = DecisionPointSeat(FakeLM(expert), expert)
+    points = draw_points(pool, {"agent": expert, "user": user}, "agent", [(7, {}), (8, {})], random.Random(3))
+    assert all(len(p.prefix) == p.turn for p in points) and points[0].turn > 0
     trajectories = play_groups(pool, seat, {"user": user}, "agent", points, 4, seed=11)
     assert len(trajectories) == 8
     for point_index, point in enumerate(points):
@@ -135,6 +136,7 @@ def test_copies_share_the_prefix_and_differ_only_from_the_sampled_turn():
         for copy, trajectory in enumerate(group):
             agent_turns = [turn for turn in trajectory.turns if turn.role == "agent"]
             cut = trajectory.turns.index(agent_turns[point.turn])
+            assert tuple(turn.raw for turn in agent_turns[: point.turn]) == point.prefix  # said again word for word
             prefixes.add(json.dumps([(t.role, t.raw) for t in trajectory.turns[:cut]]))
             assert trajectory.meta["decision_point"] == {"seed": point.seed, "turn": point.turn, "copy": copy}
             assert trajectory.meta["learner_record"]["completion_ids"] == ids(agent_turns[point.turn].raw)
@@ -145,8 +147,9 @@ def test_copies_share_the_prefix_and_differ_only_from_the_sampled_turn():
 
 def test_a_garbled_sampled_turn_costs_its_copy_the_invalid_penalty_and_a_negative_advantage():
     pool, expert, user = sead_setup(64)
-    seat = DecisionPointSeat(FakeLM(expert), expert, expert)
-    points = [DecisionPoint(seed=seed, turn=1) for seed in range(16)]
+    seat = DecisionPointSeat(FakeLM(expert), expert)
+    drawn = draw_points(pool, {"agent": expert, "user": user}, "agent", [(seed, {}) for seed in range(16)], random.Random(0))
+    points = [DecisionPoint(point.seed, point.options, min(point.turn, 1), point.prefix[:1]) for point in drawn]
     trajectories = play_groups(pool, seat, {"user": user}, "agent", points, 4, seed=5)
     garbled = [t for t in trajectories if t.meta["learner_record"]["completion_ids"] == ids(GARBLE)]
     assert garbled
@@ -164,23 +167,27 @@ def test_a_garbled_sampled_turn_costs_its_copy_the_invalid_penalty_and_a_negativ
     assert metrics["decision/mean_reward"] == pytest.approx(np.mean([t.rewards["agent"] for t in trajectories]))
 
 
-def test_a_replay_that_is_not_deterministic_is_refused():
+def test_a_game_that_is_not_deterministic_given_its_seed_is_refused():
     pool, expert, user = sead_setup()
     counter = iter(range(10**6))
 
     class Drifting(Constant):
-        def act_batch(self, observations, infos, memories):
-            return [f"<response>Hello number {next(counter)}.</response>" for _ in observations]
+        """An owner whose words depend on how often it was asked, not on the episode's seed and history."""
 
-    seat = DecisionPointSeat(FakeLM(expert), Drifting(""), expert)
+        def act_batch(self, observations, infos, memories):
+            return [f"<reply>Number {next(counter)}.</reply><cooperation>2</cooperation><emotion>2</emotion><trust>2</trust><status>0</status>"
+                    for _ in observations]
+
+    seat = DecisionPointSeat(FakeLM(expert), expert)
+    point = DecisionPoint(seed=1, turn=2, prefix=("<response>Hello.</response>", "<response>Hello again.</response>"))
     with pytest.raises(ScenarioError, match="did not all reach the turn with the same history"):
-        play_groups(pool, seat, {"user": user}, "agent", [DecisionPoint(seed=1, turn=2)], 4, seed=0)
+        play_groups(pool, seat, {"user": Drifting("")}, "agent", [point], 4, seed=0)
 
 
 def test_too_few_games_are_named():
     pool, expert, user = sead_setup(3)
     with pytest.raises(ScenarioError, match=r"needs 4 games \(1 points x G = 4\), got 3"):
-        play_groups(pool, DecisionPointSeat(FakeLM(expert), expert, expert), {"user": user}, "agent", [DecisionPoint(seed=1)], 4, seed=0)
+        play_groups(pool, DecisionPointSeat(FakeLM(expert), expert), {"user": user}, "agent", [DecisionPoint(seed=1)], 4, seed=0)
 
 
 def test_a_decision_point_is_a_frozen_value_that_defaults_to_the_first_turn():
@@ -197,19 +204,9 @@ def test_a_one_turn_dialogue_has_its_only_turn_as_the_point_and_a_learner_that_n
     expert, user = make_policy("agent", "adaptive", pool[0].library), make_policy("user", "scripted", pool[0].library)
     starts = [(seed, {}) for seed in range(6)]
     points = draw_points(pool, {"agent": expert, "user": user}, "agent", starts, random.Random(0))
-    assert [p.turn for p in points] == [0] * 6
+    assert [p.turn for p in points] == [0] * 6 and all(p.prefix == () for p in points)
     with pytest.raises(ScenarioError, match=r"ended before the 'caller' role's first turn; it has no decision point"):
         draw_points(pool, {"agent": expert, "user": user}, "caller", starts, random.Random(0))
-
-
-def test_one_policy_as_prefix_and_continuation_is_asked_once_a_turn():
-    expert, lm = Constant("E"), Constant("L")
-    lm.start = lambda profile, seed: {"seed": seed}
-    seat = DecisionPointSeat(lm, expert, expert)
-    memory = seat.start({}, 0)
-    seat.assign(memory, 1, lm_seed=0)
-    assert [seat.act_batch([{"messages": []}], [{}], [memory])[0] for _ in range(3)] == ["E", "L", "E"]
-    assert expert.asked == 3
 
 
 def _trajectory(reward, completion):

@@ -1,18 +1,18 @@
 """Decision-point GRPO (SPEC "Decision-point GRPO"): a signal for a language model that cannot yet
 finish a dialogue alone.
 
-A decision point is a start (episode seed and reset options) and a learner turn k. Its group is G
-copies of the game, replayed from the same seed: in each, the prefix policy (a fair scripted expert)
-plays the learner's turns before k, the language model samples turn k (a different seed per copy),
-and the continuation policy plays every later learner turn. The counterparts see the same history up
+A decision point is a start (episode seed and reset options) and a learner turn k, cut from a
+dialogue of the prefix policy (a fair scripted expert, or the LM itself: on-policy states). Its group
+is G copies of the game, replayed from the same seed: in each, the prefix's learner turns before k
+are said again word for word, the language model samples turn k (a different seed per copy), and the
+continuation policy plays every later learner turn. The counterparts see the same history up
 to turn k in every copy and draw from the same generators after it (common random numbers), so the
 finished dialogues' rewards differ only through the sampled turn. Advantages are standardised in
 the group and the loss covers the sampled turn's tokens only (:func:`group_samples`).
 
-Every scripted policy in the seat hears every turn, its answer discarded when another plays: its
-memory is then that of a policy that sat there all along and heard what the counterpart said (a
-scripted expert that notes what it said itself believes it said its own line at turn k; the
-continuation starts from that belief).
+A scripted continuation hears every turn, its answer discarded before the point's turn: its memory is
+that of a policy that sat there all along and heard what the counterpart said (a scripted expert that
+notes what it said itself believes it said its own lines up to turn k; it continues from that belief).
 """
 
 from __future__ import annotations
@@ -38,69 +38,73 @@ STD_EPS = 1e-6
 
 @dataclass(frozen=True)
 class DecisionPoint:
-    """Where a group starts: the episode (seed, reset options) and the learner turn the LM plays (0-based)."""
+    """Where a group starts: the episode (seed, reset options), the learner turn the LM plays (0-based)
+    and ``prefix``, the learner's texts before it (as the prefix policy said them)."""
 
     seed: int
     options: Mapping[str, Any] = field(default_factory=dict)
     turn: int = 0
+    prefix: tuple[str, ...] = ()
 
 
 def draw_points(
     games: Sequence[Game], policies: Mapping[str, Any], learner: str, starts: Sequence[tuple[int, Mapping[str, Any]]], rng: random.Random
 ) -> list[DecisionPoint]:
     """One decision point per start: the start played by ``policies`` (the prefix policy in the learner's
-    seat), cut at a learner turn drawn uniformly from that dialogue's learner turns."""
-    turns: dict[int, int] = {}
+    seat), cut at a learner turn drawn uniformly from that dialogue's learner turns; the learner's texts
+    before it are kept, so every copy replays them word for word (whatever the prefix policy: the
+    expert, or the LM itself, whose batched generation need not repeat exactly)."""
+    said: dict[int, list[str]] = {}
 
-    def count(index: int, trajectory: Trajectory, memories: dict[str, Any]) -> None:
-        turns[index] = sum(turn.role == learner for turn in trajectory.turns)
+    def record(index: int, trajectory: Trajectory, memories: dict[str, Any]) -> None:
+        said[index] = [turn.raw for turn in trajectory.turns if turn.role == learner]
 
-    play_games(games[: len(starts)], CounterpartDriver(policies, learner=None), starts, count)
+    play_games(games[: len(starts)], CounterpartDriver(policies, learner=None), starts, record)
     points = []
     for index, (seed, options) in enumerate(starts):
-        if turns[index] == 0:
+        if not said[index]:
             raise ScenarioError(f"The start (seed {seed}, options {dict(options)}) ended before the {learner!r} role's first turn; it has no decision point.")
-        points.append(DecisionPoint(seed, options, rng.randrange(turns[index])))
+        turn = rng.randrange(len(said[index]))
+        points.append(DecisionPoint(seed, options, turn, tuple(said[index][:turn])))
     return points
 
 
 class DecisionPointSeat:
-    """The learner's seat in a decision-point game: ``prefix`` before the point's turn, ``lm`` at it,
-    ``continuation`` after it (``continuation`` may be ``lm`` itself: then the LM plays on).
+    """The learner's seat in a decision-point game: the point's recorded prefix before its turn, ``lm``
+    at it, ``continuation`` after it (``continuation`` may be ``lm`` itself: then the LM plays on).
 
     Set each game's point with :meth:`assign` on the memories :meth:`CounterpartDriver.start` returned."""
 
-    def __init__(self, lm: Any, prefix: Any, continuation: Any):
-        self.lm, self.prefix, self.continuation = lm, prefix, continuation
-        self.scripted = [policy for policy in (prefix, continuation) if policy is not lm]
-        if len(self.scripted) == 2 and prefix is continuation:
-            self.scripted = [prefix]
+    def __init__(self, lm: Any, continuation: Any):
+        self.lm, self.continuation = lm, continuation
+        self.scripted = continuation is not lm
 
     def start(self, profile: dict[str, Any], seed: int) -> dict[str, Any]:
-        return {"scripted": [policy.start(profile, seed) for policy in self.scripted], "profile": profile, "moves": 0, "turn": None, "lm": None}
+        scripted = self.continuation.start(profile, seed) if self.scripted else None
+        return {"scripted": scripted, "profile": profile, "moves": 0, "point": None, "lm": None}
 
-    def assign(self, memory: dict[str, Any], turn: int, lm_seed: int) -> None:
-        """This game's LM plays its ``turn``-th learner move (0-based), sampling with ``lm_seed``."""
-        memory["turn"] = turn
+    def assign(self, memory: dict[str, Any], point: DecisionPoint, lm_seed: int) -> None:
+        """This game replays ``point``'s prefix, then its LM plays the point's turn, sampling with ``lm_seed``."""
+        memory["point"] = point
         memory["lm"] = self.lm.start(memory["profile"], lm_seed)
 
-    def _player(self, memory: dict[str, Any]) -> Any:
-        moves, turn = memory["moves"], memory["turn"]
-        if turn is None:
-            raise ScenarioError("DecisionPointSeat: a game started without a decision point; call assign(memory, turn, lm_seed) after driver.start.")
-        return self.prefix if moves < turn else self.lm if moves == turn else self.continuation
-
     def act_batch(self, observations, infos, memories) -> list[str]:
-        heard = [policy.act_batch(observations, infos, [m["scripted"][i] for m in memories]) for i, policy in enumerate(self.scripted)]
+        if any(memory["point"] is None for memory in memories):
+            raise ScenarioError("DecisionPointSeat: a game started without a decision point; call assign(memory, point, lm_seed) after driver.start.")
+        # A scripted continuation hears every turn (its answer discarded before the point's turn), so its
+        # memory is that of a policy that sat there all along.
+        heard = self.continuation.act_batch(observations, infos, [m["scripted"] for m in memories]) if self.scripted else None
         texts = [""] * len(observations)
         lm_rows = []
         for row, memory in enumerate(memories):
-            player = self._player(memory)
-            if player is self.lm:
+            moves, point = memory["moves"], memory["point"]
+            if moves < point.turn:
+                texts[row] = point.prefix[moves]
+            elif moves == point.turn or not self.scripted:
                 lm_rows.append(row)
             else:
-                texts[row] = heard[self.scripted.index(player)][row]
-            if memory["moves"] == memory["turn"]:
+                texts[row] = heard[row]
+            if moves == point.turn:
                 memory["heard"] = json.dumps(observations[row]["messages"])
             memory["moves"] += 1
         if lm_rows:
@@ -133,7 +137,7 @@ def play_groups(
     for index, game in enumerate(games[:total]):
         memories.append(driver.start(game))
         point_index, copy = divmod(index, group_size)
-        seat.assign(memories[-1][learner], points[point_index].turn, mix_seed(seed, point_index, copy))
+        seat.assign(memories[-1][learner], points[point_index], mix_seed(seed, point_index, copy))
     driver.advance(games[:total], memories)
     trajectories = []
     for point_index, point in enumerate(points):

@@ -21,6 +21,7 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "rl_mode": ("dialogue", "decision_point"),
     "sft_expert": ("adaptive", "sop"),
     "continuation": ("adaptive", "sop", "lm"),
+    "prefix": ("expert", "lm"),
 }
 """The accepted values of the fields that take one of a few (checked by build_config, listed by --help)."""
 
@@ -83,6 +84,9 @@ class SeadTrainConfig:
     "Decision-point GRPO": batch_size points per iteration, group_size sampled turns each)."""
     group_size: int = 8
     """decision_point: G, the LM turns sampled at each point (SPEC: 8)."""
+    prefix: str = "expert"
+    """decision_point: whose dialogue each point is cut from: the sft expert, or the LM itself playing
+    greedily as it is evaluated (on-policy states; the SPEC's option)."""
     continuation: str = "adaptive"
     """decision_point: who plays the learner's turns after the sampled one: a fair scripted agent or "lm"."""
     user: str = "scripted"
@@ -153,7 +157,7 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> SeadTrainCon
         raise ConfigError(f"policy={config.policy!r}; use strategy, strategy-plus or lm.")
     if config.policy == "lm" and not config.model:
         raise ConfigError("policy='lm' needs model=... (a local folder, 'smollm2', 'tiny' or 'scratch').")
-    for name in ("rl_mode", "sft_expert", "continuation"):
+    for name in ("rl_mode", "sft_expert", "continuation", "prefix"):
         if getattr(config, name) not in CHOICES[name]:
             raise ConfigError(f"{name}={getattr(config, name)!r}; use one of {', '.join(map(repr, CHOICES[name]))}.")
     if config.policy != "lm" and (config.sft_steps or config.rl_mode != "dialogue"):

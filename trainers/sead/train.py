@@ -189,18 +189,25 @@ def sft_phase(config: SeadTrainConfig, run: RunDir) -> None:
 
 
 def decision_point_step(
-    config: SeadTrainConfig, run: RunDir, iteration: int, profiles: list[dict[str, Any]], policy: Any, seat: DecisionPointSeat, user: Any, games: list[SeadGame]
+    config: SeadTrainConfig, run: RunDir, iteration: int, profiles: list[dict[str, Any]], policy: Any, prefix: Any,
+    seat: DecisionPointSeat, user: Any, games: list[SeadGame],
 ) -> tuple[list[Trajectory], dict[str, Any]]:
-    """Phases 2 and 3 with ``rl_mode="decision_point"``: a decision point per profile (SPEC), G sampled
-    turns each, one GRPO step on the sampled turns. The iteration's games are appended as one record
-    set; a resumed iteration reuses them when complete and otherwise replays them identically."""
+    """Phases 2 and 3 with ``rl_mode="decision_point"``: a decision point per profile (SPEC) cut from a
+    dialogue of ``prefix`` (the expert, or the LM playing greedily as it is evaluated), G sampled turns
+    each, one GRPO step on the sampled turns. The iteration's games are appended as one record set; a
+    resumed iteration reuses them when complete and otherwise replays them identically."""
     total = len(profiles) * config.group_size
     done = run.completed_episodes(iteration)
     if len(done) == total:
         trajectories = [done[e] for e in range(total)]
     else:
         starts = [(mix_seed(config.seed, iteration, e), {"profile": profile}) for e, profile in enumerate(profiles)]
-        points = draw_points(games, {"agent": seat.prefix, "user": user}, "agent", starts, random.Random(mix_seed(config.seed, iteration, POINT_STREAM)))
+        rng = random.Random(mix_seed(config.seed, iteration, POINT_STREAM))
+        policy.greedy = prefix is policy
+        try:
+            points = draw_points(games, {"agent": prefix, "user": user}, "agent", starts, rng)
+        finally:
+            policy.greedy = False
         trajectories = play_groups(games, seat, {"user": user}, "agent", points, config.group_size, mix_seed(config.seed, iteration, SAMPLE_STREAM))
         run.append_trajectories(enumerate(trajectories), iteration)
     samples, rollout = group_samples(trajectories, config.group_size, "agent")
@@ -236,11 +243,11 @@ def _train(config: SeadTrainConfig, run: RunDir, controller: ProfileController, 
     elif config.policy == "lm" and config.sft_steps and run.load_state("sft", SFT_FIELDS) is None:
         sft_phase(config, run)
     policy = make_policy_for(config, run, checkpoint)
-    seat = None
+    seat = prefix = None
     if config.rl_mode == "decision_point":
-        expert = make_policy("agent", config.sft_expert, games[0].library)
-        continuation = policy if config.continuation == "lm" else expert if config.continuation == config.sft_expert else make_policy("agent", config.continuation, games[0].library)
-        seat = DecisionPointSeat(policy, expert, continuation)
+        prefix = policy if config.prefix == "lm" else make_policy("agent", config.sft_expert, games[0].library)
+        continuation = policy if config.continuation == "lm" else make_policy("agent", config.continuation, games[0].library)
+        seat = DecisionPointSeat(policy, continuation)
     trained_user = None
     if joint:
         from trainers.sead.joint_user import JointUser
@@ -259,7 +266,7 @@ def _train(config: SeadTrainConfig, run: RunDir, controller: ProfileController, 
             profiles = controller.sample()
             run.save_state("plan", {"iteration": iteration, "profiles": profiles, "controller": controller.state_dict()})
         if seat is not None:
-            trajectories, update = decision_point_step(config, run, iteration, profiles, policy, seat, user, games)
+            trajectories, update = decision_point_step(config, run, iteration, profiles, policy, prefix, seat, user, games)
         else:
             # Phase 2: dialogues; keep those finished before a crash, play the rest.
             done = run.completed_episodes(iteration) if iteration == start else {}
