@@ -36,6 +36,7 @@ import numpy as np
 
 from dialogue_gym.errors import ConfigError, DependencyNotInstalled
 from dialogue_gym.health import RATES, format_health, health_summary, health_warnings
+from dialogue_gym.metrics.core import exact_mean
 from dialogue_gym.types import Outcome, Trajectory
 
 SIDES = ("scripted", "llm")
@@ -178,8 +179,8 @@ def turn_counts(trajectories: Sequence[Trajectory], counterpart: str) -> dict[st
         return {"learner": math.nan, "counterpart": math.nan}
     learner = trajectories[0].learner
     return {
-        "learner": float(np.mean([len(t.turns_of(learner)) for t in trajectories])),
-        "counterpart": float(np.mean([len(t.turns_of(counterpart)) for t in trajectories])),
+        "learner": exact_mean(len(t.turns_of(learner)) for t in trajectories),
+        "counterpart": exact_mean(len(t.turns_of(counterpart)) for t in trajectories),
     }
 
 
@@ -192,8 +193,8 @@ def per_initial_state(pairs: Sequence[tuple[Trajectory, Trajectory]]) -> list[di
         {
             "name": key,
             "episodes": len(group),
-            "scripted": float(np.mean([s.outcome is Outcome.SUCCESS for s, _ in group])),
-            "llm": float(np.mean([m.outcome is Outcome.SUCCESS for _, m in group])),
+            "scripted": exact_mean(s.outcome is Outcome.SUCCESS for s, _ in group),
+            "llm": exact_mean(m.outcome is Outcome.SUCCESS for _, m in group),
         }
         for key, group in sorted(groups.items())
     ]
@@ -214,8 +215,8 @@ def trajectory_dtw(pairs: Sequence[tuple[Trajectory, Trajectory]]) -> dict[str, 
         costs.append(cost)
         per_step.append(cost / len(path))
     return {
-        "mean": float(np.mean(costs)) if costs else math.nan,
-        "per_step": float(np.mean(per_step)) if per_step else math.nan,
+        "mean": exact_mean(costs),
+        "per_step": exact_mean(per_step),
         "pairs": len(costs),
     }
 
@@ -228,8 +229,12 @@ def judge_agreement(pairs: Sequence[tuple[Trajectory, Trajectory]]) -> dict[str,
     both = [(s, m) for s, m in scored if s is not None and m is not None]
     if not both:
         return {"pairs": 0, "mean_abs_gap": math.nan, "scripted": math.nan, "llm": math.nan}
-    scripted, llm = np.array(both).T
-    return {"pairs": len(both), "mean_abs_gap": float(np.mean(np.abs(llm - scripted))), "scripted": float(scripted.mean()), "llm": float(llm.mean())}
+    return {
+        "pairs": len(both),
+        "mean_abs_gap": exact_mean(abs(m - s) for s, m in both),
+        "scripted": exact_mean(s for s, _ in both),
+        "llm": exact_mean(m for _, m in both),
+    }
 
 
 def paired(scripted: Sequence[Trajectory], llm: Sequence[Trajectory]) -> list[tuple[Trajectory, Trajectory]]:
@@ -281,7 +286,7 @@ def mean_state_trajectory(trajectories: Sequence[Trajectory]) -> list[list[float
     for trajectory in trajectories:
         for step, value in enumerate(family_of(trajectory).states(trajectory)):
             by_step[step].append(value if isinstance(value, list) else [value])
-    return [np.mean(by_step[step], axis=0).tolist() for step in sorted(by_step)]
+    return [[exact_mean(column) for column in zip(*by_step[step])] for step in sorted(by_step)]
 
 
 # -- text and picture ------------------------------------------------------------------------------------

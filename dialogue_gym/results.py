@@ -42,6 +42,9 @@ import numpy as np
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.metrics.core import (
     bootstrap_resamples,
+    exact_mean,
+    exact_row_sums,
+    exact_sum,
     pass_hat_k_per_start,
     percentile_interval,
     ratio_of_sums,
@@ -151,14 +154,17 @@ class AgentResult:
         return sorted({episode["start"] for episode in self.episodes})
 
     def per_start(self, key: str) -> tuple[np.ndarray, np.ndarray]:
-        """(numerators, denominators) of ``key`` summed over each start's repeats, in :meth:`starts` order."""
-        position = {start: index for index, start in enumerate(self.starts())}
-        numerators, denominators = np.zeros(len(position)), np.zeros(len(position))
+        """(numerators, denominators) of ``key`` summed exactly over each start's repeats, in :meth:`starts` order."""
+        numerators: dict[int, list[float]] = {start: [] for start in self.starts()}
+        denominators: dict[int, list[float]] = {start: [] for start in self.starts()}
         for episode in self.episodes:
             numerator, denominator = episode["scores"][key]
-            numerators[position[episode["start"]]] += numerator
-            denominators[position[episode["start"]]] += denominator
-        return numerators, denominators
+            numerators[episode["start"]].append(numerator)
+            denominators[episode["start"]].append(denominator)
+        return (
+            np.array([exact_sum(values) for values in numerators.values()], dtype=float),
+            np.array([exact_sum(values) for values in denominators.values()], dtype=float),
+        )
 
     def compute_headline(self, pass_metric: str | None, repeats: int, resamples: int, seed: int = 0) -> None:
         """Each headline key's value and percentile interval over ``resamples`` bootstrap resamples of
@@ -179,9 +185,16 @@ class AgentResult:
                 per_start = np.full(len(trials), math.nan)
                 per_start[full] = values
                 headline[f"pass^{k}"] = _estimate(
-                    float(values.mean()) if values.size else math.nan, indices, lambda rows, v=per_start: np.nanmean(v[rows], axis=1)
+                    exact_mean(values.tolist()), indices, lambda rows, v=per_start: _finite_means(v[rows])
                 )
         self.headline = headline
+
+
+def _finite_means(rows: np.ndarray) -> np.ndarray:
+    """The exact mean of each row's finite values (NaN for a row with none), as ``np.nanmean`` but in any order on any CPU."""
+    finite = np.isfinite(rows)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return exact_row_sums(np.where(finite, rows, 0.0)) / finite.sum(axis=1)
 
 
 def _estimate(value: float, indices: np.ndarray | None, resample: Callable[[np.ndarray], np.ndarray]) -> dict[str, float]:

@@ -1,14 +1,37 @@
-"""Scenario-independent metrics over trajectories (pure functions)."""
+"""Scenario-independent metrics over trajectories (pure functions).
+
+Every sum behind a published number is exact (:func:`exact_sum`, :func:`exact_mean`, :func:`exact_row_sums`):
+NumPy's ``sum`` and ``mean`` add in an order that depends on the array's length and layout and on the
+CPU's SIMD width, so the same episodes gave 1.8424999999999998 on one machine and 1.8425 on another
+(a tie at the third decimal the docs print). A correctly rounded sum has one value whatever the order
+of its terms and whatever the CPU.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.types import Outcome, Trajectory
+
+
+def exact_sum(values: Iterable[float]) -> float:
+    """The correctly rounded sum of ``values`` (:func:`math.fsum`): the same bits in any order, on any CPU."""
+    return math.fsum(values)
+
+
+def exact_mean(values: Iterable[float]) -> float:
+    """:func:`exact_sum` divided by the count (NaN when empty): order-free and CPU-independent."""
+    values = list(values)
+    return math.fsum(values) / len(values) if values else math.nan
+
+
+def exact_row_sums(matrix: Any) -> np.ndarray:
+    """:func:`exact_sum` of every row of a 2-D array (a bootstrap resample per row)."""
+    return np.array([math.fsum(row) for row in np.asarray(matrix, dtype=float).tolist()], dtype=float).reshape(-1)
 
 
 class MeanStd(NamedTuple):
@@ -18,12 +41,13 @@ class MeanStd(NamedTuple):
 
 
 def mean_std(values: Sequence[float]) -> MeanStd:
-    """Mean and sample standard deviation (ddof=1; NaN below two values)."""
-    array = np.asarray(values, dtype=float)
-    if array.size == 0:
+    """Mean and sample standard deviation (ddof=1; NaN below two values), from exact sums."""
+    values = [float(value) for value in values]
+    if not values:
         return MeanStd(math.nan, math.nan, 0)
-    std = float(array.std(ddof=1)) if array.size > 1 else math.nan
-    return MeanStd(float(array.mean()), std, int(array.size))
+    mean = exact_mean(values)
+    std = math.sqrt(math.fsum((value - mean) ** 2 for value in values) / (len(values) - 1)) if len(values) > 1 else math.nan
+    return MeanStd(mean, std, len(values))
 
 
 def _require(trajectories: Sequence[Trajectory]) -> Sequence[Trajectory]:
@@ -85,7 +109,7 @@ def tokens_per_dialogue(trajectories: Sequence[Trajectory], role: str | None = N
         )
         for t in trajectories
     ]
-    return float(np.mean(totals))
+    return exact_mean(totals)
 
 
 def backend_failures(trajectories: Sequence[Trajectory]) -> int:
@@ -124,7 +148,7 @@ def pass_hat_k(successes: Sequence[int], trials: Sequence[int], k: int) -> float
     successes in ``n`` trials. With ``n == k`` it is the fraction of starts whose every trial succeeded;
     pass^1 is the success rate. NaN for no starts."""
     per_start = pass_hat_k_per_start(successes, trials, k)
-    return float(per_start.mean()) if per_start.size else math.nan
+    return exact_mean(per_start.tolist())
 
 
 def pass_hat_k_per_start(successes: Sequence[int], trials: Sequence[int], k: int) -> np.ndarray:
@@ -155,17 +179,17 @@ def bootstrap_resamples(units: int, resamples: int = 1000, seed: int = 0) -> np.
 def ratio_of_sums(numerators: Sequence[float], denominators: Sequence[float]) -> float:
     """``sum(numerators) / sum(denominators)``: a rate or mean over episodes (denominators 1, or 0 for an
     episode left out), or a mean over turns (denominators the turn counts). NaN when the denominator is 0."""
-    total = float(np.sum(denominators))
-    return float(np.sum(numerators)) / total if total else math.nan
+    total = exact_sum(np.asarray(denominators, dtype=float).tolist())
+    return exact_sum(np.asarray(numerators, dtype=float).tolist()) / total if total else math.nan
 
 
 def resampled_ratios(numerators: Sequence[float], denominators: Sequence[float], resamples: np.ndarray) -> np.ndarray:
     """:func:`ratio_of_sums` of every resample (a row of unit indices from :func:`bootstrap_resamples`);
     NaN for a resample whose denominator is 0."""
     numerators, denominators = np.asarray(numerators, dtype=float), np.asarray(denominators, dtype=float)
-    totals = denominators[resamples].sum(axis=1)
+    totals = exact_row_sums(denominators[resamples])
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(totals > 0, numerators[resamples].sum(axis=1) / np.where(totals > 0, totals, 1), math.nan)
+        return np.where(totals > 0, exact_row_sums(numerators[resamples]) / np.where(totals > 0, totals, 1), math.nan)
 
 
 def percentile_interval(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:

@@ -11,10 +11,9 @@ import dataclasses
 import math
 from typing import Any, Sequence
 
-import numpy as np
-
 from dialogue_gym.metrics.core import (
     _require,
+    exact_mean,
     cr,
     cr_interval,
     invalid_action_rate,
@@ -28,7 +27,7 @@ from dialogue_gym.types import Outcome, Trajectory
 def conversion_turns(trajectories: Sequence[Trajectory]) -> float:
     """CT: mean user turns of the sessions that converted (NaN when none did)."""
     turns = [len(t.turns_of("user")) for t in _require(trajectories) if t.outcome is Outcome.SUCCESS]
-    return float(np.mean(turns)) if turns else math.nan
+    return exact_mean(turns)
 
 
 def response_quality(trajectories: Sequence[Trajectory]) -> dict[str, float]:
@@ -37,7 +36,7 @@ def response_quality(trajectories: Sequence[Trajectory]) -> dict[str, float]:
     result = {}
     for name in (*DIMENSIONS, "rq"):
         values = [s[name] for s in scored if isinstance(s.get(name), (int, float)) and not math.isnan(s[name])]
-        result[name] = float(np.mean(values)) if values else math.nan
+        result[name] = exact_mean(values)
     return result
 
 
@@ -63,7 +62,7 @@ def summary(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
         "cr_low": low,
         "cr_high": high,
         "conversion_turns": conversion_turns(trajectories),
-        "user_turns": float(np.mean([len(t.turns_of("user")) for t in trajectories])) if trajectories else math.nan,
+        "user_turns": exact_mean(len(t.turns_of("user")) for t in trajectories),
         **response_quality(trajectories),
         "invalid_action_rate": invalid_action_rate(trajectories, "assistant"),
         "tokens_per_dialogue": tokens_per_dialogue(trajectories, "assistant"),

@@ -97,33 +97,49 @@ def _pair(a: Any, b: Any, metric: str) -> tuple[np.ndarray, np.ndarray]:
 def local_cost_matrix(a: Any, b: Any, metric: str = "abs") -> np.ndarray:
     """The ``(len(a), len(b))`` matrix of local costs between points of ``a`` and ``b``.
 
-    Multivariate costs take tslearn's arithmetic, so that every bit matches: ``abs`` and
-    ``sqeuclidean`` sum the features one after another, from the first (as scipy's ``cdist`` does,
-    where NumPy's ``sum`` would add eight at a time, and in another order for a Fortran-ordered
-    array); ``cosine`` takes scikit-learn's norms (``sqrt(einsum("ij,ij->i"))``) and matrix product."""
+    Every multivariate cost sums the features one after another, from the first, so its bits are the
+    same on any CPU and in any memory layout: ``abs`` and ``sqeuclidean`` as scipy's ``cdist`` (and so
+    tslearn) take them, where NumPy's ``sum`` would add eight at a time, in another order for a
+    Fortran-ordered array, and differently again with another SIMD width. ``cosine`` is
+    ``1 - a.b / sqrt((a.a) (b.b))`` with each dot product summed that way too, where scikit-learn's
+    (tslearn's) matrix product adds in the order of the CPU's BLAS kernel: it equals tslearn's to within
+    a few units in the last place, and is exactly 0 between a vector and any positive multiple of it when
+    their dot products are exact (integer counts, say)."""
     a, b = _pair(a, b, metric)
     if a.ndim == 1:
         difference = a[:, None] - b[None, :]
         return np.abs(difference) if metric == "abs" else difference * difference
     a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
     if metric == "cosine":
-        norm_a = np.sqrt(np.einsum("ij,ij->i", a, a))
-        norm_b = np.sqrt(np.einsum("ij,ij->i", b, b))
-        unit_a = a / np.where(norm_a > 0, norm_a, 1.0)[:, None]
-        unit_b = b / np.where(norm_b > 0, norm_b, 1.0)[:, None]
-        cost = 1.0 - np.clip(unit_a @ unit_b.T, -1.0, 1.0)
-        zero_a, zero_b = norm_a == 0, norm_b == 0
-        cost[zero_a[:, None] | zero_b[None, :]] = 1.0
-        cost[zero_a[:, None] & zero_b[None, :]] = 0.0
-        return cost
+        return _cosine_cost(a, b)
+
     def term(feature: int) -> np.ndarray:
         difference = a[:, feature, None] - b[None, :, feature]
         return np.abs(difference) if metric == "abs" else difference * difference
 
+    return _left_to_right(term, a.shape[1])
+
+
+def _left_to_right(term: Any, features: int) -> np.ndarray:
+    """``term(0) + term(1) + ... + term(features - 1)``, added in that order."""
     total = term(0)  # points have at least one feature (_sequence)
-    for feature in range(1, a.shape[1]):
+    for feature in range(1, features):
         total = total + term(feature)
     return total
+
+
+def _cosine_cost(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine distances between the rows of ``a`` and ``b``, every dot product added left to right; a
+    zero vector is at distance 1 from every other vector and 0 from another zero vector."""
+    dots = _left_to_right(lambda feature: a[:, feature, None] * b[None, :, feature], a.shape[1])
+    squares_a = _left_to_right(lambda feature: a[:, feature] * a[:, feature], a.shape[1])
+    squares_b = _left_to_right(lambda feature: b[:, feature] * b[:, feature], b.shape[1])
+    scale = np.sqrt(squares_a[:, None] * squares_b[None, :])
+    zero_a, zero_b = squares_a == 0, squares_b == 0
+    cost = 1.0 - np.clip(dots / np.where(scale > 0, scale, 1.0), -1.0, 1.0)
+    cost[zero_a[:, None] | zero_b[None, :]] = 1.0
+    cost[zero_a[:, None] & zero_b[None, :]] = 0.0
+    return cost
 
 
 # -- compiled kernels ------------------------------------------------------------------------

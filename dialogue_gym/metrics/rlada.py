@@ -12,10 +12,9 @@ import math
 from collections import Counter, defaultdict
 from typing import Any, Sequence
 
-import numpy as np
-
 from dialogue_gym.metrics.core import (
     _require,
+    exact_mean,
     completed,
     cr_interval,
     invalid_action_rate,
@@ -52,7 +51,7 @@ def passed(trajectory: Trajectory, threshold: float = 2.0) -> bool:
 
 
 def _rate(values: Sequence[bool | float]) -> float:
-    return float(np.mean(values)) if len(values) else math.nan
+    return exact_mean(float(value) for value in values)
 
 
 def routing_accuracy(trajectories: Sequence[Trajectory]) -> float:

@@ -12,6 +12,8 @@ from dialogue_gym.metrics.core import (
     _require,
     completed,
     cr,
+    exact_mean,
+    exact_sum,
     cr_interval,
     invalid_action_rate,
     mean_std,
@@ -60,14 +62,14 @@ def upa(trajectories: Sequence[Trajectory]) -> float:
     raise it (see :func:`upa_answered` for SPEC's literal formula over answered turns only)."""
     turns = _estimated_turns(trajectories)
     errors = [1.0 if estimate is None else _portrait_error(estimate, state) for estimate, state in turns]
-    return 1.0 - float(np.mean(errors)) if errors else math.nan
+    return 1.0 - exact_mean(errors) if errors else math.nan
 
 
 def upa_answered(trajectories: Sequence[Trajectory]) -> float:
     """SPEC's UPA, comparable to the paper's table: the mean is over turns with an estimate only.
     Report it beside :func:`upa_coverage`; alone it rewards estimating only when confident."""
     errors = [_portrait_error(estimate, state) for estimate, state in _estimated_turns(trajectories) if estimate is not None]
-    return 1.0 - float(np.mean(errors)) if errors else math.nan
+    return 1.0 - exact_mean(errors) if errors else math.nan
 
 
 def upa_coverage(trajectories: Sequence[Trajectory]) -> float:
@@ -85,7 +87,7 @@ def upa_constant(trajectories: Sequence[Trajectory]) -> float:
     # Any integer between the lower and upper median minimises a sum of absolute errors; the floor of
     # the median is one (an integer itself, or lying between the two middle integers).
     best = np.floor(np.median(states, axis=0))
-    return 1.0 - float((np.abs(states - best) / np.array(_RANGES)).mean(axis=0).sum() / 3)
+    return 1.0 - exact_sum(exact_mean(column) for column in (np.abs(states - best) / np.array(_RANGES)).T.tolist()) / 3
 
 
 def _final_state(trajectory: Trajectory) -> tuple[int, ...]:

@@ -8,26 +8,35 @@ trajectories of that group (each counted once, however many rollouts it had).
 * Session level: PCR (simulated conversion rate), ACC and conversion-class F1 against the paired
   real outcome.
 * Group level: Group-dPCR = mean over groups of |simulated CR - real CR|; W1-Turns = mean over groups
-  of the Wasserstein-1 distance (``scipy.stats.wasserstein_distance``) between simulated and real
-  user-turn counts.
-* Semantic: OT-DTW = mean over groups of the exact optimal-transport cost (POT ``ot.emd2``, uniform
+  of the Wasserstein-1 distance (equal to ``scipy.stats.wasserstein_distance``) between simulated and
+  real user-turn counts. Both are rational numbers and are computed exactly (:class:`fractions.Fraction`),
+  then rounded once to a float.
+* Semantic: OT-DTW = mean over groups of the exact optimal-transport cost (POT ``ot.emd``, uniform
   weights) between simulated and real sessions; the pairwise cost is the DTW of their per-turn reply
   embeddings under cosine distance, divided by the optimal path's length (**decision**: normalised so
   sessions of different lengths compare, in [0, 2]).
 * ``intent_dtw``: mean DTW cost of the intent trajectory against its paired reference (TRACER's D).
+
+Every number here is the same on any CPU and for any order of the trajectories (the docs publish them
+to three decimals): sums are exact (:func:`~dialogue_gym.metrics.core.exact_sum`), cosine distances add
+their terms in a fixed order (:func:`~dialogue_gym.metrics.dtw.local_cost_matrix`), DTW paths break ties
+in a fixed order, and OT-DTW sorts each group's sessions into a canonical order before the transport, so
+among equally cheap plans the same one is found.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from fractions import Fraction
 from typing import Any, Sequence
 
 import numpy as np
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.metrics.core import (
-    _require, bootstrap_resamples, invalid_action_rate, percentile_interval, ratio_of_sums, resampled_ratios, split_failures,
+    _require, bootstrap_resamples, exact_mean, exact_sum, invalid_action_rate, percentile_interval, ratio_of_sums,
+    resampled_ratios, split_failures,
 )
 from dialogue_gym.metrics.dtw import batch_dtw, dtw_path_from_cost, local_cost_matrix
 from dialogue_gym.metrics.embedders import make_embedder
@@ -55,13 +64,13 @@ def converted(trajectory: Trajectory) -> bool:
 def pcr(trajectories: Sequence[Trajectory]) -> float:
     """Simulated conversion rate (NaN when empty)."""
     trajectories = _require(trajectories)
-    return float(np.mean([converted(t) for t in trajectories])) if trajectories else math.nan
+    return exact_mean(converted(t) for t in trajectories)
 
 
 def real_pcr(trajectories: Sequence[Trajectory]) -> float:
     """Conversion rate of the distinct reference sessions paired with ``trajectories``."""
     outcomes = {r["session_id"]: r["outcome"] == "conversion" for r in map(_reference, _require(trajectories))}
-    return float(np.mean(list(outcomes.values()))) if outcomes else math.nan
+    return exact_mean(outcomes.values())
 
 
 def _paired(trajectories: Sequence[Trajectory]) -> tuple[np.ndarray, np.ndarray]:
@@ -74,7 +83,7 @@ def _paired(trajectories: Sequence[Trajectory]) -> tuple[np.ndarray, np.ndarray]
 def acc(trajectories: Sequence[Trajectory]) -> float:
     """Fraction of sessions whose simulated outcome (conversion or not) equals the paired real one."""
     simulated, real = _paired(trajectories)
-    return float(np.mean(simulated == real)) if simulated.size else math.nan
+    return exact_mean((simulated == real).tolist())
 
 
 def conversion_f1(trajectories: Sequence[Trajectory]) -> float:
@@ -98,56 +107,93 @@ def _groups(trajectories: Sequence[Trajectory]) -> dict[str, tuple[list[Trajecto
     return dict(groups)
 
 
-def _conversion_gap(simulated: Sequence[Trajectory], real: dict[str, dict[str, Any]]) -> float:
-    """|simulated CR - real CR| of one group."""
-    return abs(np.mean([converted(t) for t in simulated]) - np.mean([r["outcome"] == "conversion" for r in real.values()]))
+def _share(flags: Sequence[bool]) -> Fraction:
+    return Fraction(sum(map(bool, flags)), len(flags))
 
 
-def _turns_distance(simulated: Sequence[Trajectory], real: dict[str, dict[str, Any]]) -> float:
-    """Wasserstein-1 distance between one group's simulated and real user-turn counts."""
-    from scipy.stats import wasserstein_distance
+def _conversion_gap(simulated: Sequence[Trajectory], real: dict[str, dict[str, Any]]) -> Fraction:
+    """|simulated CR - real CR| of one group, exactly."""
+    return abs(_share([converted(t) for t in simulated]) - _share([r["outcome"] == "conversion" for r in real.values()]))
 
-    return float(wasserstein_distance([len(t.turns_of("user")) for t in simulated], [len(r["intents"]) for r in real.values()]))
+
+def wasserstein_1(u: Sequence[int], v: Sequence[int]) -> Fraction:
+    """The exact Wasserstein-1 distance between the empirical distributions of two non-empty samples of
+    integers: the area between their CDFs, summed over the gaps between consecutive observed values
+    (``scipy.stats.wasserstein_distance`` computes the same area in floating point)."""
+    points = sorted(set(u) | set(v))
+    total = Fraction(0)
+    for left, right in zip(points, points[1:]):
+        below_u = Fraction(sum(value <= left for value in u), len(u))
+        below_v = Fraction(sum(value <= left for value in v), len(v))
+        total += abs(below_u - below_v) * (right - left)
+    return total
+
+
+def _turns_distance(simulated: Sequence[Trajectory], real: dict[str, dict[str, Any]]) -> Fraction:
+    """Wasserstein-1 distance between one group's simulated and real user-turn counts, exactly."""
+    return wasserstein_1([len(t.turns_of("user")) for t in simulated], [len(r["intents"]) for r in real.values()])
+
+
+def _exact_mean(values: Sequence[Fraction]) -> float:
+    return float(sum(values, Fraction(0)) / len(values)) if values else math.nan
 
 
 def group_dpcr(trajectories: Sequence[Trajectory]) -> float:
-    """Mean over groups of |simulated CR - real CR|."""
-    gaps = [_conversion_gap(simulated, real) for simulated, real in _groups(trajectories).values()]
-    return float(np.mean(gaps)) if gaps else math.nan
+    """Mean over groups of |simulated CR - real CR| (exact, rounded once)."""
+    return _exact_mean([_conversion_gap(simulated, real) for simulated, real in _groups(trajectories).values()])
 
 
 def w1_turns(trajectories: Sequence[Trajectory]) -> float:
-    """Mean over groups of the Wasserstein-1 distance between simulated and real user-turn counts."""
-    distances = [_turns_distance(simulated, real) for simulated, real in _groups(trajectories).values()]
-    return float(np.mean(distances)) if distances else math.nan
+    """Mean over groups of the Wasserstein-1 distance between simulated and real user-turn counts (exact,
+    rounded once)."""
+    return _exact_mean([_turns_distance(simulated, real) for simulated, real in _groups(trajectories).values()])
 
 
 def semantic_dtw(a: np.ndarray, b: np.ndarray) -> float:
     """DTW of two reply-embedding sequences under cosine distance, divided by the optimal path's length."""
-    path, cost = dtw_path_from_cost(local_cost_matrix(a, b, "cosine"))
-    return cost / len(path)
+    return _normalised_dtw(local_cost_matrix(a, b, "cosine"))
+
+
+def _normalised_dtw(cost: np.ndarray) -> float:
+    path, total = dtw_path_from_cost(cost)
+    return total / len(path)
+
+
+def _transport_cost(matrix: np.ndarray) -> float:
+    """The exact OT cost between uniform weights on the rows and on the columns of ``matrix``, summed
+    exactly over the plan POT's network simplex finds."""
+    import ot
+
+    rows, columns = matrix.shape
+    plan = ot.emd(np.full(rows, 1 / rows), np.full(columns, 1 / columns), matrix)
+    return exact_sum((plan * matrix).ravel().tolist())
 
 
 def ot_dtw(trajectories: Sequence[Trajectory], embedder: Any = "hashing") -> float:
-    """Mean over groups of the exact OT cost (``ot.emd2``, uniform weights) between simulated and real
-    sessions, the pairwise cost being :func:`semantic_dtw` of their per-turn reply embeddings."""
-    import ot
+    """Mean over groups of the exact OT cost (uniform weights) between simulated and real sessions, the
+    pairwise cost being :func:`semantic_dtw` of their per-turn reply embeddings.
 
+    Each distinct text is embedded once and the cosine distances between all of them computed once;
+    a group's simulated sessions are sorted by their texts and its real ones by session id, so the
+    transport problem, and the plan found among equally cheap ones, do not depend on the order of
+    ``trajectories``."""
     embedder = make_embedder(embedder)
     groups = _groups(trajectories)
     texts = sorted(
         {turn.text for simulated, _ in groups.values() for t in simulated for turn in t.turns_of("user")}
         | {reply for _, real in groups.values() for r in real.values() for reply in r["replies"]}
     )
-    vectors = dict(zip(texts, embedder.embed(texts))) if texts else {}
+    if not texts:
+        return math.nan
+    index = {text: position for position, text in enumerate(texts)}
+    distances = local_cost_matrix(embedder.embed(texts), embedder.embed(texts), "cosine")
     costs = []
     for simulated, real in groups.values():
-        left = [np.array([vectors[turn.text] for turn in t.turns_of("user")]) for t in simulated]
-        right = [np.array([vectors[reply] for reply in r["replies"]]) for r in real.values()]
-        matrix = np.array([[semantic_dtw(a, b) for b in right] for a in left])
-        weights_left, weights_right = np.full(len(left), 1 / len(left)), np.full(len(right), 1 / len(right))
-        costs.append(float(ot.emd2(weights_left, weights_right, matrix)))
-    return float(np.mean(costs)) if costs else math.nan
+        left = sorted(tuple(index[turn.text] for turn in t.turns_of("user")) for t in simulated)
+        right = [tuple(index[reply] for reply in real[session]["replies"]) for session in sorted(real)]
+        matrix = np.array([[_normalised_dtw(distances[np.ix_(a, b)]) for b in right] for a in left])
+        costs.append(_transport_cost(matrix))
+    return exact_mean(costs)
 
 
 def _intent_costs(trajectories: Sequence[Trajectory]) -> np.ndarray:
@@ -161,7 +207,7 @@ def _intent_costs(trajectories: Sequence[Trajectory]) -> np.ndarray:
 def intent_dtw(trajectories: Sequence[Trajectory]) -> float:
     """Mean DTW cost (|zhat - z| local cost) of each simulated intent trajectory against its paired reference."""
     costs = _intent_costs(_require(trajectories))
-    return float(costs.mean()) if costs.size else math.nan
+    return exact_mean(costs.tolist())
 
 
 PAIRED_METRICS = ("group_dpcr", "intent_dtw", "w1_turns")
@@ -198,10 +244,10 @@ def paired_change(
         values, draws = {}, {}
         for name, per_group in sides.items():
             if metric == "intent_dtw":
-                numerators = [float(per_group[g]["intent_costs"].sum()) for g in order]
+                numerators = [exact_sum(per_group[g]["intent_costs"].tolist()) for g in order]
                 denominators = [float(per_group[g]["intent_costs"].size) for g in order]
             else:
-                numerators = [per_group[g][metric] for g in order]
+                numerators = [float(per_group[g][metric]) for g in order]
                 denominators = [1.0] * len(order)
             values[name] = ratio_of_sums(numerators, denominators)
             draws[name] = resampled_ratios(numerators, denominators, rows)
@@ -212,7 +258,7 @@ def paired_change(
 
 def mean_reward(trajectories: Sequence[Trajectory], role: str = "user") -> float:
     trajectories = _require(trajectories)
-    return float(np.mean([t.rewards.get(role, 0.0) for t in trajectories])) if trajectories else math.nan
+    return exact_mean(t.rewards.get(role, 0.0) for t in trajectories)
 
 
 def summary(trajectories: Sequence[Trajectory], embedder: Any = "hashing") -> dict[str, Any]:
@@ -230,7 +276,7 @@ def summary(trajectories: Sequence[Trajectory], embedder: Any = "hashing") -> di
         "w1_turns": w1_turns(trajectories),
         "ot_dtw": ot_dtw(trajectories, embedder) if trajectories and embedder is not None else math.nan,
         "intent_dtw": intent_dtw(trajectories),
-        "user_turns": float(np.mean([len(t.turns_of("user")) for t in trajectories])) if trajectories else math.nan,
+        "user_turns": exact_mean(len(t.turns_of("user")) for t in trajectories),
         "reward": mean_reward(trajectories),
         "invalid_action_rate": invalid_action_rate(trajectories, "user"),
     }
