@@ -153,3 +153,18 @@ def test_an_install_without_git_records_the_revision_pip_recorded(monkeypatch):
     assert provenance["dialogue_gym"] == dialogue_gym.__version__
     monkeypatch.setattr(Installed, "read_text", lambda self, name: '{"url": "file:///tmp/x", "dir_info": {}}')
     assert results.software()["git_revision"] is None
+
+
+def test_the_evaluation_page_shows_how_numbers_are_published():
+    page = (DOCS / "evaluation.md").read_text(encoding="utf-8")
+    assert "Sealed evaluation is\nbeing built" not in page and "(Sealed evaluation is" not in page
+    for needle in ["--sealed --isolate --save", "--unseal SECRET", "dialogue-gym compare sealed.json replay.json", "**Open-book**", "does not stop"]:
+        assert needle in page, needle
+    # the section the sandbox / verify work extends is delimited, opened once and closed once
+    assert page.count("<!-- section: sandbox, verify") == 1 and page.count("<!-- end section: sandbox, verify -->") == 1
+    # every option the page shows exists in the CLI
+    from dialogue_gym.cli import build_parser
+
+    eval_help = build_parser()._subparsers._group_actions[0].choices["eval"].format_help()
+    for option in ["--sealed", "--unseal", "--isolate", "--save", "--repeats"]:
+        assert option in eval_help
