@@ -168,3 +168,40 @@ def test_the_evaluation_page_shows_how_numbers_are_published():
     eval_help = build_parser()._subparsers._group_actions[0].choices["eval"].format_help()
     for option in ["--sealed", "--unseal", "--isolate", "--save", "--repeats"]:
         assert option in eval_help
+
+
+def test_the_changelog_keeps_up_with_the_version():
+    """A release bumps ``__version__`` and turns ``[Unreleased]`` into its section: the newest released
+    section is the package's version, dated, and not empty; ``[Unreleased]`` stays on top for what comes next."""
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^## \[([^\]]+)\](?: - (\d{4}-\d{2}-\d{2}))?$", changelog, re.M)
+    assert headings[0] == ("Unreleased", ""), "CHANGELOG.md must open with an [Unreleased] section"
+    version, date = headings[1]
+    assert version == dialogue_gym.__version__, (
+        f"__version__ is {dialogue_gym.__version__} but the newest CHANGELOG.md section is [{version}]: "
+        "rename [Unreleased] to the new version with its date"
+    )
+    assert date, f"[{version}] has no release date"
+    section = changelog.split(f"## [{version}]", 1)[1].split("\n## [", 1)[0]
+    assert re.search(r"^- ", section, re.M), f"[{version}] lists no change"
+
+
+@pytest.mark.skipif(not _have("yaml"), reason="needs PyYAML (the docs extra brings it)")
+def test_every_paper_has_bibtex_matching_the_citation_file():
+    import yaml
+
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    citing = (DOCS / "citing.md").read_text(encoding="utf-8")
+    entries = re.findall(r"^@misc\{(\w+),\n(.*?)^\}", citing, re.M | re.S)
+    assert len(entries) == len(citation["references"]) == 3
+    for reference, (key, body) in zip(citation["references"], entries):
+        assert reference["title"].split(":")[0].replace("-", "") in body.replace("{", "").replace("}", "").replace("-", ""), key
+        identifiers = [identifier["value"] for identifier in reference.get("identifiers", [])]
+        if identifiers:  # a paper whose identifier is known carries it and its year in both files
+            assert reference["year"] and f"year          = {{{reference['year']}}}" in body, key
+            assert all(f"eprint        = {{{value.removeprefix('arXiv:')}}}" in body for value in identifiers), key
+        else:  # and one whose text gives none says so rather than guessing
+            assert "not in the copy of the paper" in body and "names no authors, year or identifier" in reference["notes"], key
+        for author in reference["authors"]:
+            if "family-names" in author:
+                assert f"{author['family-names']}, {author['given-names']}" in body, key
