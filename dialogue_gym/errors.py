@@ -40,3 +40,7 @@ class DependencyNotInstalled(DialogueGymError, ImportError):
 
 class BackendError(DialogueGymError, RuntimeError):
     """A text-generation backend failed to produce an output."""
+
+
+class AgentError(DialogueGymError, RuntimeError):
+    """An agent played in a process of its own could not be started (its process, its sandbox)."""

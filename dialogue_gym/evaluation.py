@@ -30,6 +30,8 @@ import copy
 import gc
 import json
 import os
+import re
+import tempfile
 import threading
 from collections import Counter
 from pathlib import Path
@@ -43,7 +45,7 @@ from dialogue_gym.envs.single import DialogueEnv
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, is_privileged
 from dialogue_gym.health import UNHEALTHY_THRESHOLD, mark_unhealthy
-from dialogue_gym.isolation import IsolatedPolicy
+from dialogue_gym.agents.process import AgentProcess, Limits, check_level, in_process
 from dialogue_gym.sealing import Seal
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
@@ -227,8 +229,10 @@ class Evaluator:
 
     With a ``seal`` the runs are sealed (:mod:`dialogue_gym.sealing`): the ``seed`` of :meth:`run`,
     :meth:`plays` and :meth:`play` is not used, every seed comes from the seal's secret instead.
-    With ``isolate`` the agent plays in a process of its own (:mod:`dialogue_gym.isolation`); call
-    :meth:`close` (of this evaluator and of each :meth:`for_agent` one) to end it.
+    With ``isolate`` (``"sandbox"`` or ``"process"``) the agent plays in a process of its own
+    (:mod:`dialogue_gym.agents`) within ``agent_limits``, printing to a log file in ``agent_logs``
+    (a fresh temporary folder by default); call :meth:`close` (of this evaluator and of each
+    :meth:`for_agent` one) to end it.
     """
 
     def __init__(
@@ -242,12 +246,17 @@ class Evaluator:
         batch_size: int = 32,
         unhealthy_threshold: float | None = None,
         seal: Seal | None = None,
-        isolate: bool = False,
+        isolate: bool | str = False,
+        agent_limits: Limits | dict[str, Any] | None = None,
+        agent_logs: str | Path | None = None,
     ):
         self.seal = seal
-        if not isinstance(isolate, bool):
-            raise ConfigError(f"isolate must be True or False, got {type(isolate).__name__}: {isolate!r:.60}.")
-        self.isolate = isolate
+        self.isolation = check_level(isolate)
+        """Where the agent plays: ``none`` (this process), ``process`` or ``sandbox`` (:mod:`dialogue_gym.agents`)."""
+        self.agent_limits = Limits.of(agent_limits)
+        self.agent_logs = Path(agent_logs) if agent_logs is not None else None
+        if self.agent_logs is not None and not self.agent_logs.is_dir():
+            raise ConfigError(f"agent_logs={str(agent_logs)!r} is not a folder; create it first (mkdir -p {agent_logs}).")
         self.env_kwargs = dict(env_kwargs or {})
         self.batch_size = _check_count(batch_size, "batch_size", 1)
         self.unhealthy_threshold = unhealthy_threshold
@@ -267,13 +276,20 @@ class Evaluator:
         self._bind(agent, agent_backend)
 
     def _bind(self, agent: Any, agent_backend: Any) -> None:
-        self.isolated = IsolatedPolicy(self.env_id, self.learner, self.env_kwargs, agent, agent_backend) if self.isolate else None
+        self.agent_name = agent if isinstance(agent, str) else agent["class"] if isinstance(agent, dict) else type(agent).__name__
+        self.isolated = None
+        if self.isolation != "none":
+            if self.agent_logs is None:
+                self.agent_logs = Path(tempfile.mkdtemp(prefix="dialogue-gym-agents-"))
+            log = self.agent_logs / f"{self.env_id}.{self.learner}.{re.sub(r'[^A-Za-z0-9_.-]', '_', self.agent_name)}.{os.getpid()}.{id(self)}.log"
+            self.isolated = AgentProcess(
+                self.env_id, self.learner, self.env_kwargs, agent, agent_backend, level=self.isolation, limits=self.agent_limits, log=log
+            )
         policies = {
             **self.environment.driver.policies,
-            self.learner: self.isolated or self.environment.make_role_policy(self.learner, agent, agent_backend),
+            self.learner: self.isolated or self.environment.make_role_policy(self.learner, in_process(agent), agent_backend),
         }
         self.driver = CounterpartDriver(policies, learner=None, seal=self.seal)
-        self.agent_name = agent if isinstance(agent, str) else type(agent).__name__
         self.privileged = is_privileged(policies[self.learner])
         """Whether the evaluated policy reads the privileged channel (its trajectories say so in
         ``meta["privileged"]`` and result tables mark its row): an upper bound, not a fair entry."""
@@ -345,7 +361,7 @@ class Evaluator:
                 if not game.done:
                     in_flight[slot] = (index, start, repeat, memories)
                     return True
-                ended.append((index, self._record(game, start, repeat)))
+                ended.append((index, self._record(game, start, repeat, memories)))
             return False
 
         for slot in range(self.batch_size):
@@ -363,8 +379,8 @@ class Evaluator:
                 self._move(role, [pool[slot] for slot in movers], [in_flight[slot][3][role] for slot in movers])
                 for slot in movers:
                     if pool[slot].done:
-                        index, start, repeat, _ = in_flight.pop(slot)
-                        ended.append((index, self._record(pool[slot], start, repeat)))
+                        index, start, repeat, memories = in_flight.pop(slot)
+                        ended.append((index, self._record(pool[slot], start, repeat, memories)))
                         fill(slot)
 
     def _move(self, role: str, games: list[Game], memories: list[Any]) -> None:
@@ -381,7 +397,7 @@ class Evaluator:
             else:
                 game.step(text)
 
-    def _record(self, game: Game, start: int, repeat: int) -> Trajectory:
+    def _record(self, game: Game, start: int, repeat: int, memories: dict[str, Any]) -> Trajectory:
         trajectory = game.trajectory()
         trajectory.learner = self.learner
         trajectory.meta = {**trajectory.meta, "agent": self.agent_name, "env_id": self.env_id, "start": start, "repeat": repeat}
@@ -390,7 +406,11 @@ class Evaluator:
         if self.seal is not None:
             trajectory.meta["sealed"] = True
         if self.isolated is not None:
-            trajectory.meta["isolated"] = True
+            trajectory.meta["isolation"] = self.isolation
+            problems = self.isolated.problems(memories[self.learner])
+            if problems:
+                trajectory.meta["agent_problems"] = problems
+            self.isolated.end(memories[self.learner])
         if self.unhealthy_threshold is not None:
             mark_unhealthy([trajectory], self.unhealthy_threshold)
         return trajectory
@@ -455,7 +475,9 @@ def evaluate(
     invalid_on_unhealthy: bool = False,
     sealed: bool = False,
     unseal: str | None = None,
-    isolate: bool = False,
+    isolate: bool | str = False,
+    agent_limits: Limits | dict[str, Any] | None = None,
+    agent_logs: str | Path | None = None,
 ) -> list[Trajectory]:
     """Play ``episodes`` starts of ``env_id``'s fixed evaluation sequence with ``agent`` in the ``learner`` role.
 
@@ -491,9 +513,16 @@ def evaluate(
     in-process policy can replay the game. Each trajectory's ``meta["sealed"]`` is true; once the run
     has ended, the returned trajectories also carry the secret in ``meta["secret"]`` (the lines written
     to ``out`` during the run do not), and ``unseal=SECRET`` plays the same episodes again.
-    ``isolate=True`` plays the agent in a process of its own (:mod:`dialogue_gym.isolation`), so it
-    cannot reach the live game through the stack, the garbage collector or shared modules; each
-    trajectory's ``meta["isolated"]`` says so. Sealed and isolated is the benchmark setting.
+    ``isolate`` plays the agent in a process of its own (:mod:`dialogue_gym.agents`) that speaks JSON
+    lines, so it cannot reach the live game through the stack, the garbage collector or shared
+    modules, and nothing it sends is run: ``"sandbox"`` (or ``True``) under bubblewrap, out of reach
+    of the evaluator's memory, files and the network; ``"process"`` a plain process of the same user
+    (weaker: it can read the evaluator's memory through ``/proc``). ``agent_limits``
+    (:class:`~dialogue_gym.agents.process.Limits`) bounds its time per call, CPU, memory and files;
+    its prints go to a log in ``agent_logs``. A move the boundary refuses (not a string, too long,
+    late, or an error the agent reports) is an invalid move of its episode, listed in
+    ``meta["agent_problems"]``; each trajectory's ``meta["isolation"]`` names the level. Sealed and
+    sandboxed is the benchmark setting.
     """
     _check_count(episodes, "episodes", 1)
     _check_count(repeats, "repeats", 1)
@@ -504,6 +533,7 @@ def evaluate(
     evaluator = Evaluator(
         env_id, agent, learner=learner, env_kwargs=env_kwargs, agent_backend=agent_backend, batch_size=batch_size,
         unhealthy_threshold=UNHEALTHY_THRESHOLD if invalid_on_unhealthy else None, seal=seal, isolate=isolate,
+        agent_limits=agent_limits, agent_logs=agent_logs,
     )
     try:
         trajectories = evaluator.run(episodes, seed, repeats=repeats, first_episode=first_episode, out=out, on_episode=on_episode)

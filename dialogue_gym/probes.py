@@ -305,7 +305,7 @@ class ClairvoyantSelector(ReplayProbe):
 class GarbageCollectorSnoop:
     """Plays ``fair`` (a policy name), except where it finds the live game it plays in by walking the
     garbage collector: there it plays ``oracle`` on that game's hidden state. In-process it finds it;
-    isolated (:mod:`dialogue_gym.isolation`) there is no live game in its process to find.
+    isolated (:mod:`dialogue_gym.agents`) there is no live game in its process to find.
 
     Built from names and picklable, so it can be sent to an isolated process."""
 
