@@ -13,6 +13,7 @@
     dialogue-gym serve SEAD-Outbound-v0 [--port 8000] [--env-kwargs JSON] [--host 0.0.0.0 --token TOKEN] [--sealed]
     dialogue-gym --version
     dialogue-gym view run.jsonl [-o report.html]
+    dialogue-gym fidelity SEAD-Outbound-v0 --role user --backend JSON [--agent adaptive] [--episodes 8]
 
 ``audit`` plays the id's degenerate and blind policies beside its fair baselines and exits 1 when any
 of them beats its bound (see :mod:`dialogue_gym.audit`).
@@ -39,6 +40,7 @@ import inspect
 import json
 import math
 import os
+import re
 import shlex
 import sys
 import time
@@ -379,11 +381,20 @@ def add_sealing_flags(command: argparse.ArgumentParser) -> None:
         "--sealed", action="store_true",
         help="seed every episode from a fresh secret, revealed only when the run ends (what published numbers use)",
     )
-    sealing.add_argument("--unseal", metavar="SECRET", default=None, help="play the sealed run with this secret again")
+    sealing.add_argument(
+        "--unseal", metavar="SECRET", default=None, help="play the sealed run with this secret again (default: none; an open run from --seed)"
+    )
+
+
+def plain_text(docstring: str) -> str:
+    """A docstring as a terminal shows it: reST's ``literals``, *emphasis* and :role:`targets` as plain text."""
+    text = re.sub(r":[\w:]+:`~?([^`]+)`", r"\1", docstring)
+    text = re.sub(r"``([^`]+)``", r"\1", text)
+    return re.sub(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])", r"\1", text)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dialogue-gym", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="dialogue-gym", description=plain_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"dialogue-gym {dialogue_gym.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="registered environment ids and their roles").set_defaults(run=cmd_list)
@@ -395,7 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluation.add_argument("--learner", default=None, help="the role the agents play (default: the id's default learner)")
     evaluation.add_argument(
         "--agent-backend", default=None,
-        help=f"JSON backend spec of the agent named {LLM_AGENT} (a language model in the learner role), e.g. {BACKEND_EXAMPLE}",
+        help=f"JSON backend spec of the agent named {LLM_AGENT} (a language model in the learner role), e.g. {BACKEND_EXAMPLE} (default: none; needed by {LLM_AGENT})",
     )
     evaluation.add_argument(
         "--episodes", type=int, default=120,
@@ -410,15 +421,15 @@ def build_parser() -> argparse.ArgumentParser:
     evaluation.add_argument(
         "--repeats", type=int, default=1, help="play each start this many times with different seeds; reports pass^k (default: 1)"
     )
-    evaluation.add_argument("--out", default=None, help="write trajectories to this JSONL file (refused if it exists, unless --append)")
+    evaluation.add_argument("--out", default=None, help="write trajectories to this JSONL file (refused if it exists, unless --append; default: not written)")
     evaluation.add_argument("--append", action="store_true", help="let --out add to an existing file")
     evaluation.add_argument(
         "--save", default=None,
-        help="write the table, headline intervals, per-episode scores and provenance to this .json (or .csv: the table only); overwritten",
+        help="write the table, headline intervals, per-episode scores and provenance to this .json (or .csv: the table only); overwritten (default: not saved)",
     )
     evaluation.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals; 0: none (default: 1000)")
-    evaluation.add_argument("--env-kwargs", default=None, help="JSON object of env keyword arguments")
-    evaluation.add_argument("--metric-kwargs", default=None, help='JSON object passed to the metric summary, e.g. {"embedder": "minilm"}')
+    evaluation.add_argument("--env-kwargs", default=None, help="JSON object of env keyword arguments (default: {}, the registry's defaults)")
+    evaluation.add_argument("--metric-kwargs", default=None, help='JSON object passed to the metric summary, e.g. {"embedder": "minilm"} (default: {})')
     evaluation.add_argument(
         "--invalid-on-unhealthy", action="store_true",
         help=f"leave out of the metrics the episodes in which a counterpart failed its health checks on more than "
@@ -429,8 +440,8 @@ def build_parser() -> argparse.ArgumentParser:
     comparison = commands.add_parser("compare", help="paired difference of two saved runs (eval --save X.json), with bootstrap intervals")
     comparison.add_argument("a", help="results JSON of A")
     comparison.add_argument("b", help="results JSON of B (the table shows B - A)")
-    comparison.add_argument("--agent-a", default=None, help="the agent of A to compare (needed when A holds several)")
-    comparison.add_argument("--agent-b", default=None, help="the agent of B to compare (needed when B holds several)")
+    comparison.add_argument("--agent-a", default=None, help="the agent of A to compare (needed when A holds several; default: its only agent)")
+    comparison.add_argument("--agent-b", default=None, help="the agent of B to compare (needed when B holds several; default: its only agent)")
     comparison.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default: 1000)")
     comparison.set_defaults(run=cmd_compare)
     audit = commands.add_parser("audit", help="play degenerate and blind policies against the fair baselines; exit 1 if one beats its bound")
@@ -439,24 +450,30 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--seed", type=int, default=0, help="seed of an open-book audit (default: 0)")
     audit.add_argument(
         "--env-kwargs", default=None,
-        help="JSON object of env keyword arguments for the audited runs only (a private sessions_file, say); the probes do not know them",
+        help="JSON object of env keyword arguments for the audited runs only (a private sessions_file, say); the probes do not know them (default: {})",
     )
     add_sealing_flags(audit)
     audit.add_argument("--quiet", action="store_true", help="no progress bar")
     audit.set_defaults(run=cmd_audit)
     export = commands.add_parser("export", help="write a recorded run (JSONL) as a Hugging Face dataset: sft, preference or rollouts")
     export.add_argument("run_file", metavar="RUN.jsonl", help="trajectories, e.g. from `dialogue-gym eval --out`")
-    export.add_argument("--format", required=True, choices=("sft", "preference", "rollouts"))
+    export.add_argument(
+        "--format", required=True, choices=("sft", "preference", "rollouts"),
+        help="sft: the learner's chats; preference: best and worst dialogue of each start as TRL pairs; rollouts: whole trajectories (required)",
+    )
     export.add_argument("-o", "--out", required=True, help="a new folder for the dataset")
-    export.add_argument("--env-kwargs", default=None, help="JSON object of the env keyword arguments the run was played with")
+    export.add_argument("--env-kwargs", default=None, help="JSON object of the env keyword arguments the run was played with (default: {})")
     export.add_argument("--parquet", action="store_true", help="write OUT/<format>.parquet instead of an Arrow dataset")
     export.set_defaults(run=cmd_export)
     serving = commands.add_parser("serve", help="serve an id as an OpenEnv environment (one session per WebSocket client)")
     serving.add_argument("env_id")
-    serving.add_argument("--host", default="127.0.0.1")
-    serving.add_argument("--port", type=int, default=8000)
+    serving.add_argument(
+        "--host", default="127.0.0.1",
+        help="address to listen on (default: 127.0.0.1, this machine only); any other needs --token or $DIALOGUE_GYM_TOKEN",
+    )
+    serving.add_argument("--port", type=int, default=8000, help="TCP port to listen on, 1-65535 (default: 8000)")
     serving.add_argument("--learner", default=None, help="the role clients play (default: the id's default learner)")
-    serving.add_argument("--env-kwargs", default=None, help="JSON object of env keyword arguments for every session")
+    serving.add_argument("--env-kwargs", default=None, help="JSON object of env keyword arguments for every session (default: {})")
     serving.add_argument("--max-sessions", type=int, default=64, help="concurrent sessions at most (default: 64)")
     serving.add_argument("--idle-timeout", type=float, default=300.0, help="seconds after which an idle session is closed (default: 300)")
     serving.add_argument(
@@ -470,6 +487,9 @@ def build_parser() -> argparse.ArgumentParser:
     viewing.add_argument("-o", "--out", default=None, help="the HTML file to write, overwritten (default: RUN.html beside RUN.jsonl)")
     viewing.set_defaults(run=cmd_view)
     add_fidelity_command(commands)
+    for command in commands._choices_actions:  # `dialogue-gym VERB --help` opens with what VERB does
+        subparser = commands.choices[command.dest]
+        subparser.description = subparser.description or command.help
     return parser
 
 
