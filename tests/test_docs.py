@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import platform
 import re
 import shlex
 import subprocess
@@ -47,7 +48,74 @@ def test_a_hand_edit_inside_a_block_is_stale(tmp_path, monkeypatch):
     page.write_text(text.replace("| adaptive ", "| adaptive2", 1), encoding="utf-8")
     monkeypatch.setattr(docs_tables, "DOCS", tmp_path)
     monkeypatch.setattr(docs_tables, "ROOT", tmp_path)
-    assert docs_tables.stale() == ["page.md: baselines SEAD-Outbound-v0"]
+    arguments = shlex.join(docs_tables.saved_command(Results.load(DOCS / "results" / "SEAD-Outbound-v0.json").provenance)[2:])
+    assert arguments.startswith("--agent ")
+    assert docs_tables.stale() == [f"page.md: baselines SEAD-Outbound-v0 (made by: python tools/docs_tables.py --eval SEAD-Outbound-v0 -- {arguments})"]
+
+
+def test_each_kind_of_block_names_the_command_that_makes_its_file(tmp_path, monkeypatch):
+    assert docs_tables.regenerate("benchmark", "scripted_throughput") == "python tools/docs_tables.py --benchmark scripted_throughput"
+    (tmp_path / "quick.txt").write_text("$ python benchmarks/quick.py --quick --seconds 2\n# header\n", encoding="utf-8")
+    monkeypatch.setattr(docs_tables, "BENCHMARKS", tmp_path)
+    assert docs_tables.regenerate("benchmark", "quick") == "python tools/docs_tables.py --benchmark quick -- --quick --seconds 2"
+    # two agents of one saved run: that run's command, once
+    assert docs_tables.regenerate("compare", "SEAD-Outbound-v0.json#sop SEAD-Outbound-v0.json#adaptive") == docs_tables.regenerate("baselines", "SEAD-Outbound-v0")
+    trained = sorted((DOCS / "results" / "training").glob("*/before.json"))
+    if trained:  # a trainer's held-out files: the trainer's own command
+        run = trained[0].parent.name
+        made = docs_tables.regenerate("compare", f"training/{run}/before.json training/{run}/after.json")
+        assert made.startswith("python -m trainers.") and f"copy its results/before.json to docs/results/training/{run}/before.json" in made
+
+
+def test_the_shipped_baselines_come_from_a_clean_tree_of_this_version():
+    """`tools/docs_tables.py --eval` plays HEAD in a clean worktree; a file saved from a tree with local
+    changes, or by another version, is not what the pages may quote."""
+    for env_id in IDS:
+        provenance = Results.load(DOCS / "results" / f"{env_id}.json").provenance
+        assert provenance["git_dirty"] is False, f"{env_id}: saved from a tree with local changes; {docs_tables.regenerate('baselines', env_id)}"
+        assert provenance["dialogue_gym"] == dialogue_gym.__version__, f"{env_id}: saved by {provenance['dialogue_gym']}; {docs_tables.regenerate('baselines', env_id)}"
+
+
+def _simd_limited_environment() -> tuple[dict[str, str], list[str]]:
+    """The environment of a Python whose NumPy runs none of the SIMD kernels it dispatches to at run time
+    (only its baseline) and whose OpenBLAS uses another CPU's kernels: other summation orders for every
+    NumPy reduction and matrix product."""
+    try:
+        from numpy._core import _multiarray_umath as umath
+    except ImportError:  # NumPy 1.x
+        from numpy.core import _multiarray_umath as umath
+    disabled = [feature for feature in umath.__cpu_dispatch__ if umath.__cpu_features__.get(feature)]
+    environment = {**os.environ, "NPY_DISABLE_CPU_FEATURES": " ".join(disabled), "OPENBLAS_NUM_THREADS": "1"}
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        environment["OPENBLAS_CORETYPE"] = "Sandybridge"  # no FMA, 256-bit: neither this CI's nor a laptop's kernel
+    return environment, disabled
+
+
+def test_every_page_comes_out_the_same_with_simd_and_blas_limited(tmp_path):
+    """The saved runs of every id, played again by a Python whose NumPy and OpenBLAS add in other orders,
+    give the same pages (the W1-Turns and OT-DTW of TRACER differed in this setting before the sums were exact)."""
+    environment, disabled = _simd_limited_environment()
+    script = f"""
+import sys
+sys.path.insert(0, {str(ROOT / "tools")!r})
+import docs_tables
+from dialogue_gym.cli import main
+from dialogue_gym.results import Results
+try:
+    from numpy._core import _multiarray_umath as umath
+except ImportError:
+    from numpy.core import _multiarray_umath as umath
+assert not any(umath.__cpu_features__[feature] for feature in {disabled!r}), "NPY_DISABLE_CPU_FEATURES was not applied"
+for env_id in {IDS!r}:
+    saved = Results.load(docs_tables.RESULTS / f"{{env_id}}.json")
+    fresh = {str(tmp_path)!r} + f"/{{env_id}}.json"
+    assert main([*docs_tables.saved_command(saved.provenance), "--quiet", "--save", fresh]) == 0
+    if docs_tables.tables(Results.load(fresh)) != docs_tables.tables(saved):
+        print("differs:", env_id)
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "differs:" not in done.stdout, done.stdout
 
 
 @pytest.mark.parametrize("env_id", IDS)

@@ -4,6 +4,8 @@
     python tools/docs_tables.py --check         # exit 1 naming each block that differs (what the tests run)
     python tools/docs_tables.py --eval ENV_ID -- --agent a,b --episodes N --seed S
                                                 # run `dialogue-gym eval ENV_ID ... --save docs/results/ENV_ID.json`
+                                                # in a clean checkout of HEAD (a temporary git worktree), so
+                                                # the saved provenance names a revision whose code made it
     python tools/docs_tables.py --benchmark NAME [-- ARGS]
                                                 # run `python benchmarks/NAME.py ARGS`, keep its output in
                                                 # docs/results/benchmarks/NAME.txt with the command and revision
@@ -88,7 +90,7 @@ def baselines(env_id: str) -> str:
     if provenance["env_id"] != env_id:
         raise SystemExit(f"{path.relative_to(ROOT)} holds a run of {provenance['env_id']}, not {env_id}.")
     revision = (provenance.get("git_revision") or "unknown")[:7]
-    dirty = " with local changes" if provenance.get("git_dirty") else ""
+    dirty = {True: " with local changes", False: ", a clean tree"}.get(provenance.get("git_dirty"), ", tree state unknown")
     return (
         f"{tables(results)}\n\nMade by `{shlex.join(['dialogue-gym', *saved_command(provenance)])}` (dialogue_gym "
         f"{provenance['dialogue_gym']}, revision {revision}{dirty}, {provenance['finished'][:10]}; saved as "
@@ -150,8 +152,35 @@ def pages() -> list[Path]:
     return [path for path in candidates if "<!-- generated:" in path.read_text(encoding="utf-8")]
 
 
+def regenerate(kind: str, name: str) -> str:
+    """The command that makes a block's saved file anew (then ``python tools/docs_tables.py`` rewrites the block)."""
+    from dialogue_gym.results import Results
+
+    if kind == "baselines":
+        provenance = Results.load(RESULTS / f"{name}.json").provenance
+        return f"python tools/docs_tables.py --eval {name} -- {shlex.join(saved_command(provenance)[2:])}"
+    if kind == "benchmark":
+        path = BENCHMARKS / f"{name}.txt"
+        first = path.read_text(encoding="utf-8").partition("\n")[0] if path.exists() else ""
+        arguments = first.removeprefix(f"$ python benchmarks/{name}.py").strip()
+        return f"python tools/docs_tables.py --benchmark {name}" + (f" -- {arguments}" if arguments else "")
+    commands = []
+    for file in dict.fromkeys(part.partition("#")[0] for part in name.split()):
+        provenance = Results.load(RESULTS / file).provenance
+        if "trainer" in provenance:  # a trainer's held-out evaluation: its run writes results/*.json
+            config = provenance.get("config", {})
+            commands.append(
+                f"python -m {provenance['trainer']} --preset {config.get('preset')} --seed {config.get('seed')} "
+                f"(then copy its results/{Path(file).name} to docs/results/{file})"
+            )
+        else:
+            commands.append(regenerate("baselines", provenance["env_id"]))
+    return "; ".join(dict.fromkeys(commands))
+
+
 def stale() -> list[str]:
-    """``page: kind name`` for every generated block that differs from what the saved results give."""
+    """``page: kind name (made by: COMMAND)`` for every generated block that differs from what the saved
+    results give, with the command that makes its saved file anew."""
     found = []
     for page in pages():
         text = page.read_text(encoding="utf-8")
@@ -159,7 +188,7 @@ def stale() -> list[str]:
         old_blocks, new_blocks = BLOCK.findall(text), BLOCK.findall(fresh)
         for old, new in zip(old_blocks, new_blocks):
             if old != new:
-                found.append(f"{page.relative_to(ROOT)}: {old[1]} {old[2]}")
+                found.append(f"{page.relative_to(ROOT)}: {old[1]} {old[2]} (made by: {regenerate(old[1], old[2])})")
     return found
 
 
@@ -175,11 +204,33 @@ def write() -> list[Path]:
 
 
 def run_eval(env_id: str, arguments: list[str]) -> None:
+    """``dialogue-gym eval ENV_ID ARGUMENTS --save docs/results/ENV_ID.json``, played by the code of HEAD in
+    a temporary clean worktree (no bytecode or compiled-kernel caches written into it), so the saved
+    provenance says which committed revision made the numbers and that nothing else did."""
+    import tempfile
+
+    changed = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "dialogue_gym", "envs_registry"], capture_output=True, text=True, check=True).stdout
+    if changed.strip():
+        print(f"note: uncommitted changes under dialogue_gym/ or envs_registry/ are not in this run (it plays HEAD):\n{changed}", file=sys.stderr)
     target = RESULTS / f"{env_id}.json"
     if target.exists():
         target.unlink()  # a failed run must not leave the old file behind looking fresh
-    command = [sys.executable, "-m", "dialogue_gym.cli", "eval", env_id, *arguments, "--quiet", "--save", str(target.relative_to(ROOT))]
-    subprocess.run(command, cwd=ROOT, check=True)
+    with tempfile.TemporaryDirectory(prefix="docs-tables-") as scratch:
+        tree = Path(scratch) / "tree"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--quiet", "--detach", str(tree), "HEAD"], check=True)
+        try:
+            saved = Path(scratch) / "run.json"
+            command = [sys.executable, "-m", "dialogue_gym.cli", "eval", env_id, *arguments, "--quiet", "--save", str(saved)]
+            environment = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "NUMBA_CACHE_DIR": str(Path(scratch) / "numba"), "PYTHONPATH": str(tree)}
+            subprocess.run(command, cwd=tree, env=environment, check=True)
+            from dialogue_gym.results import Results
+
+            provenance = Results.load(saved).provenance
+            if provenance.get("git_dirty") is not False:
+                raise SystemExit(f"the run in the clean worktree reports git_dirty={provenance.get('git_dirty')!r}; nothing was saved.")
+            target.write_bytes(saved.read_bytes())
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
 
 
 def run_benchmark(name: str, arguments: list[str]) -> None:
