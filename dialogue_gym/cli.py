@@ -6,6 +6,7 @@
     dialogue-gym eval DMBench-Assistant-v0 --agent sop,consultative,empathetic,pushy,random --episodes 400
     dialogue-gym eval SEAD-Outbound-v0 --agent sop,adaptive --episodes 1200 --repeats 3 --save results.json
     dialogue-gym eval SEAD-Outbound-v0 --agent sop,adaptive --episodes 1200 --sealed --isolate --save results.json
+    dialogue-gym eval SEAD-Outbound-v0 --agent myagent:MyAgent --agent-kwargs '{"patience": 3}' --sealed --isolate
     dialogue-gym eval SEAD-Outbound-v0 --agent llm,adaptive --agent-backend '{"name": "transformers", "model": "smollm2"}'
     dialogue-gym compare sop.json adaptive.json
     dialogue-gym audit SEAD-Outbound-v0 [--episodes 600] [--sealed | --unseal SECRET]
@@ -28,34 +29,39 @@ with a paired bootstrap interval.
 By default ``eval`` and ``audit`` are *open-book*: reproducible from ``--seed``, so an in-process
 scripted or search policy could rebuild the game from the library's public code. ``--sealed`` draws
 a fresh secret that every seed comes from and prints it (and saves it in the provenance) only when
-the run has ended; ``--unseal SECRET`` plays that run again. ``--isolate`` plays each agent in a
-process of its own (:mod:`dialogue_gym.isolation`), out of reach of the live game. Published numbers
-should be sealed and isolated; the results' provenance records both.
+the run has ended; ``--unseal SECRET`` plays that run again (a replay, not a sealed run). ``--isolate``
+plays each agent in a process of its own that speaks JSON lines (:mod:`dialogue_gym.agents`):
+``sandbox`` (the default of a bare ``--isolate``) under bubblewrap, or ``process``, a plain process
+that can still read this one's memory. ``--agent module:Class`` evaluates your own policy class,
+built with ``--agent-kwargs``; isolated, it is imported only in the agent's process. Published
+numbers should be sealed and sandboxed; the results' provenance records both.
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
-import json
 import math
 import os
 import re
 import shlex
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from tqdm import tqdm
 
 import dialogue_gym  # noqa: F401  (registers the ids)
+from dialogue_gym.agents.process import LEVELS, Limits
 from dialogue_gym.errors import ConfigError, DialogueGymError
 from dialogue_gym.evaluation import RUN_FILE_FIX, Evaluator, check_output_path, coverage_note, make_learner_env, sealing_of
 from dialogue_gym.fidelity import add_command as add_fidelity_command
 from dialogue_gym.health import UNHEALTHY_THRESHOLD, benchmark_split, format_health, summary_with_health
+from dialogue_gym.inputs import json_option
 from dialogue_gym.metrics.episodes import LABELS as EPISODE_LABELS
-from dialogue_gym.reporting import PRIVILEGED_MARK, PRIVILEGED_NOTE, format_table
+from dialogue_gym.reporting import PRIVILEGED_MARK, PRIVILEGED_NOTE, format_table, terminal_safe
 from dialogue_gym.results import AgentResult, Results, check_save_suffix, compare, few_starts_note, now, software
 from dialogue_gym.sealing import Seal
 from envs_registry import REGISTRY, Entry, get, resolve
@@ -72,12 +78,9 @@ def cmd_list(_: argparse.Namespace) -> int:
 
 
 def _json_object(text: str | None, flag: str) -> dict:
-    try:
-        value = json.loads(text) if text else {}
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{flag} must be a JSON object, got {text!r} ({exc.msg}).") from exc
+    value = json_option(text, flag) if text else {}
     if not isinstance(value, dict):
-        raise ConfigError(f"{flag} must be a JSON object like '{{\"key\": 1}}', got {text!r}.")
+        raise ConfigError(f"{flag} must be a JSON object like '{{\"key\": 1}}', got {text!r:.80}.")
     return value
 
 
@@ -96,6 +99,19 @@ def _agent_names(text: str | None, default: str, baselines: Sequence[str]) -> li
 LLM_AGENT = "llm"
 """The ``--agent`` name of a language model as the learner, played through ``--agent-backend``."""
 BACKEND_EXAMPLE = """'{"name": "transformers", "model": "smollm2"}'"""
+
+
+def _agents(names: Sequence[str], kwargs_text: str | None) -> dict[str, Any]:
+    """Each ``--agent`` name as the evaluator takes it: a registered name, or for ``module:Class`` the
+    class spec with ``--agent-kwargs`` (which only such agents take)."""
+    kwargs = _json_object(kwargs_text, "--agent-kwargs")
+    classes = [name for name in names if ":" in name]
+    if kwargs_text is not None and not classes:
+        raise ConfigError(
+            f"--agent-kwargs are the keyword arguments of an agent given as module:Class; --agent {','.join(names)!r} names none. "
+            "Drop --agent-kwargs or name your class, e.g. --agent myagent:MyAgent."
+        )
+    return {name: {"class": name, "kwargs": kwargs} if name in classes else name for name in names}
 
 
 def _agent_backend(text: str | None, names: Sequence[str]) -> dict | None:
@@ -163,6 +179,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     learner = args.learner or entry.default_learner
     names = _agent_names(args.agent, entry.agents[0], entry.agents)
     agent_backend = _agent_backend(args.agent_backend, names)
+    specs = _agents(names, args.agent_kwargs)
+    limits = Limits.of(_json_object(args.agent_limits, "--agent-limits"))
     # Every agent name and env keyword is checked here, before the first episode and the first progress bar.
     unhealthy_threshold = UNHEALTHY_THRESHOLD if args.invalid_on_unhealthy else None
     seal = sealing_of(args.sealed, args.unseal, args.seed)
@@ -171,10 +189,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return agent_backend if name == LLM_AGENT else None
 
     first = Evaluator(
-        args.env_id, names[0], learner=learner, env_kwargs=env_kwargs, agent_backend=backend_of(names[0]),
-        unhealthy_threshold=unhealthy_threshold, seal=seal, isolate=args.isolate,
+        args.env_id, specs[names[0]], learner=learner, env_kwargs=env_kwargs, agent_backend=backend_of(names[0]),
+        unhealthy_threshold=unhealthy_threshold, seal=seal, isolate=args.isolate, agent_limits=limits, agent_logs=args.agent_logs,
     )
-    evaluators = [first, *(first.for_agent(name, backend_of(name)) for name in names[1:])]
+    evaluators = [first, *(first.for_agent(specs[name], backend_of(name)) for name in names[1:])]
     episode_scores = resolve(entry.episode_scores) if entry.episode_scores else lambda trajectory: {}
     results, agents, health = {}, [], {}
     for evaluator in evaluators:
@@ -193,8 +211,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
         agent.compute_headline(entry.pass_metric, args.repeats, args.bootstrap)
         agents.append(agent)
     repeats = f" x {args.repeats} repeats" if args.repeats > 1 else ""
-    isolated = ", each agent in a process of its own (--isolate)" if args.isolate else ", agents in this process"
-    print(f"\n{args.env_id}: {args.episodes} episodes per agent{repeats}, {seeding(seal, args.seed)}{isolated}\n")
+    print(f"\n{args.env_id}: {args.episodes} episodes per agent{repeats}, {seeding(seal, args.seed, args.unseal)}, {ISOLATION[args.isolate]}\n")
+    for name, trajectories in results.items():
+        problems = [problem for trajectory in trajectories for problem in trajectory.meta.get("agent_problems", [])]
+        if problems:
+            print(terminal_safe(
+                f"WARNING: {name}: {len(problems)} moves refused at the agent boundary and played as invalid moves "
+                f"(first: {problems[0]['problem']}); its log: {first.agent_logs}"
+            ), file=sys.stderr)
     note = coverage_note(first.strata, args.episodes, first.run_seed(args.seed), f"evaluation strata of {args.env_id}")
     if note:
         print(f"{note}\n")
@@ -233,7 +257,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         provenance = {
             "env_id": args.env_id, "env_kwargs": env_kwargs, "learner": learner, "agents": names, "agent_backend": agent_backend,
             "episodes": args.episodes, "repeats": args.repeats, "seed": None if seal else args.seed,
-            "sealed": seal is not None, "secret": seal.hex if seal else None, "public_targets": public, "isolated": args.isolate,
+            "sealed": seal is not None and args.unseal is None, "replay": args.unseal is not None, "secret": seal.hex if seal else None,
+            "public_targets": public, "isolation": args.isolate, "isolated": args.isolate != "none",
+            "agent_kwargs": _json_object(args.agent_kwargs, "--agent-kwargs") or None,
+            "agent_limits": asdict(limits) if args.isolate != "none" else None,
             "strata": len(first.strata), "strata_played_equally": not note, "metric_kwargs": metric_kwargs,
             "bootstrap": {"resamples": args.bootstrap, "seed": 0, "confidence": 0.95, "unit": "start"},
             "command": "dialogue-gym " + shlex.join(args.argv), **software(),
@@ -245,10 +272,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def seeding(seal: Seal | None, seed: int) -> str:
+ISOLATION = {
+    "none": "agents in this process (open-book: publish sandboxed runs, --isolate)",
+    "process": "each agent in a plain process of its own (--isolate process: weaker, it can read this process's memory and files)",
+    "sandbox": "each agent in a bubblewrap sandbox of its own (--isolate sandbox)",
+}
+"""How each isolation level is shown in a run's header."""
+
+
+def seeding(seal: Seal | None, seed: int, unseal: str | None = None) -> str:
     """How a run's episodes were seeded, for its header."""
     if seal is None:
         return f"seed {seed} (open-book: reproducible from the seed; publish sealed runs, --sealed)"
+    if unseal is not None:
+        return "a replay of a sealed run (--unseal: its secret is public, so this run is not sealed)"
     return "sealed (seeds from a secret printed when the run ends)"
 
 
@@ -268,11 +305,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     provenance = a.provenance
     repeats = f" x {provenance['repeats']} repeats" if provenance["repeats"] > 1 else ""
     seeds = "sealed, one secret" if provenance.get("sealed") else f"seed {provenance['seed']}"
-    print(
-        f"\n{provenance['env_id']}: B = {second.name} ({args.b}) minus A = {first.name} ({args.a}), paired over the same "
+    header = (  # names and seeds come from the files: escaped, they cannot drive the terminal
+        f"{provenance['env_id']}: B = {second.name} ({args.b}) minus A = {first.name} ({args.a}), paired over the same "
         f"{provenance['episodes']} starts{repeats} and seeds ({seeds}); 95% percentile bootstrap "
-        f"intervals over starts ({args.bootstrap} resamples, seed 0)\n"
+        f"intervals over starts ({args.bootstrap} resamples, seed 0)"
     )
+    print(f"\n{terminal_safe(header)}\n")
     columns = [("a", f"A {first.name}"), ("b", f"B {second.name}"), ("difference", "B - A"), ("interval", "95% CI"), ("significant", "significant")]
     print(format_table(table, columns, "metric"))
     print("\nsignificant: the interval excludes 0 (each metric on its own; no correction for comparing several).")
@@ -281,7 +319,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(few)
     for key in ("env_kwargs", "metric_kwargs"):
         if a.provenance.get(key) != b.provenance.get(key):
-            print(f"note: the runs differ in {key}: {a.provenance.get(key)} vs {b.provenance.get(key)}")
+            print(terminal_safe(f"note: the runs differ in {key}: {a.provenance.get(key)} vs {b.provenance.get(key)}"))
     return 0
 
 
@@ -386,6 +424,22 @@ def add_sealing_flags(command: argparse.ArgumentParser) -> None:
     )
 
 
+def add_isolation_flags(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--isolate", nargs="?", const="sandbox", default="none", choices=LEVELS,
+        help="play each agent in a process of its own that speaks JSON lines: sandbox (the default of a bare --isolate; "
+             "bubblewrap: no network, no view of this process, read-only files) or process (a plain process, weaker); "
+             "with --sealed: the benchmark setting (default: none, in this process)",
+    )
+    command.add_argument(
+        "--agent-limits", default=None,
+        help='JSON object of limits of an isolated agent, e.g. \'{"call_seconds": 60, "memory_mb": 8192, "cpu_seconds": 3600}\'',
+    )
+    command.add_argument(
+        "--agent-logs", default=None, help="folder for the isolated agents' logs, what they print (default: a new temporary folder)"
+    )
+
+
 def plain_text(docstring: str) -> str:
     """A docstring as a terminal shows it: reST's ``literals``, *emphasis* and :role:`targets` as plain text."""
     text = re.sub(r":[\w:]+:`~?([^`]+)`", r"\1", docstring)
@@ -414,9 +468,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluation.add_argument("--seed", type=int, default=0, help="seed of an open-book run (default: 0)")
     add_sealing_flags(evaluation)
+    add_isolation_flags(evaluation)
     evaluation.add_argument(
-        "--isolate", action="store_true",
-        help="play each agent in a process of its own, out of reach of the live game (with --sealed: the benchmark setting)",
+        "--agent-kwargs", default=None, help='JSON object of keyword arguments for the agents given as module:Class, e.g. \'{"patience": 3}\''
     )
     evaluation.add_argument(
         "--repeats", type=int, default=1, help="play each start this many times with different seeds; reports pass^k (default: 1)"
@@ -499,7 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.run(args)
     except DialogueGymError as exc:
-        print(f"dialogue-gym: error: {exc}", file=sys.stderr)
+        print(f"dialogue-gym: error: {terminal_safe(str(exc))}", file=sys.stderr)
         return 2
 
 

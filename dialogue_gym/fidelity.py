@@ -36,6 +36,7 @@ import numpy as np
 
 from dialogue_gym.errors import ConfigError, DependencyNotInstalled
 from dialogue_gym.health import RATES, format_health, health_summary, health_warnings
+from dialogue_gym.inputs import json_option
 from dialogue_gym.metrics.core import exact_mean
 from dialogue_gym.types import Outcome, Trajectory
 
@@ -380,12 +381,9 @@ def plot(numbers: dict[str, Any], path: str | Path) -> Path:
 
 # -- command line ----------------------------------------------------------------------------------------
 def _json_object(text: str | None, flag: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text) if text else {}
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{flag} must be a JSON object, got {text!r} ({exc.msg}).") from exc
+    value = json_option(text, flag) if text else {}
     if not isinstance(value, dict):
-        raise ConfigError(f"{flag} must be a JSON object like '{{\"name\": \"transformers\", \"model\": \"smollm2\"}}', got {text!r}.")
+        raise ConfigError(f"{flag} must be a JSON object like '{{\"name\": \"transformers\", \"model\": \"smollm2\"}}', got {text!r:.80}.")
     return value
 
 

@@ -40,6 +40,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from dialogue_gym.errors import ConfigError
+from dialogue_gym.inputs import regular_file
 from dialogue_gym.metrics.core import (
     bootstrap_resamples,
     exact_mean,
@@ -268,13 +269,12 @@ class Results:
         target = Path(path)
         if target.suffix.lower() == ".csv":
             raise ConfigError(f"{path}: a results CSV holds the table only; compare the JSON (`--save {target.with_suffix('.json')}`).")
+        regular_file(target, f"write one with `dialogue-gym eval ... --save {path}`.")  # a FIFO would block the read
         try:
             text = target.read_text(encoding="utf-8")
             if not text.strip():
                 raise ConfigError(f"{path}: the file is empty, so not a results JSON; write one with `dialogue-gym eval ... --save`.")
             data = json.loads(text)
-        except FileNotFoundError as exc:
-            raise ConfigError(f"{path}: no such file; write one with `dialogue-gym eval ... --save {path}`.") from exc
         except UnicodeDecodeError as exc:
             raise ConfigError(
                 f"{path}: not UTF-8 text (byte {exc.object[exc.start:exc.start + 1]!r} at offset {exc.start}), so not a results JSON; "

@@ -35,6 +35,8 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.health import HEALTH_KEY, UNHEALTHY_KEY
+from dialogue_gym.inputs import regular_file
+from dialogue_gym.scenarios.common import json_depth_exceeds
 from dialogue_gym.scenarios.sead.state import STATE_DIMS, STATE_NAMES
 from dialogue_gym.scenarios.tracer.data import LEVELS as INTENT_LEVELS
 
@@ -42,6 +44,9 @@ PAGE_SIZE = 50
 """Dialogues per page of the list."""
 MAX_PARSED_CHARS = 600
 """What the parser read from a turn is shown as JSON cut to this many characters."""
+MAX_RECORD_DEPTH = 100
+"""Deepest nesting of arrays and objects in one record; deeper lines are refused before parsing (a
+trajectory nests a few levels, and Python's JSON reader and writer recurse per level)."""
 PREVIEW_CHARS = 90
 """Characters of the profile shown in the list."""
 LIST_META_KEYS = ("agent", "env_id", "start", "repeat")
@@ -77,23 +82,22 @@ def load_run(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def _readable(path: str | Path) -> Path:
-    path = Path(path)
-    if path.is_dir():
-        raise ConfigError(f"{str(path)!r} is a folder; {RUN_HINT}.")
-    if not path.exists():
-        raise ConfigError(f"{str(path)!r} does not exist; {RUN_HINT}.")
-    return path
+def _deeper_than_a_record(line: str) -> bool:
+    # Counting brackets (at C speed) clears nearly every line before the exact scan, which skips strings.
+    return line.count("[") + line.count("{") > MAX_RECORD_DEPTH and json_depth_exceeds(line, MAX_RECORD_DEPTH)
 
 
 def iter_run(path: str | Path) -> Iterator[dict[str, Any]]:
     """:func:`load_run` one record at a time (an empty file yields nothing)."""
-    path = _readable(path)
+    path = regular_file(path, f"{RUN_HINT}.")
     try:
         with open(path, encoding="utf-8") as handle:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
+                if _deeper_than_a_record(line):
+                    raise ConfigError(f"{str(path)!r}: line {number} nests arrays/objects deeper than {MAX_RECORD_DEPTH} levels, "
+                                      f"deeper than any trajectory; {RUN_HINT}.")
                 try:
                     record = json.loads(line, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_no_constant)
                 except json.JSONDecodeError as exc:
@@ -309,7 +313,7 @@ def default_output(run_path: str | Path) -> Path:
 def write_view(run_path: str | Path, out: str | Path | None = None) -> tuple[Path, int]:
     """Read ``run_path`` and write its page to ``out`` (default: beside it, ``.html``), overwriting an
     earlier page. Returns the page's path and the number of dialogues."""
-    _readable(run_path)  # a missing input is named before any problem with the output
+    regular_file(run_path, f"{RUN_HINT}.")  # a missing input is named before any problem with the output
     target = Path(out) if out is not None else default_output(run_path)
     if target.is_dir():
         raise ConfigError(f"-o {str(target)!r} is a folder; give a file path such as {str(target / 'report.html')!r}.")

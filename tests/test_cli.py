@@ -219,7 +219,7 @@ def test_compare_prints_the_paired_difference_and_refuses_runs_of_other_episodes
     assert main(["compare", str(sop), str(short)]) == 2
     assert "Cannot compare runs that played different episodes (episodes: 120 vs 60)" in capsys.readouterr().err
     assert main(["compare", str(sop), str(tmp_path / "nope.json")]) == 2
-    assert "nope.json: no such file" in capsys.readouterr().err
+    assert "nope.json' does not exist" in capsys.readouterr().err
 
 
 def test_a_comparison_of_a_few_starts_says_its_interval_cannot_be_trusted(tmp_path, capsys):

@@ -149,3 +149,116 @@ def test_the_resample_cap_follows_the_starts():
     for bad in (True, 1.5, "10"):
         with pytest.raises(ConfigError, match="--bootstrap must be an int"):
             check_resamples(bad, 6)
+
+
+DEEP_OPTION = "[" * 20_000 + "]" * 20_000
+DEEP_OBJECT = '{"a": ' * 20_000 + "1" + "}" * 20_000
+
+
+@pytest.mark.parametrize("deep", [DEEP_OPTION, DEEP_OBJECT], ids=["list", "object"])
+@pytest.mark.parametrize("argv", [
+    ["eval", "SEAD-Outbound-v0", "--episodes", "1", "--quiet", "--env-kwargs"],
+    ["eval", "SEAD-Outbound-v0", "--episodes", "1", "--quiet", "--metric-kwargs"],
+    ["eval", "SEAD-Outbound-v0", "--episodes", "1", "--quiet", "--agent", "llm", "--agent-backend"],
+    ["audit", "SEAD-Outbound-v0", "--quiet", "--env-kwargs"],
+    ["fidelity", "SEAD-Outbound-v0", "--role", "user", "--backend"],
+], ids=["env-kwargs", "metric-kwargs", "agent-backend", "audit-env-kwargs", "fidelity-backend"])
+def test_a_json_option_nested_20000_deep_is_one_line(capsys, argv, deep):
+    err = _one_line_error(capsys, [*argv, deep])
+    assert f"{argv[-1]} nests arrays/objects deeper than 64 levels" in err and f"({len(deep):,} characters)" in err and len(err) < 400, err
+
+
+def test_export_and_serve_env_kwargs_nested_deep_are_one_line(capsys, run_file, tmp_path):
+    err = _one_line_error(capsys, ["export", str(run_file), "--format", "sft", "-o", str(tmp_path / "o"), "--env-kwargs", DEEP_OPTION])
+    assert "--env-kwargs nests arrays/objects deeper than 64 levels" in err
+    err = _one_line_error(capsys, ["serve", "SEAD-Outbound-v0", "--env-kwargs", DEEP_OBJECT])
+    assert "--env-kwargs nests arrays/objects deeper than 64 levels" in err
+
+
+def test_a_json_option_with_a_5000_digit_integer_is_one_line(capsys):
+    err = _one_line_error(capsys, ["eval", "SEAD-Outbound-v0", "--env-kwargs", '{"max_agent_turns": ' + "9" * 5000 + "}"])
+    assert "--env-kwargs must be JSON" in err and "Exceeds the limit (4300 digits)" in err
+
+
+def _refused_without_blocking(argv, capsys, fifo):
+    """``main(argv)`` in a thread: it must return within seconds; a reader still blocked on the FIFO is
+    let go (a writer opens and closes it) and the test fails."""
+    import os
+    import threading
+
+    done = {}
+    worker = threading.Thread(target=lambda: done.setdefault("code", main(argv)), daemon=True)
+    worker.start()
+    worker.join(20)
+    if worker.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # the blocked open returns; the read sees end of file
+        worker.join(20)
+        pytest.fail(f"{argv[0]} waited on the FIFO {fifo} instead of refusing it")
+    assert done["code"] == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{fifo}' is a FIFO (named pipe), not a regular file" in err, err
+    return err
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="no FIFOs on this system")
+def test_view_and_compare_refuse_a_fifo_at_once(tmp_path, capsys, results_file):
+    import os
+
+    fifo = tmp_path / "run.jsonl"
+    os.mkfifo(fifo)
+    _refused_without_blocking(["view", str(fifo), "-o", str(tmp_path / "page.html")], capsys, fifo)
+    _refused_without_blocking(["compare", str(results_file), str(fifo)], capsys, fifo)
+    _refused_without_blocking(["compare", str(fifo), str(results_file)], capsys, fifo)
+    assert not (tmp_path / "page.html").exists()
+
+
+def test_view_and_compare_refuse_a_device(tmp_path, capsys, results_file):
+    import os
+
+    if not os.path.exists("/dev/null"):
+        pytest.skip("no /dev/null")
+    # /dev/null, not /dev/zero: a reader that did not check would read the latter until memory ran out
+    assert "'/dev/null' is a device, not a regular file" in _one_line_error(capsys, ["view", "/dev/null", "-o", str(tmp_path / "p.html")])
+    assert "'/dev/null' is a device, not a regular file" in _one_line_error(capsys, ["compare", str(results_file), "/dev/null"])
+
+
+@pytest.mark.parametrize("depth", [1_000, 100_000])
+def test_view_refuses_a_run_file_nested_deep_with_one_line(tmp_path, capsys, depth):
+    run = tmp_path / "deep.jsonl"
+    run.write_text('{"scenario": "SEAD", "turns": []}\n{"scenario": "x", "profile": ' + "[" * depth + "]" * depth + "}\n")
+    err = _one_line_error(capsys, ["view", str(run)])
+    assert f"{run}': line 2 nests arrays/objects deeper than 100 levels" in err
+    assert not run.with_suffix(".html").exists()
+
+
+def test_view_reads_brackets_inside_strings_as_text(tmp_path, capsys):
+    run = tmp_path / "brackets.jsonl"
+    run.write_text('{"scenario": "x", "turns": [{"role": "agent", "text": "' + "[{" * 5_000 + '"}]}\n')
+    assert main(["view", str(run)]) == 0
+    capsys.readouterr()
+
+
+ESCAPES = "\x1b[2J\x1b]0;owned\x07\u202egnp.exe\rX"
+
+
+def test_compare_escapes_names_and_fields_from_the_files(results_file, tmp_path, capsys):
+    import json
+
+    data, same = json.loads(results_file.read_text()), json.loads(results_file.read_text())
+    hostile = "keyword" + ESCAPES
+    data["rows"] = [{**row, "agent": hostile if row["agent"] == "keyword" else row["agent"]} for row in data["rows"]]
+    data["episodes"] = {(hostile if name == "keyword" else name): episodes for name, episodes in data["episodes"].items()}
+    data["headline"] = {(hostile if name == "keyword" else name): value for name, value in data["headline"].items()}
+    data["provenance"]["env_kwargs"] = ESCAPES
+    for provenance in (data["provenance"], same["provenance"]):
+        provenance["seed"] = "0" + ESCAPES
+    path, first = tmp_path / "hostile.json", tmp_path / "a.json"
+    path.write_text(json.dumps(data))
+    first.write_text(json.dumps(same))
+    assert main(["compare", str(first), str(path), "--agent-a", "keyword", "--agent-b", hostile, "--bootstrap", "20"]) == 0
+    out = capsys.readouterr().out
+    for char in "\x1b\x07\u202e\r":
+        assert char not in out
+    assert "keyword\\x1b[2J\\x1b]0;owned\\x07\\u202egnp.exe\\rX" in out  # shown, as escapes
+    err = _one_line_error(capsys, ["compare", str(results_file), str(path), "--agent-a", "keyword", "--agent-b", "nobody"])
+    assert "\x1b" not in err and "\\x1b[2J" in err

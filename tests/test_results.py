@@ -87,7 +87,7 @@ def test_csv_has_provenance_comments_and_one_row_per_agent(tmp_path, sop_and_ada
     "name, content, message",
     [
         ("r.csv", "agent\n", r"a results CSV holds the table only; compare the JSON"),
-        ("none.json", None, r"no such file; write one with `dialogue-gym eval"),
+        ("none.json", None, r"none.json' does not exist; write one with `dialogue-gym eval"),
         ("bad.json", "{oops", r"bad.json: not a results JSON"),
         ("other.json", '{"format": "x"}', r"field 'format' must be 'dialogue_gym.results/1', got 'x'"),
         ("bare.json", json.dumps({"format": FORMAT, "provenance": {}}), r"field 'provenance' lacks \['env_id', 'learner', 'episodes', 'repeats', 'seed'\]"),

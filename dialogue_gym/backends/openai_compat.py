@@ -259,12 +259,13 @@ class OpenAIBackend:
         self._host = parsed.hostname
         self._port = parsed.port
         self._path = (parsed.path.rstrip("/") or "") + "/chat/completions"
-        api_key = os.environ.get(api_key_env) if api_key_env else None
+        read = os.environ.get(api_key_env) if api_key_env else None
+        api_key = _header_key(read, api_key_env)
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._has_key = bool(api_key)
-        self._secrets = _secret_forms(api_key) if api_key else ()
+        self._secrets = _secret_forms(read) if read and read.strip() else ()
         self.usage = Usage()
         self._lock = threading.Lock()
         self._local = threading.local()
@@ -529,9 +530,29 @@ _CREDENTIAL = re.compile(
 ``api_key=<token>`` (and JSON forms), an ``sk-...`` key; group ``lead`` (kept) is what stands before it."""
 
 
+def _header_key(read: str | None, variable: str | None) -> str | None:
+    """The key of ``$variable`` as the ``Authorization`` header carries it: without the whitespace a key
+    file leaves around it (a trailing newline), ``None`` when nothing is left. A key with a character a
+    header cannot carry inside it is a ConfigError that names the variable and the position, never the key."""
+    key = read.strip() if read else None
+    if not key:
+        return None
+    for position, char in enumerate(key, start=1):
+        if not (char.isascii() and char.isprintable()) or char == " ":
+            what = "a space" if char == " " else "a control character" if char.isascii() else "a non-ASCII character"
+            raise ConfigError(
+                f"{_WHERE}: the API key in the environment variable {variable} holds {what} at position {position} of {len(key)}, "
+                "which an HTTP header cannot carry; put the key alone in the variable (e.g. export "
+                f"{variable}=\"$(tr -d '[:space:]' < KEY_FILE)\")."
+            )
+    return key
+
+
 def _secret_forms(key: str) -> tuple[str, ...]:
-    """The key as it may appear in an echoed body: as sent, JSON-escaped and URL-quoted, longest first."""
-    forms = {key, json.dumps(key)[1:-1], urllib.parse.quote(key, safe=""), urllib.parse.quote_plus(key)}
+    """The key as it may appear in an echoed body or a traceback: as read, as sent (stripped), JSON-escaped
+    and URL-quoted, longest first."""
+    sent = key.strip()
+    forms = {key, sent, json.dumps(sent)[1:-1], urllib.parse.quote(sent, safe=""), urllib.parse.quote_plus(sent)}
     return tuple(sorted((form for form in forms if form), key=len, reverse=True))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game
+from dialogue_gym.reporting import terminal_safe
 from dialogue_gym.types import Trajectory
 
 RENDER_MODES = ["ansi", "human"]
@@ -16,14 +17,6 @@ def render_transcript(game: Game) -> str:
     if game.done:
         lines.append(f"-- outcome: {trajectory.outcome.value}")
     return "\n".join(lines)
-
-
-def terminal_safe(line: str) -> str:
-    """``line`` with control characters and lone surrogates written as escapes (``\\x1b``, ``\\ud800``):
-    model text printed in ``human`` mode must neither drive the terminal nor fail to encode."""
-    if line.isprintable():
-        return line
-    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in line)
 
 
 class TranscriptRendering:

@@ -93,3 +93,41 @@ def test_the_query_of_base_url_is_not_shown(keyed, chat_server):
     backend = OpenAIBackend("m", "http://127.0.0.1:9/v1?key=SECRET0123456789abcdef", api_key_env=None, timeout=0.5, max_retries=0)
     (output,) = backend.generate([chat()])
     assert output.error is not None and "SECRET" not in output.error and "SECRET" not in repr(backend)
+
+
+@pytest.mark.parametrize("padding", ["\n", "\r\n", " \t\n", "\n\n"], ids=repr)
+def test_a_key_read_from_a_file_with_a_trailing_newline_is_sent_stripped(keyed, monkeypatch, caplog, padding):
+    server, make = keyed
+    monkeypatch.setenv(KEY_ENV, "  " + KEY + padding)
+    server.script = [("echo", (500, b""))]
+    with caplog.at_level(logging.DEBUG, logger="dialogue_gym.backends.openai_compat"):
+        backend = make()
+        (echoed,) = backend.generate([chat()])
+        (output,) = backend.generate([chat()])
+    assert output.error is None and output.text == "fine"
+    assert server.headers[-1]["Authorization"] == f"Bearer {KEY}"
+    assert not _leaks(echoed.error) and not _leaks(caplog.text) and not _leaks(repr(backend))
+
+
+@pytest.mark.parametrize("inside, what", [
+    ("\n", "a control character at position 36"), (" ", "a space at position 36"), ("\x1b", "a control character at position 36"),
+    ("\u00e9", "a non-ASCII character at position 36"),
+], ids=repr)
+def test_a_key_a_header_cannot_carry_is_one_config_error_that_never_shows_it(keyed, monkeypatch, inside, what):
+    _, make = keyed
+    monkeypatch.setenv(KEY_ENV, KEY + inside + "sk-second-0123456789")
+    with pytest.raises(ConfigError, match=rf"the API key in the environment variable {KEY_ENV} holds {what} of 56") as raised:
+        make()
+    assert not _leaks(str(raised.value)) and "sk-second" not in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_the_cli_reports_a_broken_key_in_one_line_without_the_key(keyed, monkeypatch, capsys):
+    from dialogue_gym.cli import main
+
+    server, _ = keyed
+    monkeypatch.setenv(KEY_ENV, KEY + "\nsk-second-0123456789\n")
+    spec = json.dumps({"name": "openai", "model": server.model, "base_url": server.base_url, "api_key_env": KEY_ENV})
+    assert main(["eval", "SEAD-Outbound-v0", "--agent", "llm", "--agent-backend", spec, "--episodes", "1", "--quiet"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "holds a control character at position 36" in captured.err
+    assert not _leaks(captured.err + captured.out) and "sk-second" not in captured.err

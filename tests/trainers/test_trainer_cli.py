@@ -91,6 +91,20 @@ def test_flag_values_are_checked_by_the_parser(capsys):
         assert exit_.value.code == 2 and "invalid" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flag, value", [
+    ("--user-backend", "[" * 20_000 + "]" * 20_000),
+    ("--user-backend", '{"a": ' * 20_000 + "1" + "}" * 20_000),
+    ("--user-backend", '{"model": ' + "9" * 5_000 + "}"),
+], ids=["deep-list", "deep-object", "5000-digits"])
+def test_a_json_flag_nested_deep_is_the_parsers_error_line_not_a_traceback(capsys, flag, value):
+    with pytest.raises(SystemExit) as exit_:
+        sead_train.main([flag, value])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "Traceback" not in err and "RecursionError" not in err
+    assert err.splitlines()[-1].startswith(f"python -m trainers.sead: error: argument {flag}: the value ")
+    assert len(err.splitlines()[-1]) < 300
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

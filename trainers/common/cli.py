@@ -17,6 +17,7 @@ from dataclasses import MISSING, fields
 from typing import Any, Callable, Sequence
 
 from dialogue_gym.errors import ConfigError, DialogueGymError
+from dialogue_gym.inputs import json_option
 from trainers.common.rundir import FieldKind, RunDir, RunFolderError, has_kind
 
 
@@ -30,8 +31,16 @@ def boolean(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"invalid boolean value {text!r}: use true or false")
 
 
+def _json(text: str) -> Any:
+    """JSON text; text that is not JSON, or nests deeper than the inputs' bound, is argparse's error line."""
+    try:
+        return json_option(text, "the value")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def json_object(text: str) -> dict:
-    value = json.loads(text)
+    value = _json(text)
     if not isinstance(value, dict):
         raise ValueError(text)
     return value
@@ -46,7 +55,7 @@ def optional_str(text: str) -> str | None:
 
 
 def float_triple(text: str) -> tuple[float, float, float]:
-    value = json.loads(text)
+    value = _json(text)
     if not (isinstance(value, list) and len(value) == 3 and all(has_kind(v, (int, float)) for v in value)):
         raise ValueError(text)
     return tuple(float(v) for v in value)

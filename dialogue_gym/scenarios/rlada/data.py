@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from dialogue_gym.errors import ScenarioError
+from dialogue_gym.inputs import read_utf8
 from dialogue_gym.scenarios.common import read_json as _read_json_syntax
 from dialogue_gym.scenarios.common import require
 from dialogue_gym.types import finite_number, first_non_finite
@@ -216,10 +217,7 @@ def read_json(path: Path) -> Any:
 
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for every non-blank line, with finite numbers only; errors name the line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(f"Cannot read {str(path)!r}: {exc}. Pass an existing JSONL file.") from exc
+    text = read_utf8(path, "pass data_dir= a folder whose JSONL files are UTF-8, one JSON object per line.", ScenarioError)
     records = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():

@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from dialogue_gym.errors import ScenarioError
+from dialogue_gym.inputs import read_utf8
 from dialogue_gym.readonly import frozen, thawed
 from dialogue_gym.scenarios.common import read_json, require, short_repr
 from dialogue_gym.types import finite_number
 
 DATA_DIR = Path(__file__).parent / "data"
 DEFAULT_SESSIONS_FILE = DATA_DIR / "synthetic_sessions.jsonl"
+SESSIONS_FIX = "pass sessions_file= a UTF-8 JSONL file of reference sessions, one JSON object per line."
 WORLD_FILE = DATA_DIR / "world.json"
 SOP_FILE = DATA_DIR / "sop.json"
 REPLIES_FILE = DATA_DIR / "replies.json"
@@ -235,10 +237,7 @@ def load_sessions(
 ) -> ReferenceSet:
     """Read and validate a JSONL file of reference sessions (blank lines are skipped)."""
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ScenarioError(f"Cannot read reference sessions {str(path)!r}: {exc}. Pass an existing JSONL file.") from exc
+    lines = read_utf8(path, SESSIONS_FIX, ScenarioError).splitlines()
     sessions: list[ReferenceSession] = []
     seen: dict[str, int] = {}
     for number, line in enumerate(lines, start=1):
@@ -249,6 +248,8 @@ def load_sessions(
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ScenarioError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno}). Fix the syntax on that line.") from exc
+        except (ValueError, RecursionError) as exc:  # an integer over 4,300 digits, nesting deeper than Python recurses
+            raise ScenarioError(f"{where}: unreadable JSON ({type(exc).__name__}). Fix that line.") from None
         session = parse_session(record, where, min_user_turns, max_user_turns)
         if session.session_id in seen:
             raise ScenarioError(f"{where}: duplicate session_id {session.session_id!r} (first on line {seen[session.session_id]}).")

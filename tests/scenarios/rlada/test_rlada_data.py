@@ -167,3 +167,13 @@ def test_problem_sign_errors_name_the_family_and_the_fix(data_dir, change, messa
 def test_a_domain_without_problem_signs_tells_problems_by_cues_alone(data_dir):
     _edit_json(data_dir / "lexicon.json", lambda d: d.pop("problem_signs"))
     assert load_domain(str(data_dir)).signs == {}
+
+
+def test_an_arena_file_with_invalid_utf8_is_one_error_naming_the_file(data_dir):
+    path = data_dir / "arena_scenarios.jsonl"
+    lines = path.read_bytes().split(b"\n")
+    lines[3] = lines[3].replace(b'"', b'"\x80', 1)
+    path.write_bytes(b"\n".join(lines))
+    load_domain.cache_clear()
+    with pytest.raises(ScenarioError, match=r"arena_scenarios\.jsonl: line 4: not UTF-8 text \(byte b'\\x80' at column 3\); pass data_dir="):
+        load_domain(str(data_dir))

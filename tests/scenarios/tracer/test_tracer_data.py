@@ -120,7 +120,7 @@ def test_duplicate_ids_and_empty_or_missing_files(tmp_path):
         load_sessions(write(tmp_path, [GOOD, GOOD]))
     with pytest.raises(ScenarioError, match="no sessions"):
         load_sessions(write(tmp_path, [""], "empty.jsonl"))
-    with pytest.raises(ScenarioError, match="Cannot read reference sessions"):
+    with pytest.raises(ScenarioError, match=r"missing\.jsonl' does not exist; pass sessions_file= a UTF-8 JSONL file"):
         load_sessions(tmp_path / "missing.jsonl")
 
 
@@ -137,3 +137,23 @@ def test_scenario_files_load_and_validate(tmp_path):
     bad.write_text(json.dumps({"weights": {"bias": [0] * 5}}))
     with pytest.raises(ScenarioError, match=r"weights\['bias'\] must be 6 finite numbers"):
         load_weights(bad, names)
+
+
+def test_a_sessions_file_with_invalid_utf8_or_deep_nesting_is_one_error_naming_the_file(tmp_path):
+    path = write(tmp_path, [GOOD])
+    path.write_bytes(path.read_bytes() + b'{"session_id": "caf\xe9"}\n')
+    with pytest.raises(ScenarioError, match=r"refs\.jsonl: line 2: not UTF-8 text \(byte b'\\xe9' at column 20\); pass sessions_file="):
+        load_sessions(path)
+    path.write_text(json.dumps(GOOD) + "\n" + "[" * 100_000 + "\n")
+    with pytest.raises(ScenarioError, match=r"refs\.jsonl: line 2: unreadable JSON \(RecursionError\)"):
+        load_sessions(path)
+
+
+def test_the_cli_names_a_sessions_file_with_invalid_utf8_in_one_line(tmp_path, capsys):
+    from dialogue_gym.cli import main
+
+    path = tmp_path / "private.jsonl"
+    path.write_bytes(b"\xff\xfe" + json.dumps(GOOD).encode() + b"\n")
+    assert main(["eval", "TRACER-UserSim-v0", "--episodes", "1", "--quiet", "--env-kwargs", json.dumps({"sessions_file": str(path)})]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}: line 1: not UTF-8 text (byte b'\\xff' at column 1)" in err, err
