@@ -132,7 +132,7 @@ def read_moves(line: bytes, request: int, count: int) -> tuple[list[str | None],
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return Broken(f"an answer that is not JSON ({type(exc).__name__}; starts {line[:40]!r})")
     if not isinstance(answer, dict):
-        return Broken(f"an answer that is a JSON {type(answer).__name__}, not an object")
+        return Broken(f"an answer that is a JSON {json_type(answer)}, not an object")
     if answer.get("id") != request:
         return Broken(f"an answer to request {answer.get('id')!r:.40} while {request} was asked")
     if "error" in answer:
@@ -145,7 +145,7 @@ def read_moves(line: bytes, request: int, count: int) -> tuple[list[str | None],
         if error is not None:
             problems.append(f"the agent failed: {error_text(error)}")
         elif not isinstance(text, str):
-            problems.append(f"a move that is a JSON {type(text).__name__}, not a string")
+            problems.append(f"a move that is a JSON {json_type(text)}, not a string")
         elif len(text) > MAX_MOVE_CHARS:
             problems.append(f"a move of {len(text):,} characters (at most {MAX_MOVE_CHARS:,})")
         else:
@@ -155,7 +155,12 @@ def read_moves(line: bytes, request: int, count: int) -> tuple[list[str | None],
     return texts, problems
 
 
+def json_type(value: Any) -> str:
+    """The JSON name of the type of a parsed ``value``, for messages."""
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
+
+
 def error_text(value: Any) -> str:
     """An agent's error as recorded: its text if it sent a string, cut to :data:`MAX_ERROR_CHARS`."""
-    text = value if isinstance(value, str) else f"(not a string: a JSON {type(value).__name__})"
+    text = value if isinstance(value, str) else f"(not a string: a JSON {json_type(value)})"
     return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + "..."
