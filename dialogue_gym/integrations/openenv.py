@@ -19,7 +19,9 @@ the transcript ``gym.make(ENV_ID, **env_kwargs)`` gives in-process:
 
 Malformed model output is part of the episode as in-process (``info["invalid_action"]``); a call out of
 turn (``step`` before ``reset`` or after the end) is answered with the env's error message, and so is
-text that cannot be sent back (a lone surrogate such as ``"\\ud800"``), refused before the move is applied.
+text that cannot be sent back (a lone surrogate such as ``"\\ud800"``) anywhere in a WebSocket message (the
+action's text, its ``metadata``, ``type``, ``episode_id``, any key): it is refused before the session sees
+it, and the session goes on.
 
 Episodes are played over the WebSocket session API (``/ws``). OpenEnv's plain HTTP ``POST /reset`` and
 ``POST /step`` are stateless (each request gets a fresh env), so ``POST /step`` is answered 409 with a
@@ -51,6 +53,7 @@ import logging.handlers
 import math
 import os
 import queue
+import re
 import socket
 import sys
 import uuid
@@ -297,10 +300,49 @@ def _closure_server(function: Any) -> Any:
     return None
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(value: Any) -> str | None:
+    """Where the first lone surrogate in JSON data ``value`` is (in a key or a string), as a message;
+    ``None`` when there is none. Parsed JSON holds a pair as one character, so any surrogate left is lone.
+    Walks with a stack, so nesting as deep as the JSON reader allows costs no recursion."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            found = _SURROGATE.search(item)
+            if found:
+                return f"{where or 'text'} holds {found.group()!r}"
+        elif isinstance(item, dict):
+            for key, child in reversed(item.items()):
+                stack.append((f"{where} key {key!r}" if where else f"key {key!r}", key))
+                stack.append((f"{where}.{key}" if where else key, child))
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{index}]", child) for index, child in reversed(list(enumerate(item))))
+    return None
+
+
+def _refusal(text: str) -> str | None:
+    """The error frame for a WebSocket message holding a lone surrogate anywhere (its reply, which may
+    echo the field, could not be sent), else ``None``; text that is not JSON is left to openenv-core."""
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    problem = lone_surrogate(message)
+    if problem is None:
+        return None
+    reason = f"the message's {problem}, which is not UTF-8 text (a lone surrogate); send text without unpaired surrogates."
+    return json.dumps({"type": "error", "data": {"message": reason, "code": "VALIDATION_ERROR"}})
+
+
 class _Guard:
     """ASGI middleware: a request without the token is refused (HTTP 401, WebSocket closed with 1008),
-    ``POST /step`` is answered 409 with :data:`STATELESS_STEP`, and a WebSocket client that went away
-    (openenv-core lets its ``WebSocketDisconnect`` escape after a clean close) is no server error."""
+    ``POST /step`` is answered 409 with :data:`STATELESS_STEP`, a WebSocket message holding a lone
+    surrogate anywhere is answered with an error before the session sees it (the session goes on), and
+    a WebSocket client that went away (openenv-core lets its ``WebSocketDisconnect`` escape after a
+    clean close) is no server error."""
 
     def __init__(self, app: Any, token: str | None = None):
         self.app = app
@@ -319,11 +361,27 @@ class _Guard:
                 return await JSONResponse({"detail": detail}, status_code=401)(scope, receive, send)
         if scope["type"] == "http" and scope.get("method") == "POST" and scope.get("path") == "/step":
             return await JSONResponse({"detail": STATELESS_STEP}, status_code=409)(scope, receive, send)
+        if scope["type"] == "websocket":
+            receive = self._checked(receive, send)
         try:
             return await self.app(scope, receive, send)
         except WebSocketDisconnect:
             if scope["type"] != "websocket":
                 raise
+
+    @staticmethod
+    def _checked(receive: Any, send: Any) -> Any:
+        """``receive`` that answers a text frame holding a lone surrogate itself and waits for the next."""
+
+        async def checked() -> dict:
+            while True:
+                event = await receive()
+                refusal = _refusal(event["text"]) if event["type"] == "websocket.receive" and event.get("text") else None
+                if refusal is None:
+                    return event
+                await send({"type": "websocket.send", "text": refusal})
+
+        return checked
 
 
 def is_loopback(host: str) -> bool:

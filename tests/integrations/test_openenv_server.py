@@ -131,9 +131,9 @@ def test_a_lone_surrogate_is_refused_before_the_move_is_applied():
     with serving() as (url, _):
         with DialogueGymClient(base_url=url).sync() as environment:
             environment.reset(seed=0)
-            with pytest.raises(RuntimeError, match=r"the action's text holds '\\ud800', which is not UTF-8 text"):
+            with pytest.raises(RuntimeError, match=r"the message's data\.text holds '\\ud800', which is not UTF-8 text"):
                 environment.step(DialogueAction(text="Hello \ud800 owner"))
-            with pytest.raises(RuntimeError, match="reset options holds"):
+            with pytest.raises(RuntimeError, match=r"the message's data\.options\.profile\.name holds '\\udfff'"):
                 environment.reset(seed=0, options={"profile": {"name": "\udfff"}})
             environment.reset(seed=0)
             assert environment.state().step_count == 0
@@ -256,3 +256,62 @@ def test_in_process_sessions_check_text_but_leave_other_values_to_the_env():
     with pytest.raises(ConfigError, match="options must be a dict"):
         session.reset(seed=0, options=object())
     session.close()
+
+
+LONE_SURROGATE_MESSAGES = {
+    "step metadata": '{"type": "step", "data": {"text": "Hello, is this the owner?", "metadata": {"note": "\\ud800"}}}',
+    "step metadata key": '{"type": "step", "data": {"text": "Hello, is this the owner?", "metadata": {"\\udfff": 1}}}',
+    "type": '{"type": "\\ud800"}',
+    "type of a step": '{"type": "step\\udc00", "data": {"text": "Hello"}}',
+    "reset episode_id": '{"type": "reset", "data": {"seed": 0, "episode_id": "run-\\ud83d"}}',
+    "an unknown field": '{"type": "state", "extra": ["\\ude00"]}',
+    "close": '{"type": "close", "data": {"why": "\\ud800"}}',
+}
+
+
+@pytest.mark.parametrize("message", LONE_SURROGATE_MESSAGES.values(), ids=LONE_SURROGATE_MESSAGES.keys())
+def test_a_lone_surrogate_anywhere_in_a_message_is_refused_before_it_is_applied_and_the_session_goes_on(message):
+    from websockets.sync.client import connect
+
+    with serving() as (url, output):
+        with connect(url.replace("http", "ws") + "/ws", max_size=None) as socket:
+            socket.send('{"type": "reset", "data": {"seed": 0, "episode_id": "first"}}')
+            assert json.loads(socket.recv(timeout=20))["type"] == "observation"
+            socket.send(message)
+            refused = json.loads(socket.recv(timeout=20))
+            assert refused["type"] == "error" and refused["data"]["code"] == "VALIDATION_ERROR", refused
+            assert "which is not UTF-8 text (a lone surrogate); send text without unpaired surrogates" in refused["data"]["message"]
+            socket.send('{"type": "state"}')
+            state = json.loads(socket.recv(timeout=20))
+            assert state["type"] == "state" and state["data"]["step_count"] == 0 and state["data"]["episode_id"] == "first", state
+            socket.send('{"type": "step", "data": {"text": "Hello, is this the owner?"}}')
+            assert json.loads(socket.recv(timeout=20))["type"] == "observation"
+            socket.send('{"type": "state"}')
+            assert json.loads(socket.recv(timeout=20))["data"]["step_count"] == 1
+    assert "Traceback" not in output.getvalue()
+
+
+def test_a_refused_message_names_where_the_surrogate_is():
+    from websockets.sync.client import connect
+
+    with serving() as (url, _):
+        with connect(url.replace("http", "ws") + "/ws", max_size=None) as socket:
+            socket.send(LONE_SURROGATE_MESSAGES["step metadata"])
+            refused = json.loads(socket.recv(timeout=20))["data"]["message"]
+            assert refused.startswith("the message's data.metadata.note holds '\\ud800'"), refused
+            socket.send('{"type": "step", "data": {"text": "fine", "metadata": {"a": ["x", "\\udbff"]}}}')
+            assert json.loads(socket.recv(timeout=20))["data"]["message"].startswith("the message's data.metadata.a[1] holds '\\udbff'")
+
+
+def test_lone_surrogate_names_keys_values_and_items_and_passes_pairs():
+    assert served.lone_surrogate({"type": "step", "data": {"text": "\U0001F600 fine", "n": [1, None, 2.5]}}) is None
+    assert served.lone_surrogate({"data": {"metadata": {"\udfff": 1}}}) == "data.metadata key '\\udfff' holds '\\udfff'"
+    assert served.lone_surrogate({"\ud800": 1}) == "key '\\ud800' holds '\\ud800'"
+    assert served.lone_surrogate({"a": [[], ["x", "y\udc00"]]}) == "a[1][1] holds '\\udc00'"
+    assert served.lone_surrogate("\ud83d") == "text holds '\\ud83d'"
+    deep = current = []
+    for _ in range(5_000):
+        current.append([])
+        current = current[0]
+    current.append("\ud800")
+    assert served.lone_surrogate(deep).endswith("[0] holds '\\ud800'")
