@@ -113,3 +113,13 @@ def test_every_summary_and_interval_is_the_same_for_any_order_of_episodes(env_id
         shuffled = list(trajectories)
         random.Random(1).shuffle(shuffled)
         assert _summaries(env_id, trajectories[::-1]) == _summaries(env_id, trajectories) == _summaries(env_id, shuffled), agent
+
+
+def test_pass_k_resamples_average_only_their_finite_starts_exactly():
+    # A start with a failed repeat has no pass^k (NaN); a resample averages the starts it holds that have
+    # one: (1 + 0 + 0.5) / 3, nothing for a resample of NaN starts only, and 0.6 / 3 from an exact sum.
+    from dialogue_gym.results import _finite_means
+
+    rows = np.array([[1.0, math.nan, 0.0, 0.5], [math.nan] * 4, [0.1, 0.2, 0.3, math.nan]])
+    means = _finite_means(rows)
+    assert means[0] == 0.5 and math.isnan(means[1]) and means[2] == 0.6 / 3
