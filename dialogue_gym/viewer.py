@@ -21,7 +21,10 @@ the page (RL-ADA records no hidden state, so they get no chart). The data sit in
 blob whose per-dialogue part is kept as strings, parsed only when a dialogue is opened, so a run of
 10,000 dialogues loads in about a second. All text is placed with ``textContent`` by the page's script;
 the blob is escaped so that no ``</script>`` or markup in a dialogue can end it, and lone surrogates
-(which no UTF-8 file can hold) become U+FFFD.
+(which no UTF-8 file can hold) become U+FFFD. Names from the run key maps without a prototype (an agent
+called ``__proto__`` or ``constructor`` is a name like any other), bidi controls are shown as visible
+marks (``⟦U+202E⟧``) rather than reordering the text, and a dialogue is drawn ``TURNS_PER_PAGE`` turns
+at a time, so a 100,000-turn dialogue opens as fast as a short one.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from dialogue_gym.scenarios.tracer.data import LEVELS as INTENT_LEVELS
 
 PAGE_SIZE = 50
 """Dialogues per page of the list."""
+TURNS_PER_PAGE = 200
+"""Turns of one dialogue drawn at a time (with its chart); longer dialogues page through them."""
 MAX_PARSED_CHARS = 600
 """What the parser read from a turn is shown as JSON cut to this many characters."""
 MAX_RECORD_DEPTH = 100
@@ -57,6 +62,12 @@ _BIG_INT_DIGITS = 16
 """Integers with this many digits or more are kept as strings: JavaScript numbers would round them."""
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Bidi controls, which reorder the text around them: the page shows each as a visible mark (as its script does)."""
+
+
+def _bidi_mark(match: re.Match) -> str:
+    return f"\u27e6U+{ord(match.group()):04X}\u27e7"
 _SLOT = re.compile("%(TITLE|STYLE|SCRIPT|DATA)%")
 
 
@@ -289,7 +300,7 @@ def page_data(records: Iterable[dict[str, Any]], source: str = "") -> dict[str, 
         rows.append(row)
         details.append(json.dumps(detail, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
     facets = {key: sorted({row[key] for row in rows}) for key in ("env", "agent", "outcome")}
-    return {"source": source, "page_size": PAGE_SIZE, "rows": rows, "details": details, "facets": facets}
+    return {"source": source, "page_size": PAGE_SIZE, "turn_page": TURNS_PER_PAGE, "rows": rows, "details": details, "facets": facets}
 
 
 def render_html(records: Iterable[dict[str, Any]], *, source: str = "", title: str | None = None) -> str:
@@ -300,7 +311,7 @@ def render_html(records: Iterable[dict[str, Any]], *, source: str = "", title: s
 def page_html(data: dict[str, Any], title: str | None = None) -> str:
     """The page that shows :func:`page_data`'s ``data``."""
     data["source"] = _SURROGATE.sub("\ufffd", data.get("source") or "")
-    heading = _SURROGATE.sub("\ufffd", title or f"dialogue-gym view: {data['source'] or 'run'}")
+    heading = _BIDI.sub(_bidi_mark, _SURROGATE.sub("\ufffd", title or f"dialogue-gym view: {data['source'] or 'run'}"))
     parts = {"TITLE": html.escape(heading), "STYLE": _STYLE, "SCRIPT": _SCRIPT, "DATA": _safe_json(data)}
     return _SLOT.sub(lambda match: parts[match.group(1)], _TEMPLATE)  # one pass: no part is read for slots
 
@@ -401,27 +412,32 @@ _SCRIPT = r"""
 (function () {
 "use strict";
 var DATA = JSON.parse(document.getElementById("dg-data").textContent);
-var ROWS = DATA.rows, DETAILS = DATA.details, PAGE = DATA.page_size || 50;
+var ROWS = DATA.rows, DETAILS = DATA.details, PAGE = DATA.page_size || 50, TURN_PAGE = DATA.turn_page || 200;
 var SVGNS = "http://www.w3.org/2000/svg";
-var OUTCOME_COLORS = {success: "#2e7d32", hangup: "#c62828", timeout: "#ef8f00", invalid: "#6a1b9a", backend_failure: "#616161"};
+// Names from the run (agents, env ids, outcomes) key these maps: no prototype, so "__proto__" or "constructor" is a name like any other.
+function dict(from) { var d = Object.create(null); for (var key in (from || {})) d[key] = from[key]; return d; }
+var OUTCOME_COLORS = dict({success: "#2e7d32", hangup: "#c62828", timeout: "#ef8f00", invalid: "#6a1b9a", backend_failure: "#616161"});
 var SERIES_COLORS = ["#1a56db", "#d9480f", "#2b8a3e", "#862e9c", "#0b7285"];
-var cache = {}, lowered = null, shown = [], page = 0, openIndex = -1;
+var cache = dict(), lowered = null, shown = [], page = 0, openIndex = -1, turnPage = 0;
 var filters = {env: "", agent: "", outcome: "", start: null, flagged: false, text: ""};
+// Bidi controls would reorder the text around them: each is shown as a visible mark instead.
+var BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+function visible(text) { return String(text).replace(BIDI, function (c) { return "\u27e6U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "\u27e7"; }); }
 
 function el(tag, attrs, kids) {
   var node = document.createElement(tag);
   for (var key in (attrs || {})) {
-    if (key === "text") node.textContent = attrs[key];
+    if (key === "text") node.textContent = visible(attrs[key]);
     else if (key === "cls") node.className = attrs[key];
     else node.setAttribute(key, attrs[key]);
   }
-  (kids || []).forEach(function (kid) { if (kid !== null && kid !== undefined) node.appendChild(typeof kid === "string" ? document.createTextNode(kid) : kid); });
+  (kids || []).forEach(function (kid) { if (kid !== null && kid !== undefined) node.appendChild(typeof kid === "string" ? document.createTextNode(visible(kid)) : kid); });
   return node;
 }
 function sv(tag, attrs, text) {
   var node = document.createElementNS(SVGNS, tag);
   for (var key in (attrs || {})) node.setAttribute(key, attrs[key]);
-  if (text !== undefined) node.textContent = text;
+  if (text !== undefined) node.textContent = visible(text);
   return node;
 }
 function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
@@ -514,7 +530,7 @@ function renderList() {
   pager.appendChild(prev);
   pager.appendChild(el("span", {id: "dg-range", text: shown.length ? (first + 1) + "\u2013" + last + " of " + shown.length : "0 of " + ROWS.length}));
   pager.appendChild(next);
-  document.getElementById("dg-counts").textContent = shown.length + " of " + ROWS.length + " dialogues shown" + (DATA.source ? " \u00b7 " + DATA.source : "");
+  document.getElementById("dg-counts").textContent = visible(shown.length + " of " + ROWS.length + " dialogues shown" + (DATA.source ? " \u00b7 " + DATA.source : ""));
 }
 
 function rowItem(i) {
@@ -531,7 +547,7 @@ function rowItem(i) {
   return item;
 }
 
-function chart(series, turns) {
+function chart(series, turns, offset) {
   var n = turns.length, rowH = 34, left = 96, step = Math.max(14, Math.min(36, 560 / Math.max(n, 1)));
   var width = left + step * Math.max(n, 1) + 12, height = rowH * series.length + 26;
   var g = sv("svg", {width: width, height: height, viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": "hidden state per turn", "class": "state-chart"});
@@ -540,28 +556,28 @@ function chart(series, turns) {
     g.appendChild(sv("text", {x: 0, y: y0 + h / 2 + 3}, s.name + " " + s.min + "\u2013" + s.max));
     g.appendChild(sv("line", {x1: left, y1: y0 + h, x2: width - 6, y2: y0 + h, stroke: "#d8dde5"}));
     var path = "", pen = false;
-    s.values.forEach(function (v, t) {
+    s.values.slice(offset, offset + n).forEach(function (v, t) {
       if (v === null || v === undefined) { pen = false; return; }
       var x = left + step * t + step / 2, y = y0 + h - (v - s.min) / span * h;
       path += (pen ? "L" : "M") + x.toFixed(1) + " " + y.toFixed(1);
       pen = true;
       var dot = sv("circle", {cx: x.toFixed(1), cy: y.toFixed(1), r: 2.6, fill: c});
-      dot.appendChild(sv("title", {}, "turn " + (t + 1) + ": " + s.name + " " + v));
+      dot.appendChild(sv("title", {}, "turn " + (offset + t + 1) + ": " + s.name + " " + v));
       g.appendChild(dot);
     });
     g.insertBefore(sv("path", {d: path, fill: "none", stroke: c, "stroke-width": 1.6}), g.firstChild);
-    (s.estimate || []).forEach(function (v, t) {
+    (s.estimate || []).slice(offset, offset + n).forEach(function (v, t) {
       if (v === null || v === undefined) return;
       var x = left + step * t + step / 2, y = y0 + h - (Math.min(Math.max(v, s.min), s.max) - s.min) / span * h;
       var mark = sv("circle", {cx: x.toFixed(1), cy: y.toFixed(1), r: 3.2, fill: "none", stroke: c, "stroke-dasharray": "2 1.5", "class": "estimate"});
-      mark.appendChild(sv("title", {}, "turn " + (t + 1) + ": estimated " + s.name + " " + v));
+      mark.appendChild(sv("title", {}, "turn " + (offset + t + 1) + ": estimated " + s.name + " " + v));
       g.appendChild(mark);
     });
   });
   turns.forEach(function (t, i) {
     var x = left + step * i + step / 2;
     if (t.invalid || t.failed) g.appendChild(sv("rect", {x: x - 3, y: height - 23, width: 6, height: 6, fill: t.invalid ? "#6a1b9a" : "#c62828"}));
-    if (n <= 40 || i % 5 === 4) g.appendChild(sv("text", {x: x, y: height - 2, "text-anchor": "middle"}, String(i + 1)));
+    if (n <= 40 || (offset + i) % 5 === 4) g.appendChild(sv("text", {x: x, y: height - 2, "text-anchor": "middle"}, String(offset + i + 1)));
   });
   return g;
 }
@@ -574,16 +590,19 @@ function kvTable(obj, head) {
   return t;
 }
 
-function open(i) {
+function open(i, part) {
+  if (i !== openIndex) turnPage = 0;
+  if (part !== undefined) turnPage = part;
   openIndex = i;
   var r = ROWS[i], d = detail(i), box = clear(document.getElementById("dg-detail"));
+  var parts = Math.max(1, Math.ceil(d.turns.length / TURN_PAGE)), first = turnPage * TURN_PAGE, part = d.turns.slice(first, first + TURN_PAGE);
   Array.prototype.forEach.call(document.querySelectorAll("#dg-list li"), function (li) { li.classList.toggle("open", li.getAttribute("data-index") === String(i)); });
   box.appendChild(el("h2", {}, ["Dialogue #" + i + " ", badge(r.outcome)]));
   box.appendChild(el("p", {cls: "muted small", text: [r.env, "agent " + r.agent, "learner " + (r.learner || "?"), "start " + fmt(r.start),
     "repeat " + fmt(r.repeat), "seed " + fmt(r.seed), r.turns + " turns"].join(" \u00b7 ")}));
   if (d.series.length) {
     box.appendChild(el("h3", {text: d.series.length > 1 ? "Hidden state per turn" : "Intent level per turn"}));
-    box.appendChild(chart(d.series, d.turns));
+    box.appendChild(chart(d.series, part, first));
     var hasEstimate = d.series.some(function (s) { return s.estimate; });
     box.appendChild(el("p", {cls: "muted small", text: "Dots: the hidden state after each turn" + (hasEstimate ? "; rings: the learner's estimate of it" : "") +
       ". Squares under a turn: invalid action (purple), failed health check (red). Hover a point for its value."}));
@@ -598,9 +617,21 @@ function open(i) {
   if (d.profile !== null && d.profile !== undefined) box.appendChild(el("details", {}, [el("summary", {text: "profile"}), el("pre", {text: JSON.stringify(d.profile, null, 2)})]));
   box.appendChild(el("h3", {text: "Turns"}));
   if (!d.turns.length) box.appendChild(el("p", {cls: "muted", text: "No turns recorded."}));
-  d.turns.forEach(function (t, k) { box.appendChild(turnItem(t, k, r.learner, d.series)); });
+  var pager = parts > 1 ? turnPager(i, parts, first, first + part.length, d.turns.length) : null;
+  if (pager) box.appendChild(pager);
+  part.forEach(function (t, k) { box.appendChild(turnItem(t, first + k, r.learner, d.series)); });
+  if (pager) box.appendChild(turnPager(i, parts, first, first + part.length, d.turns.length));
   if (Object.keys(d.meta).length) box.appendChild(el("details", {}, [el("summary", {text: "meta (judge verdict, reference, alignment, ...)"}), el("pre", {text: JSON.stringify(d.meta, null, 2)})]));
   if (history.replaceState) history.replaceState(null, "", "#d" + i);
+}
+
+function turnPager(i, parts, first, last, total) {
+  // Long dialogues are drawn TURN_PAGE turns at a time: a 100,000-turn dialogue opens as fast as a short one.
+  var prev = el("button", {type: "button", cls: "dg-turn-prev", text: "\u2190 earlier turns"}), next = el("button", {type: "button", cls: "dg-turn-next", text: "later turns \u2192"});
+  prev.disabled = turnPage === 0; next.disabled = turnPage >= parts - 1;
+  prev.addEventListener("click", function () { open(i, turnPage - 1); });
+  next.addEventListener("click", function () { open(i, turnPage + 1); });
+  return el("nav", {cls: "turn-pager"}, [prev, el("span", {cls: "dg-turn-range", text: "turns " + (first + 1) + "\u2013" + last + " of " + total}), next]);
 }
 
 function turnItem(t, k, learner, series) {
@@ -623,10 +654,10 @@ function turnItem(t, k, learner, series) {
 }
 
 function renderSummary() {
-  var box = clear(document.getElementById("dg-summary")), envs = {};
+  var box = clear(document.getElementById("dg-summary")), envs = dict();
   shown.forEach(function (i) {
-    var r = ROWS[i], e = envs[r.env] || (envs[r.env] = {agents: {}, outcomes: {}});
-    var a = e.agents[r.agent] || (e.agents[r.agent] = {n: 0, out: {}, rewards: [], invalid: 0, unhealthy: 0});
+    var r = ROWS[i], e = envs[r.env] || (envs[r.env] = {agents: dict(), outcomes: dict()});
+    var a = e.agents[r.agent] || (e.agents[r.agent] = {n: 0, out: dict(), rewards: [], invalid: 0, unhealthy: 0});
     a.n++; a.out[r.outcome] = (a.out[r.outcome] || 0) + 1; e.outcomes[r.outcome] = true;
     if (typeof r.reward === "number") a.rewards.push(r.reward);
     a.invalid += r.invalid ? 1 : 0; a.unhealthy += (r.unhealthy || r.unhealthy_turns) ? 1 : 0;

@@ -173,3 +173,72 @@ def test_cli_bad_output_paths(tmp_path, capsys):
     with pytest.raises(ConfigError, match="a results .json from `eval --save` is read by `compare`"):
         (tmp_path / "results.json").write_text('{\n  "provenance": {}\n}\n')
         load_run(tmp_path / "results.json")
+
+
+NODE = __import__("shutil").which("node")
+PROTOTYPE_NAMES = ("__proto__", "constructor", "toString", "hasOwnProperty", "valueOf")
+
+
+def run_page(tmp_path, records) -> dict:
+    """The page of ``records`` run under Node with a minimal DOM (tests/viewer_dom.js): every filter
+    value picked, every listed dialogue opened and paged through."""
+    import subprocess
+    from pathlib import Path
+
+    run = tmp_path / "run.jsonl"
+    write_jsonl(run, records)
+    page, _ = write_view(run)
+    done = subprocess.run([NODE, str(Path(__file__).with_name("viewer_dom.js")), str(page)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.skipif(NODE is None, reason="needs Node.js to run the page's script without a browser")
+def test_agent_env_and_outcome_names_that_are_prototype_keys_do_not_break_the_page(tmp_path):
+    records = [
+        hostile_record(outcome=name, meta={"agent": name, "env_id": other, "start": k})
+        for k, (name, other) in enumerate(zip(PROTOTYPE_NAMES, PROTOTYPE_NAMES[1:] + PROTOTYPE_NAMES[:1]))
+    ]
+    page = run_page(tmp_path, records)
+    assert page["error"] is None, page["error"]
+    assert len(page["opened"]) == len(records) and page["counts"].startswith("5 of 5 dialogues shown")
+    assert all(name in page["summary"] for name in PROTOTYPE_NAMES)  # each a row of the agents table
+    assert all(f"agent {name}" in opened["text"] for name, opened in zip(PROTOTYPE_NAMES, page["opened"]))
+
+
+@pytest.mark.skipif(NODE is None, reason="needs Node.js to run the page's script without a browser")
+def test_a_100000_turn_dialogue_is_drawn_a_page_of_turns_at_a_time(tmp_path):
+    from dialogue_gym.viewer import TURNS_PER_PAGE
+
+    turn = {"role": "agent", "text": "Hello?", "state": [1, 2, 3]}
+    long = hostile_record(turns=[turn, {**turn, "role": "user", "text": "Yes."}] * 50_000)
+    started = __import__("time").perf_counter()
+    page = run_page(tmp_path, [long, hostile_record()])
+    assert page["error"] is None, page["error"]
+    assert __import__("time").perf_counter() - started < 120
+    opened = page["opened"][0]
+    assert opened["turns_drawn_at_most"] == TURNS_PER_PAGE and opened["turn_pages"] == 100_000 // TURNS_PER_PAGE
+    assert f"turns 99801\u2013100000 of 100000" in opened["text"] and "100000 \u00b7 user" in opened["text"]
+    assert page["opened"][1]["turn_pages"] == 1 and page["opened"][1]["turns_drawn_at_most"] == 2
+
+
+BIDI_CONTROLS = "\u202e\u202d\u202a\u202b\u202c\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+
+
+@pytest.mark.skipif(NODE is None, reason="needs Node.js to run the page's script without a browser")
+def test_bidi_controls_in_names_and_text_are_shown_as_marks(tmp_path):
+    record = hostile_record(meta={"agent": "evil\u202eexe.txt", "env_id": "SEAD\u2067x", "start": 1})
+    record["turns"][0]["text"] = "pay " + BIDI_CONTROLS + " now"
+    page = run_page(tmp_path, [record])
+    assert page["error"] is None, page["error"]
+    shown = page["summary"] + page["counts"] + page["opened"][0]["text"]
+    assert not any(char in shown for char in BIDI_CONTROLS)
+    assert "evil\u27e6U+202E\u27e7exe.txt" in shown and "pay \u27e6U+202E\u27e7\u27e6U+202D\u27e7" in shown
+
+
+def test_bidi_controls_in_the_source_name_do_not_reach_the_title(tmp_path):
+    run = tmp_path / "run\u202elmth.jsonl"
+    write_jsonl(run, [hostile_record()])
+    page = write_view(run)[0].read_text()
+    assert "\u202e" not in page.split('<script type="application/json"')[0]
+    assert "<title>dialogue-gym view: run\u27e6U+202E\u27e7lmth.jsonl</title>" in page
