@@ -68,7 +68,9 @@ class Limits:
     file_mb: int | None = 64
     """The largest file the agent may write, its log included, in MiB (``RLIMIT_FSIZE``)."""
     processes: int | None = 64
-    """Processes the sandboxed agent may run at once (``RLIMIT_NPROC``, in its own user namespace)."""
+    """Processes the sandboxed agent may run at once (``RLIMIT_NPROC``, counted in its own user namespace).
+    The kernel exempts uid 0 from it, so under an evaluator run as root it does not bind; a fork bomb is
+    then ended by the time limit of its call, with everything in its PID namespace."""
     scratch_mb: int = 256
     """Size of the sandbox's private scratch folder (a tmpfs at ``/tmp``, also its home and working folder)."""
 

@@ -106,7 +106,7 @@ class Prober:
     def act_batch(self, observations: Sequence[dict], infos: Sequence[dict], memories: Sequence[Any]) -> list[str]:
         try:
             result = getattr(self, self.attack)()
-        except OSError as exc:
+        except (OSError, MemoryError) as exc:
             result = f"refused: {type(exc).__name__}: {exc}"
         return [result] * len(observations)
 
@@ -128,20 +128,54 @@ class Prober:
         return f"argv {sys.argv!r} environ {sorted(os.environ)!r} fds {sorted(os.listdir('/proc/self/fd'))!r}"
 
     def write_package(self) -> str:
+        """Write ``target`` into the package folder, then into its bytecode cache (made if missing)."""
         import dialogue_gym
 
-        folder = os.path.join(os.path.dirname(dialogue_gym.__file__), "__pycache__")
-        with open(os.path.join(folder, self.target), "wb") as handle:
-            handle.write(b"stale")
-        return f"wrote {folder}"
+        package = os.path.dirname(dialogue_gym.__file__)
+        refused = []
+        for folder in (package, os.path.join(package, "__pycache__")):
+            try:
+                os.makedirs(folder, exist_ok=True)
+                with open(os.path.join(folder, self.target), "wb") as handle:
+                    handle.write(b"stale")
+            except OSError as exc:
+                refused.append(f"{type(exc).__name__}: {exc.strerror}")
+        return f"refused: {'; '.join(refused)}" if refused else f"wrote {package}"
 
     def network(self) -> str:
         host, port = self.target.split(":")
         with socket.create_connection((host, int(port)), timeout=2):
             return "connected"
 
+    def sleeps_forever(self) -> str:
+        time.sleep(3_600)
+        return "woke"
+
     def forks(self) -> str:
+        """Leave a process behind that has left the agent's session (``target``: its marker)."""
         if os.fork() == 0:
             os.setsid()
+            os.execv("/bin/sleep", ["sleep", self.target])
+        return "forked"
+
+    def hogs_memory(self) -> str:
+        block = bytearray(int(self.target) << 20)
+        return f"allocated {len(block):,} bytes"
+
+    def spins(self) -> str:
+        while True:
+            pass
+
+    def fork_bomb(self) -> str:
+        children = 0
+        while children < 200:
+            if os.fork() == 0:
+                os.execv("/bin/sleep", ["sleep", self.target])
+            children += 1
+        return f"forked {children}"
+
+    def forks_in_group(self) -> str:
+        """Leave a process behind in the agent's process group (``target``: its marker)."""
+        if os.fork() == 0:
             os.execv("/bin/sleep", ["sleep", self.target])
         return "forked"
