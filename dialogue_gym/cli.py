@@ -62,7 +62,7 @@ from dialogue_gym.health import UNHEALTHY_THRESHOLD, benchmark_split, format_hea
 from dialogue_gym.inputs import json_option
 from dialogue_gym.metrics.episodes import LABELS as EPISODE_LABELS
 from dialogue_gym.reporting import PRIVILEGED_MARK, PRIVILEGED_NOTE, format_table, terminal_safe
-from dialogue_gym.results import AgentResult, Results, check_save_suffix, compare, few_starts_note, now, software
+from dialogue_gym.results import AgentResult, Results, check_save_suffix, compare, few_starts_note, now, setting, software
 from dialogue_gym.sealing import Seal
 from envs_registry import REGISTRY, Entry, get, resolve
 
@@ -320,6 +320,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for key in ("env_kwargs", "metric_kwargs"):
         if a.provenance.get(key) != b.provenance.get(key):
             print(terminal_safe(f"note: the runs differ in {key}: {a.provenance.get(key)} vs {b.provenance.get(key)}"))
+    settings = setting(a.provenance), setting(b.provenance)
+    for key in settings[0]:
+        if settings[0][key] != settings[1][key]:
+            print(terminal_safe(
+                f"WARNING: the runs differ in setting, {key}: A {settings[0][key]} vs B {settings[1][key]}; "
+                "part of the difference may be the setting's, not the agents'"
+            ))
     return 0
 
 

@@ -33,7 +33,9 @@ import os
 import re
 import tempfile
 import threading
+import time
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -46,6 +48,7 @@ from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, is_privileged
 from dialogue_gym.health import UNHEALTHY_THRESHOLD, mark_unhealthy
 from dialogue_gym.agents.process import AgentProcess, Limits, check_level, in_process
+from dialogue_gym.results import check_save_suffix, now, results_of
 from dialogue_gym.sealing import Seal
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
@@ -478,6 +481,8 @@ def evaluate(
     isolate: bool | str = False,
     agent_limits: Limits | dict[str, Any] | None = None,
     agent_logs: str | Path | None = None,
+    save: str | Path | None = None,
+    bootstrap: int = 1000,
 ) -> list[Trajectory]:
     """Play ``episodes`` starts of ``env_id``'s fixed evaluation sequence with ``agent`` in the ``learner`` role.
 
@@ -523,13 +528,22 @@ def evaluate(
     late, or an error the agent reports) is an invalid move of its episode, listed in
     ``meta["agent_problems"]``; each trajectory's ``meta["isolation"]`` names the level. Sealed and
     sandboxed is the benchmark setting.
+
+    ``save`` writes the results file ``dialogue-gym eval --save`` writes (summary, per-episode scores,
+    headline intervals over ``bootstrap`` resamples of the starts, provenance), so a run evaluated from
+    Python can be set beside others with ``dialogue-gym compare``.
     """
+    started, clock = now(), time.perf_counter()
     _check_count(episodes, "episodes", 1)
     _check_count(repeats, "repeats", 1)
     _check_count(first_episode, "first_episode", 0)
     seal = sealing_of(sealed, unseal, seed)
     if out is not None:
         check_output_path(out, append=append)
+    if save is not None:
+        check_save_suffix(save)
+        check_output_path(save, append=True, name="save")
+        _check_count(bootstrap, "bootstrap", 0)
     evaluator = Evaluator(
         env_id, agent, learner=learner, env_kwargs=env_kwargs, agent_backend=agent_backend, batch_size=batch_size,
         unhealthy_threshold=UNHEALTHY_THRESHOLD if invalid_on_unhealthy else None, seal=seal, isolate=isolate,
@@ -542,6 +556,18 @@ def evaluate(
     if seal is not None:
         for trajectory in trajectories:
             trajectory.meta["secret"] = seal.hex
+    if save is not None:
+        provenance = {
+            "env_kwargs": dict(env_kwargs or {}), "learner": learner, "agent_backend": agent_backend, "episodes": episodes,
+            "repeats": repeats, "seed": None if seal else seed, "sealed": seal is not None and unseal is None, "replay": unseal is not None,
+            "secret": seal.hex if seal else None, "public_targets": evaluator.environment.game.public_targets() if seal else None,
+            "isolation": evaluator.isolation, "isolated": evaluator.isolation != "none",
+            "agent_kwargs": agent.get("kwargs") if isinstance(agent, dict) else None,
+            "agent_limits": asdict(evaluator.agent_limits) if evaluator.isolation != "none" else None,
+            "strata": len(evaluator.strata), "strata_played_equally": coverage_note(evaluator.strata, episodes, evaluator.run_seed(seed)) is None,
+            "metric_kwargs": {}, "command": None, "started": started, "seconds": round(time.perf_counter() - clock, 3),
+        }
+        results_of(env_id, {evaluator.agent_name: trajectories}, provenance, resamples=bootstrap).save(save)
     return trajectories
 
 

@@ -318,6 +318,15 @@ MAX_SCORE = 1e12
 the cent (1e308 passed the finite check but summed to inf)."""
 
 
+def setting(provenance: Mapping[str, Any]) -> dict[str, Any]:
+    """How a saved run was played, beside which episodes: the agent's isolation level (files from before
+    the levels say only ``isolated``, then a plain process) and whether its seeds were sealed, a replay
+    of a sealed run (``--unseal``: its secret already public) or open. ``compare`` names any difference."""
+    isolation = provenance.get("isolation") or ("process" if provenance.get("isolated") else "none")
+    seeds = "replay of a sealed run" if provenance.get("replay") else "sealed" if provenance.get("sealed") else "open"
+    return {"isolation": isolation, "seeds": seeds, "agent_limits": provenance.get("agent_limits")}
+
+
 def results_of(
     env_id: str, runs: Mapping[str, Sequence[Trajectory]], provenance: Mapping[str, Any], *, resamples: int = 1000
 ) -> Results:

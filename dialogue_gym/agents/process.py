@@ -171,6 +171,7 @@ def in_process(agent: Any) -> Any:
     described, _ = agent_message(agent) if isinstance(agent, (str, dict)) else ({}, [])
     if "class" not in described:
         return agent
+    sys.path[:0] = [str(path) for path in search_path() if str(path) not in sys.path]  # as the agent's process finds it
     return agent_class(described["class"])(**described["kwargs"])
 
 
@@ -279,16 +280,16 @@ class AgentProcess:
             "type": "hello", "env_id": env_id, "learner": learner, "env_kwargs": env_kwargs, "agent": described,
             "agent_backend": agent_backend, "path": [str(path.parent) for path in files] + [str(path) for path in search_path()],
         }
-        self.privileged = self._ready(hello, agent)
+        self.privileged = self._ready(hello, described.get("class") or described.get("name") or type(agent).__name__)
         """Whether the agent said it reads the privileged channel: it is then sent, and its rows are marked."""
 
-    def _ready(self, hello: dict[str, Any], agent: Any) -> bool:
+    def _ready(self, hello: dict[str, Any], agent: str) -> bool:
         deadline = time.monotonic() + self.limits.start_seconds
         line = write_all(self._input, encode(hello), deadline) or self._reader.line(READY_BYTES, deadline)
         if isinstance(line, Broken):
             self.close()
             raise AgentError(
-                f"the agent {agent!r:.80} did not start in its process ({line.problem}, start limit {self.limits.start_seconds:g} s); "
+                f"the agent {agent!r} did not start in its process ({line.problem}, start limit {self.limits.start_seconds:g} s); "
                 f"read its log {self.log} for why."
             )
         try:
@@ -298,10 +299,10 @@ class AgentProcess:
         ready = ready if isinstance(ready, dict) else {}
         if ready.get("type") == "error":
             self.close()
-            raise ConfigError(f"the agent {agent!r:.80} could not be built in its process: {error_text(ready.get('message'))} (its log: {self.log})")
+            raise ConfigError(f"the agent {agent!r} could not be built in its process: {error_text(ready.get('message'))} (its log: {self.log})")
         if ready.get("type") != "ready" or not isinstance(ready.get("privileged"), bool):
             self.close()
-            raise AgentError(f"the agent {agent!r:.80} answered its start with {line[:80]!r}, not the runner's ready message; its log: {self.log}")
+            raise AgentError(f"the agent {agent!r} answered its start with {line[:80]!r}, not the runner's ready message; its log: {self.log}")
         return ready["privileged"]
 
     def _send(self, message: dict[str, Any], seconds: float) -> Broken | None:

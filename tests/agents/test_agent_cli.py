@@ -1,0 +1,74 @@
+"""Your own agent on the command line and from Python (issue 42, items 3 and 6): ``eval --agent
+module:Class --agent-kwargs``, imported only in the agent's process when isolated; ``evaluate(...,
+save=PATH)`` writes what ``eval --save`` writes; ``compare`` warns when two runs differ in setting."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+import dialogue_gym  # noqa: F401
+from dialogue_gym.cli import main
+from dialogue_gym.evaluation import evaluate, load_trajectories
+
+EXAMPLE = '''
+from dialogue_gym.simulators.base import ScriptedPolicy
+
+
+class Greeter(ScriptedPolicy):
+    """Says its greeting, then asks about the owner's busiest hours."""
+
+    def __init__(self, greeting: str = "Hello"):
+        self.greeting = greeting
+
+    def act(self, observation, info, memory):
+        return f"<response>{self.greeting}! When are your busiest hours?</response>"
+'''
+
+
+@pytest.fixture
+def example(tmp_path, monkeypatch):
+    (tmp_path / "greeter.py").write_text(EXAMPLE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "greeter", raising=False)
+    return tmp_path
+
+
+@pytest.mark.parametrize("isolate", ["process", "none"])
+def test_eval_plays_your_own_class_with_its_kwargs_importing_it_only_in_the_agents_process(example, isolate, capsys):
+    command = ["eval", "SEAD-Outbound-v0", "--agent", "greeter:Greeter", "--agent-kwargs", '{"greeting": "Good morning"}',
+               "--episodes", "2", "--quiet", "--bootstrap", "0", "--isolate", isolate, "--out", "run.jsonl", "--save", "run.json"]
+    assert main(command) == 0
+    assert ("greeter" in sys.modules) == (isolate == "none")  # isolated, the evaluator never imports it
+    first = load_trajectories(example / "run.jsonl")[0].to_dict()["turns"][0]
+    assert first["raw"] == "<response>Good morning! When are your busiest hours?</response>"
+    provenance = json.loads((example / "run.json").read_text())["provenance"]
+    assert provenance["agents"] == ["greeter:Greeter"] and provenance["agent_kwargs"] == {"greeting": "Good morning"}
+
+
+def test_agent_kwargs_without_a_class_and_a_missing_class_are_refused_with_the_fix(example, capsys):
+    assert main(["eval", "SEAD-Outbound-v0", "--agent", "sop", "--agent-kwargs", "{}", "--quiet"]) == 2
+    assert "--agent-kwargs are the keyword arguments of an agent given as module:Class" in capsys.readouterr().err
+    assert main(["eval", "SEAD-Outbound-v0", "--agent", "greeter:Nobody", "--episodes", "1", "--quiet", "--isolate", "process"]) == 2
+    assert (
+        "the agent 'greeter:Nobody' could not be built in its process: ConfigError: cannot load the agent class 'greeter:Nobody': "
+        "module 'greeter' has no attribute 'Nobody'"
+    ) in capsys.readouterr().err
+
+
+def test_evaluate_save_writes_the_eval_save_record_and_compare_warns_of_a_different_setting(tmp_path, capsys):
+    cli, python = tmp_path / "cli.json", tmp_path / "python.json"
+    assert main(["eval", "RLADA-Banking-v0", "--agent", "keyword", "--episodes", "4", "--quiet", "--bootstrap", "50", "--save", str(cli)]) == 0
+    evaluate("RLADA-Banking-v0", "keyword", 4, save=python, bootstrap=50, isolate="process")
+    saved = [json.loads(path.read_text()) for path in (cli, python)]
+    timing = {"command", "started", "finished", "seconds", "isolation", "isolated", "agent_limits", "agent_kwargs"}
+    assert {key: value for key, value in saved[0]["provenance"].items() if key not in timing} == {
+        key: value for key, value in saved[1]["provenance"].items() if key not in timing
+    }
+    for part in ("rows", "headline", "episodes"):
+        assert saved[0][part] == saved[1][part]
+    capsys.readouterr()
+    assert main(["compare", str(cli), str(python), "--bootstrap", "50"]) == 0
+    assert "WARNING: the runs differ in setting, isolation: A none vs B process" in capsys.readouterr().out
