@@ -58,7 +58,7 @@ from dialogue_gym.agents.process import LEVELS, Limits
 from dialogue_gym.errors import ConfigError, DialogueGymError
 from dialogue_gym.evaluation import RUN_FILE_FIX, Evaluator, check_output_path, coverage_note, make_learner_env, sealing_of
 from dialogue_gym.fidelity import add_command as add_fidelity_command
-from dialogue_gym.health import UNHEALTHY_THRESHOLD, benchmark_split, format_health, summary_with_health
+from dialogue_gym.health import UNHEALTHY_THRESHOLD, benchmark_split, format_health, summary_with_health, with_format_column
 from dialogue_gym.inputs import json_option
 from dialogue_gym.metrics.episodes import LABELS as EPISODE_LABELS
 from dialogue_gym.reporting import PRIVILEGED_MARK, PRIVILEGED_NOTE, format_table, terminal_safe
@@ -163,7 +163,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     entry = get(args.env_id)
     env_kwargs = _json_object(args.env_kwargs, "--env-kwargs")
     metric_kwargs = _json_object(args.metric_kwargs, "--metric-kwargs")
-    summary, columns = resolve(entry.summary), resolve(entry.columns)
+    summary, columns = resolve(entry.summary), with_format_column(resolve(entry.columns))
     try:
         inspect.signature(summary).bind([], **metric_kwargs)
     except TypeError as exc:

@@ -34,6 +34,7 @@ by default counts every episode.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -334,6 +335,31 @@ def benchmark_split(trajectories: Sequence[Trajectory]) -> tuple[list[Trajectory
     return counted, left_out
 
 
+FORMAT_COLUMN = ("out_of_format", "out of format")
+"""The results tables' column (key, label) of the learner's share of turns out of its output format, beside ``invalid``."""
+
+
+def learner_out_of_format(trajectories: Sequence[Trajectory]) -> float:
+    """The learner's share of its checked turns that were not in format (``format_ok`` false): an LLM
+    agent that never writes its state tags has every turn flagged, though the parser read each leniently
+    (``invalid`` 0). NaN when none of its turns was checked."""
+    checked = missed = 0
+    for trajectory in _check_trajectories(trajectories):
+        for role, record in health_records(trajectory):
+            if role == trajectory.learner:
+                checked += 1
+                missed += not record.format_ok
+    return missed / checked if checked else math.nan
+
+
+def with_format_column(columns: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """A results table's ``columns`` with :data:`FORMAT_COLUMN` right after ``invalid_action_rate`` (at
+    the end when there is none)."""
+    keys = [key for key, _ in columns]
+    at = keys.index("invalid_action_rate") + 1 if "invalid_action_rate" in keys else len(keys)
+    return [*columns[:at], FORMAT_COLUMN, *columns[at:]]
+
+
 def summary_with_health(
     trajectories: Sequence[Trajectory],
     summary: Callable[..., dict[str, Any]],
@@ -344,7 +370,8 @@ def summary_with_health(
 ) -> dict[str, Any]:
     """A scenario ``summary`` plus the counterpart-health block.
 
-    Adds ``counterpart_health`` (:func:`counterpart_health` over every episode), ``health_warnings``,
+    Adds ``out_of_format`` (:func:`learner_out_of_format` over the counted episodes), ``counterpart_health``
+    (:func:`counterpart_health` over every episode), ``health_warnings``,
     ``unhealthy_episodes`` (episodes in which a counterpart failed on more than ``threshold`` of its
     turns) and ``unhealthy_provoked`` (those of them the learner :func:`provoked`). With
     ``invalid_on_unhealthy`` the unprovoked ones are marked (:func:`mark_unhealthy`) and the scenario
@@ -360,6 +387,7 @@ def summary_with_health(
         counted, _ = benchmark_split(trajectories)
     return {
         **summary(counted, **metric_kwargs),
+        FORMAT_COLUMN[0]: learner_out_of_format(counted),
         "counterpart_health": block,
         "health_warnings": health_warnings(block, threshold),
         "unhealthy_episodes": len(failing),

@@ -143,3 +143,46 @@ def test_format_health_is_a_table_or_nothing():
     assert table.splitlines()[0] == "counterpart health:"
     assert table.splitlines()[-1] == "| user | 2     | 1.000  | 0.000    | 0.500         | 0.000           | 0.500   |"
     assert format_health({}) == ""
+
+
+def test_an_agent_that_never_writes_its_state_tags_shows_it_beside_invalid(tmp_path, capsys):
+    """Every turn of an LLM agent without its tags is read leniently (invalid 0.000) but out of format:
+    the printed table and the saved results say so in the column beside ``invalid``."""
+    import json
+
+    from dialogue_gym.cli import main
+    from dialogue_gym.results import Results
+
+    backend = json.dumps({"name": "canned", "replies": ["Hello, this is Alex from FoodMap. Do you have a minute?"]})
+    saved = tmp_path / "r.json"
+    argv = ["eval", "SEAD-Outbound-v0", "--agent", "llm,sop", "--agent-backend", backend, "--episodes", "4", "--quiet", "--bootstrap", "0"]
+    assert main([*argv, "--save", str(saved)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith("| agent "))
+    table = lines[start:next(k for k in range(start, len(lines)) if not lines[k].startswith("|"))]
+    header = [cell.strip() for cell in table[0].strip("|").split("|")]
+    assert header[header.index("invalid") + 1] == "out of format"
+    rows = {cells[0]: cells for cells in ([cell.strip() for cell in line.strip("|").split("|")] for line in table[2:])}
+    at = header.index("out of format")
+    assert rows["llm"][header.index("invalid")] == "0.000" and rows["llm"][at] == "1.000" and rows["sop"][at] == "0.000"
+    results = Results.load(saved)
+    assert {agent.name: agent.summary["out_of_format"] for agent in results.agents} == {"llm": 1.0, "sop": 0.0}
+    assert main([*argv, "--save", str(tmp_path / "r.csv")]) == 0
+    header = next(line for line in (tmp_path / "r.csv").read_text().splitlines() if not line.startswith("#"))
+    assert "invalid_action_rate" in header and "out_of_format" in header
+
+
+def test_learner_out_of_format_counts_the_learners_checked_turns_only():
+    import math
+
+    from dialogue_gym.health import FORMAT_COLUMN, learner_out_of_format, with_format_column
+    from dialogue_gym.types import Trajectory, Turn
+
+    def turn(role, ok):
+        return Turn(role=role, raw="x", text="x", parsed={"health": {"format_ok": ok, "repaired": [], "role_reversal": [], "rule_violations": []}})
+
+    trajectory = Trajectory("x", 0, {}, [turn("agent", False), turn("user", False), turn("agent", True), Turn("agent", "y", "y")], learner="agent")
+    assert learner_out_of_format([trajectory]) == 0.5
+    assert math.isnan(learner_out_of_format([Trajectory("x", 0, {}, [turn("user", False)], learner="agent")]))
+    assert with_format_column([("a", "A"), ("invalid_action_rate", "invalid"), ("b", "B")]) == [("a", "A"), ("invalid_action_rate", "invalid"), FORMAT_COLUMN, ("b", "B")]
+    assert with_format_column([("a", "A")]) == [("a", "A"), FORMAT_COLUMN]
