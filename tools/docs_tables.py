@@ -47,13 +47,14 @@ def tables(results) -> str:
     """The summary table, the privileged note and the headline intervals of a loaded
     :class:`~dialogue_gym.results.Results`, rendered as ``dialogue-gym eval`` renders them."""
     from dialogue_gym.cli import headline_table
+    from dialogue_gym.health import with_format_column
     from dialogue_gym.metrics.episodes import LABELS
     from dialogue_gym.reporting import PRIVILEGED_MARK, PRIVILEGED_NOTE, format_table
     from envs_registry import get, resolve
 
     provenance = results.provenance
     entry = get(provenance["env_id"])
-    columns = resolve(entry.columns)
+    columns = with_format_column(resolve(entry.columns))
     rows = [{"name": agent.name + PRIVILEGED_MARK * agent.privileged, **agent.summary} for agent in results.agents]
     parts = [format_table(rows, columns, "agent")]
     if any(agent.privileged for agent in results.agents):
