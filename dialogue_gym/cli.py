@@ -403,7 +403,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from dialogue_gym.integrations.openenv import serve
+    from dialogue_gym.integrations.openenv_server import serve
 
     serve(
         args.env_id, host=args.host, port=args.port, learner=args.learner, env_kwargs=_json_object(args.env_kwargs, "--env-kwargs"),

@@ -2,7 +2,8 @@
 
 - :mod:`dialogue_gym.integrations.datasets`: export recorded runs as Hugging Face datasets (``dialogue-gym export``).
 - :mod:`dialogue_gym.integrations.trl`: TRL's ``GRPOTrainer`` (``rollout_func`` and ``environment_factory``).
-- :mod:`dialogue_gym.integrations.openenv`: every id as an OpenEnv environment server (``dialogue-gym serve``).
+- :mod:`dialogue_gym.integrations.openenv_server`: every id as an OpenEnv environment server (``dialogue-gym serve``);
+  :mod:`dialogue_gym.integrations.openenv` is its client, which imports neither the server nor ``openenv-core``.
 - :mod:`dialogue_gym.integrations.verifiers`: every id as a ``verifiers`` multi-turn environment.
 
 :mod:`dialogue_gym.integrations.common` holds what they share and needs none of those libraries.

@@ -18,7 +18,8 @@ from server_thread import in_thread  # noqa: E402
 
 from dialogue_gym.cli import main  # noqa: E402
 from dialogue_gym.errors import ConfigError, DependencyNotInstalled  # noqa: E402
-from dialogue_gym.integrations.openenv import DialogueAction, DialogueGymClient, make_app  # noqa: E402
+from dialogue_gym.integrations.openenv import DialogueAction, DialogueGymClient  # noqa: E402
+from dialogue_gym.integrations.openenv_server import make_app  # noqa: E402
 from envs_registry import REGISTRY  # noqa: E402
 
 
@@ -153,9 +154,59 @@ def test_bad_ids_and_kwargs_fail_before_serving(capsys, monkeypatch):
     assert f"TRACER-UserSim-v0 at http://127.0.0.1:{port} " in capsys.readouterr().err
 
 
-def test_missing_openenv_names_the_extra(monkeypatch):
-    for name in [name for name in sys.modules if name.split(".")[0] == "openenv"]:
+def test_missing_openenv_names_the_extra_for_the_server_and_the_client_needs_only_websockets(monkeypatch):
+    for name in {"openenv", "openenv.core", *(name for name in sys.modules if name.split(".")[0] == "openenv")}:
         monkeypatch.setitem(sys.modules, name, None)
+    for module in ("dialogue_gym.integrations.openenv_server", "dialogue_gym.integrations.openenv"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    with pytest.raises(DependencyNotInstalled, match=r"Serving environments with OpenEnv needs .*pip install 'dialogue_gym\[openenv\]'"):
+        importlib.import_module("dialogue_gym.integrations.openenv_server")
+    client = importlib.import_module("dialogue_gym.integrations.openenv")  # openenv-core is not needed to play
+    assert client.DialogueGymClient("http://127.0.0.1:8000")._ws_url == "ws://127.0.0.1:8000/ws"
     monkeypatch.delitem(sys.modules, "dialogue_gym.integrations.openenv")
-    with pytest.raises(DependencyNotInstalled, match=r"pip install 'dialogue_gym\[openenv\]'"):
+    for name in [name for name in sys.modules if name.split(".")[0] == "websockets"] + ["websockets"]:
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(DependencyNotInstalled, match=r"The OpenEnv client needs the optional package 'websockets'.*pip install 'dialogue_gym\[openenv\]'"):
         importlib.import_module("dialogue_gym.integrations.openenv")
+
+
+def test_the_client_speaks_to_openenv_urls_like_openenvs_own():
+    from dialogue_gym.integrations.openenv import ws_url
+
+    assert ws_url("http://host:8000/") == "ws://host:8000/ws" and ws_url("https://host/env") == "wss://host/env/ws"
+    assert ws_url("host:8000") == "ws://host:8000/ws" and ws_url("wss://host") == "wss://host/ws"
+
+
+def test_server_names_imported_from_the_client_module_load_the_server():
+    from dialogue_gym.integrations import openenv, openenv_server
+
+    assert openenv.make_app is openenv_server.make_app and openenv.serve is openenv_server.serve
+    with pytest.raises(AttributeError):
+        openenv.no_such_name
+
+
+def test_the_client_raises_server_errors_with_their_code_and_closes_a_session_left_unanswered():
+    from dialogue_gym.integrations.openenv import ServerError
+
+    with running(make_app("SEAD-Outbound-v0")) as url:
+        with DialogueGymClient(base_url=url).sync() as environment:
+            with pytest.raises(ServerError) as refused:
+                environment.step("Hello?")  # the move's text alone is an action too
+            assert refused.value.code == "EXECUTION_ERROR" and refused.value.message.startswith("step() called before reset()")
+            assert environment.reset(seed=0).observation.messages
+        impatient = DialogueGymClient(base_url=url, message_timeout_s=1e-6).sync()
+        with pytest.raises(TimeoutError, match=r"no answer to reset\(\) from ws://127\.0\.0\.1:\d+/ws within 1e-06 s.*the session was closed"):
+            impatient.reset(seed=0)
+        assert impatient._ws is None
+        with pytest.raises(TypeError, match="takes a DialogueAction"):
+            DialogueGymClient(base_url=url).sync().step(3)
+
+        async def late():
+            async with DialogueGymClient(base_url=url, message_timeout_s=1e-6) as environment:
+                await environment.reset(seed=0)
+
+        with pytest.raises(TimeoutError, match="the session was closed"):
+            asyncio.run(late())
+    with pytest.raises(TypeError, match="async: use 'async with client:'"):
+        with DialogueGymClient(base_url="http://127.0.0.1:1"):
+            pass

@@ -12,7 +12,7 @@ pytest.importorskip("openenv")
 import uvicorn  # noqa: E402
 
 from dialogue_gym.cli import main  # noqa: E402
-from dialogue_gym.integrations.openenv import DialogueGymEnvironment  # noqa: E402
+from dialogue_gym.integrations.openenv_server import DialogueGymEnvironment  # noqa: E402
 from dialogue_gym.sealing import Seal  # noqa: E402
 
 SECRET = "00112233445566778899aabbccddeeff"

@@ -21,8 +21,9 @@ pytest.importorskip("uvicorn")
 
 from dialogue_gym.cli import main  # noqa: E402
 from dialogue_gym.errors import ConfigError  # noqa: E402
-from dialogue_gym.integrations import openenv as served  # noqa: E402
-from dialogue_gym.integrations.openenv import DialogueAction, DialogueGymClient, make_server  # noqa: E402
+from dialogue_gym.integrations import openenv_server as served  # noqa: E402
+from dialogue_gym.integrations.openenv import DialogueAction, DialogueGymClient  # noqa: E402
+from dialogue_gym.integrations.openenv_server import make_server  # noqa: E402
 from server_thread import in_thread  # noqa: E402
 
 TOKEN = "test-token-0123456789"
@@ -244,7 +245,7 @@ def test_a_short_token_from_the_environment_is_refused_too(monkeypatch, capsys):
 
 def test_in_process_sessions_check_text_but_leave_other_values_to_the_env():
     from dialogue_gym.errors import InvalidAction
-    from dialogue_gym.integrations.openenv import DialogueGymEnvironment
+    from dialogue_gym.integrations.openenv_server import DialogueGymEnvironment
 
     session = DialogueGymEnvironment("SEAD-Outbound-v0")
     with pytest.raises(ConfigError, match=r"reset options holds '\\udfff', which is not UTF-8 text"):
