@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 BACKENDS: dict[str, str] = {
     "transformers": "dialogue_gym.backends.transformers_backend:TransformersBackend",
     "canned": "dialogue_gym.backends.canned:CannedBackend",
+    "latency": "dialogue_gym.backends.canned:LatencyBackend",
     "openai": "dialogue_gym.backends.openai_compat:OpenAIBackend",
     "vllm": "dialogue_gym.backends.vllm_backend:VLLMBackend",
     "cached": "dialogue_gym.backends.cache:CachedBackend",
@@ -34,6 +35,7 @@ BACKENDS: dict[str, str] = {
 _LAZY = {
     "TransformersBackend": "dialogue_gym.backends.transformers_backend",
     "CannedBackend": "dialogue_gym.backends.canned",
+    "LatencyBackend": "dialogue_gym.backends.canned",
     "build_tiny_chat_model": "dialogue_gym.backends.tiny",
     "OpenAIBackend": "dialogue_gym.backends.openai_compat",
     "VLLMBackend": "dialogue_gym.backends.vllm_backend",
@@ -47,6 +49,7 @@ __all__ = [
     "CannedBackend",
     "GenerationOutput",
     "GenerationRequest",
+    "LatencyBackend",
     "OpenAIBackend",
     "SamplingParams",
     "TransformersBackend",

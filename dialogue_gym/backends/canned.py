@@ -5,6 +5,8 @@ Use it in tests and offline demos wherever a real model is not the point.
 
 from __future__ import annotations
 
+import hashlib
+import time
 from typing import Any, Sequence
 
 from ..errors import BackendError, ConfigError
@@ -75,3 +77,65 @@ class CannedBackend:
 
     def __repr__(self) -> str:
         return f"CannedBackend(replies=<{len(self.replies)} replies>, cycle={self.cycle})"
+
+
+class LatencyBackend:
+    """A stand-in for a batched GPU engine: each call of up to ``max_batch`` requests answers after a
+    fixed ``latency`` (seconds; a call of ``n`` requests takes ``ceil(n / max_batch)`` of them), with
+    canned replies. What a rollout loop does around generation can be timed against it with no model.
+
+    Args:
+        replies: the texts to answer with (at least one), e.g. a learner's replies in its real format.
+        latency: seconds per call of up to ``max_batch`` requests (default 0.05: a 50 ms GPU turn).
+        max_batch: the most requests one ``latency`` serves (default 64).
+
+    The reply to a request is ``replies[h % len(replies)]`` with ``h`` a hash of its messages, so a
+    prompt gets the same reply whatever call, batch or position it comes in: rollouts that batch the
+    same prompts differently play the same dialogues. The wait is ``time.sleep`` (the GIL is released,
+    as a GPU engine waiting on its kernels releases it). :attr:`busy_seconds` sums the latency served
+    (``calls * latency`` for calls of up to ``max_batch``), :attr:`calls` and :attr:`requests` count.
+    """
+
+    name = "latency"
+
+    def __init__(self, replies: Sequence[str], latency: float = 0.05, max_batch: int = 64) -> None:
+        self._canned = CannedBackend(replies)
+        if isinstance(latency, bool) or not isinstance(latency, (int, float)) or not 0 <= latency < float("inf"):
+            raise ConfigError(f"LatencyBackend: latency must be a finite number of seconds >= 0, got {latency!r}.")
+        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
+            raise ConfigError(f"LatencyBackend: max_batch must be a positive int, got {max_batch!r}.")
+        self.replies = self._canned.replies
+        self.latency = float(latency)
+        self.max_batch = max_batch
+        self.busy_seconds = 0.0
+        self.calls = 0
+        self.requests = 0
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """The JSON-serialisable spec that :func:`dialogue_gym.backends.make_backend` accepts."""
+        return {"name": self.name, "replies": list(self.replies), "latency": self.latency, "max_batch": self.max_batch}
+
+    def reply_index(self, request: GenerationRequest) -> int:
+        """Which reply ``request`` gets: a pure function of its messages."""
+        digest = hashlib.blake2b(digest_size=8)
+        for message in request.messages:
+            digest.update(str(message.get("role", "")).encode("utf-8", "surrogatepass") + b"\0")
+            digest.update(str(message.get("content", "")).encode("utf-8", "surrogatepass") + b"\1")
+        return int.from_bytes(digest.digest(), "little") % len(self.replies)
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationOutput]:
+        requests = list(requests)
+        outputs = []
+        for request in requests:
+            index = self.reply_index(request)
+            outputs.append(GenerationOutput(text=self.replies[index], finish_reason="stop", meta={"backend": self.name, "index": index}))
+        seconds = self.latency * -(-len(requests) // self.max_batch)
+        time.sleep(seconds)
+        self.busy_seconds += seconds
+        self.calls += 1
+        self.requests += len(requests)
+        return outputs
+
+    def __repr__(self) -> str:
+        return f"LatencyBackend(replies=<{len(self.replies)} replies>, latency={self.latency}, max_batch={self.max_batch})"
