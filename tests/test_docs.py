@@ -149,6 +149,30 @@ def test_site_builds_strict(tmp_path):
     assert ":func:`" not in api and ":class:`" not in api  # Sphinx roles become code (docs/_ext/sphinx_roles.py)
 
 
+def public_modules() -> list[str]:
+    """Every module of ``dialogue_gym`` no part of whose dotted name starts with an underscore."""
+    names = []
+    for path in sorted((ROOT / "dialogue_gym").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        if not any(part.startswith("_") for part in parts):
+            names.append(".".join(parts))
+    return names
+
+
+def test_every_public_module_is_in_the_api_reference():
+    """Each public module has a ``::: module`` block in docs/api.md, or is a submodule of a package whose
+    block renders its submodules (``show_submodules: true``); and every block names a real module."""
+    page = (DOCS / "api.md").read_text(encoding="utf-8")
+    blocks = dict(re.findall(r"^::: ([\w.]+)\n((?:    .*\n)*)", page, re.M))
+    with_submodules = [name for name, options in blocks.items() if re.search(r"^\s+show_submodules: true$", options, re.M)]
+    modules = public_modules()
+    assert len(modules) > 100 and "dialogue_gym.sealing" in modules and "dialogue_gym.agents.protocol" in modules
+    missing = [name for name in modules if name not in blocks and not any(name.startswith(package + ".") for package in with_submodules)]
+    assert not missing, f"public modules missing from docs/api.md (add a '::: name' block): {missing}"
+    assert not set(blocks) - set(modules), f"docs/api.md documents modules that do not exist: {sorted(set(blocks) - set(modules))}"
+
+
 def _blocks(page: Path) -> list[tuple[str, str]]:
     return re.findall(r"```(bash|python)\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
 
