@@ -31,7 +31,7 @@ def exact_mean(values: Iterable[float]) -> float:
 
 def exact_row_sums(matrix: Any) -> np.ndarray:
     """:func:`exact_sum` of every row of a 2-D array (a bootstrap resample per row)."""
-    return np.array([math.fsum(row) for row in np.asarray(matrix, dtype=float).tolist()], dtype=float).reshape(-1)
+    return np.array([math.fsum(row) for row in np.asarray(matrix, dtype=float).tolist()], dtype=float)
 
 
 class MeanStd(NamedTuple):
