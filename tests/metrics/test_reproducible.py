@@ -93,6 +93,13 @@ def test_ot_dtw_does_not_depend_on_the_order_of_sessions():
         session("g", "s2", ["y", "y", "w"], ["w"]), session("g", "s1", ["x"], ["w"]),
     ]
     assert len({tracer.ot_dtw(list(order), FourWords()) for order in itertools.permutations(trajectories)}) == 1
+    # The real side too: these three sessions meet their references in another order in each permutation,
+    # and unsorted references gave 0.2333333333333333 or 0.23333333333333328.
+    trajectories = [
+        session("g", "s0", ["y", "y", "z"], ["z", "x"]), session("g", "s1", ["y", "x"], ["z", "y", "y"]),
+        session("g", "s2", ["y", "z", "x"], ["x"]),
+    ]
+    assert len({tracer.ot_dtw(list(order), FourWords()) for order in itertools.permutations(trajectories)}) == 1
 
 
 def _summaries(env_id: str, trajectories: list) -> tuple[str, str]:
