@@ -262,6 +262,7 @@ def dialogue_entry(record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
         "seed": record.get("seed") if _number(record.get("seed")) is not None or isinstance(record.get("seed"), str) else None,
         "learner": learner,
         "turns": len(turns),
+        "learner_turns": sum(1 for shown in turns if learner is not None and shown["role"] == learner),
         "reward": reward,
         "invalid": invalid,
         "unhealthy_turns": unhealthy_turns,
@@ -294,13 +295,31 @@ def page_data(records: Iterable[dict[str, Any]], source: str = "") -> dict[str, 
     """What the page embeds: ``rows`` (one per dialogue, for the list, filters and plots), ``details``
     (each dialogue's turns as a JSON string, parsed by the page when opened), ``facets`` (the sorted
     values the filters offer) and the source's name."""
-    rows, details = [], []
+    rows, details, used = [], [], set()
     for record in records:
         row, detail = dialogue_entry(record)
         rows.append(row)
         details.append(json.dumps(detail, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+        profile = detail["profile"]
+        if row["env"].startswith("SEAD") and isinstance(profile, dict) and isinstance(profile.get("behaviors"), list):
+            used.update(code for code in profile["behaviors"] if isinstance(code, str))
     facets = {key: sorted({row[key] for row in rows}) for key in ("env", "agent", "outcome")}
-    return {"source": source, "page_size": PAGE_SIZE, "turn_page": TURNS_PER_PAGE, "rows": rows, "details": details, "facets": facets}
+    codes = behaviour_codes(used)
+    return {"source": source, "page_size": PAGE_SIZE, "turn_page": TURNS_PER_PAGE, "rows": rows, "details": details, "facets": facets, "codes": codes}
+
+
+def behaviour_codes(used: Iterable[str]) -> dict[str, str]:
+    """The meaning of each SEAD behaviour code in ``used`` (``TS4``, ``CM2``, ... from the dialogues'
+    profiles), from SEAD's behaviour library (``scenarios/sead/data/behaviors.json``), e.g.
+    ``{"TS4": "Trust and Skepticism: asks for proof that the promotion works"}``; unknown codes are left out."""
+    used = set(used)
+    if not used:
+        return {}
+    from dialogue_gym.scenarios.sead.data import DEFAULT_BEHAVIORS_FILE
+
+    library = json.loads(DEFAULT_BEHAVIORS_FILE.read_text(encoding="utf-8"))
+    meaning = {item["id"]: f"{item['category'].replace('_', ' ')}: {item['description']}" for item in library["behaviors"]}
+    return {code: meaning[code] for code in sorted(used) if code in meaning}
 
 
 def render_html(records: Iterable[dict[str, Any]], *, source: str = "", title: str | None = None) -> str:
@@ -403,7 +422,7 @@ main { display:grid; grid-template-columns:minmax(320px,420px) 1fr; gap:12px; pa
 details summary { cursor:pointer; font-size:12px; color:var(--muted); }
 table { border-collapse:collapse; font-size:12px; } td, th { padding:2px 8px; border-bottom:1px solid var(--line); text-align:left; }
 td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
-svg text { font:10px system-ui,sans-serif; fill:#444; } .legend span { margin-right:10px; font-size:12px; }
+svg text { font:10px system-ui,sans-serif; fill:#444; } svg text.tick { fill:#7a8594; } .chips-label { font-size:11px; color:var(--muted); margin-right:4px; } .legend span { margin-right:10px; font-size:12px; }
 .swatch { display:inline-block; width:10px; height:10px; border-radius:2px; margin-right:3px; vertical-align:-1px; }
 @media (max-width:900px) { main { grid-template-columns:1fr; } }
 """
@@ -412,6 +431,7 @@ _SCRIPT = r"""
 (function () {
 "use strict";
 var DATA = JSON.parse(document.getElementById("dg-data").textContent);
+var CODES = dict(DATA.codes);  // SEAD behaviour code -> "Category: description", for the legend
 var ROWS = DATA.rows, DETAILS = DATA.details, PAGE = DATA.page_size || 50, TURN_PAGE = DATA.turn_page || 200;
 var SVGNS = "http://www.w3.org/2000/svg";
 // Names from the run (agents, env ids, outcomes) key these maps: no prototype, so "__proto__" or "constructor" is a name like any other.
@@ -536,7 +556,7 @@ function renderList() {
 function rowItem(i) {
   var r = ROWS[i];
   var top = el("div", {cls: "rowtop"}, [el("strong", {text: "#" + i}), badge(r.outcome), el("span", {text: r.agent}),
-    el("span", {cls: "muted small", text: "start " + fmt(r.start) + (r.repeat ? " r" + r.repeat : "") + " \u00b7 " + r.turns + " turns" + (r.reward !== null ? " \u00b7 R " + fmt(r.reward) : "")})]);
+    el("span", {cls: "muted small", text: "start " + fmt(r.start) + (r.repeat ? " r" + r.repeat : "") + " \u00b7 " + turnCount(r) + (r.reward !== null ? " \u00b7 R " + fmt(r.reward) : "")})]);
   if (r.invalid) top.appendChild(el("span", {cls: "flag bad", text: r.invalid + " invalid"}));
   if (r.unhealthy_turns) top.appendChild(el("span", {cls: "flag", text: r.unhealthy_turns + " health"}));
   if (r.unhealthy) top.appendChild(el("span", {cls: "flag bad", text: "unhealthy"}));
@@ -547,14 +567,24 @@ function rowItem(i) {
   return item;
 }
 
+function turnCount(r) {
+  // Both sides' turns, and the learner's own (what max_agent_turns and ATT count).
+  return r.turns + " turns" + (r.learner && typeof r.learner_turns === "number" ? " (" + r.learner_turns + " by the " + r.learner + ")" : "");
+}
+
 function chart(series, turns, offset) {
   var n = turns.length, rowH = 34, left = 96, step = Math.max(14, Math.min(36, 560 / Math.max(n, 1)));
   var width = left + step * Math.max(n, 1) + 12, height = rowH * series.length + 26;
   var g = sv("svg", {width: width, height: height, viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": "hidden state per turn", "class": "state-chart"});
   series.forEach(function (s, k) {
     var y0 = k * rowH + 4, h = rowH - 10, span = (s.max - s.min) || 1, c = SERIES_COLORS[k % SERIES_COLORS.length];
-    g.appendChild(sv("text", {x: 0, y: y0 + h / 2 + 3}, s.name + " " + s.min + "\u2013" + s.max));
-    g.appendChild(sv("line", {x1: left, y1: y0 + h, x2: width - 6, y2: y0 + h, stroke: "#d8dde5"}));
+    g.appendChild(sv("text", {x: 0, y: y0 + h / 2 + 3}, s.name));
+    laneTicks(s).forEach(function (v, j, all) {
+      // a faint line at each value; its number at the lane's left edge for the lowest and highest
+      var y = y0 + h - (v - s.min) / span * h;
+      g.appendChild(sv("line", {x1: left, y1: y.toFixed(1), x2: width - 6, y2: y.toFixed(1), stroke: j ? "#eef1f5" : "#d8dde5"}));
+      if (j === 0 || j === all.length - 1) g.appendChild(sv("text", {x: left - 4, y: (y + 3).toFixed(1), "text-anchor": "end", "class": "tick"}, fmt(v)));
+    });
     var path = "", pen = false;
     s.values.slice(offset, offset + n).forEach(function (v, t) {
       if (v === null || v === undefined) { pen = false; return; }
@@ -582,6 +612,14 @@ function chart(series, turns, offset) {
   return g;
 }
 
+function laneTicks(s) {
+  // every value of a small integer scale (SEAD's 0-4, TRACER's intent levels), else its ends and middle
+  if (Number.isInteger(s.min) && Number.isInteger(s.max) && s.max - s.min <= 8) {
+    var all = []; for (var v = s.min; v <= s.max; v++) all.push(v); return all;
+  }
+  return [s.min, (s.min + s.max) / 2, s.max];
+}
+
 function kvTable(obj, head) {
   var keys = Object.keys(obj);
   if (!keys.length) return null;
@@ -599,13 +637,13 @@ function open(i, part) {
   Array.prototype.forEach.call(document.querySelectorAll("#dg-list li"), function (li) { li.classList.toggle("open", li.getAttribute("data-index") === String(i)); });
   box.appendChild(el("h2", {}, ["Dialogue #" + i + " ", badge(r.outcome)]));
   box.appendChild(el("p", {cls: "muted small", text: [r.env, "agent " + r.agent, "learner " + (r.learner || "?"), "start " + fmt(r.start),
-    "repeat " + fmt(r.repeat), "seed " + fmt(r.seed), r.turns + " turns"].join(" \u00b7 ")}));
+    "repeat " + fmt(r.repeat), "seed " + fmt(r.seed), turnCount(r)].join(" \u00b7 ")}));
   if (d.series.length) {
     box.appendChild(el("h3", {text: d.series.length > 1 ? "Hidden state per turn" : "Intent level per turn"}));
     box.appendChild(chart(d.series, part, first));
     var hasEstimate = d.series.some(function (s) { return s.estimate; });
     box.appendChild(el("p", {cls: "muted small", text: "Dots: the hidden state after each turn" + (hasEstimate ? "; rings: the learner's estimate of it" : "") +
-      ". Squares under a turn: invalid action (purple), failed health check (red). Hover a point for its value."}));
+      ". Numbers at a lane's left: its lowest and highest value. Squares under a turn: invalid action (purple), failed health check (red). Hover a point for its value."}));
   }
   var rewards = kvTable(d.rewards, ["role", "reward"]), terms = kvTable(d.terms, ["term", "value"]);
   if (rewards || terms) {
@@ -613,6 +651,12 @@ function open(i, part) {
     var wrap = el("div", {cls: "rewards"}, [rewards, terms]);
     wrap.style.display = "flex"; wrap.style.gap = "24px"; wrap.style.alignItems = "flex-start";
     box.appendChild(wrap);
+  }
+  var shownCodes = d.profile && Array.isArray(d.profile.behaviors) ? d.profile.behaviors.filter(function (c) { return typeof c === "string" && c in CODES; }) : [];
+  if (shownCodes.length) {
+    var codeList = el("ul", {cls: "codes small"});
+    shownCodes.forEach(function (c) { codeList.appendChild(el("li", {}, [el("code", {text: c}), " " + CODES[c]])); });
+    box.appendChild(el("div", {}, [el("h3", {text: "Counterpart's behaviours"}), codeList]));
   }
   if (d.profile !== null && d.profile !== undefined) box.appendChild(el("details", {}, [el("summary", {text: "profile"}), el("pre", {text: JSON.stringify(d.profile, null, 2)})]));
   box.appendChild(el("h3", {text: "Turns"}));
@@ -641,7 +685,12 @@ function turnItem(t, k, learner, series) {
   var chips = el("div", {});
   series.forEach(function (s) { var v = s.values[k]; if (v !== null && v !== undefined) chips.appendChild(el("span", {cls: "chip", text: s.name + " " + fmt(v)})); });
   if (t.state !== undefined) chips.appendChild(el("span", {cls: "chip", text: "state " + JSON.stringify(t.state)}));
-  if (chips.firstChild) bubble.appendChild(chips);
+  if (chips.firstChild) {
+    // The chips are the game's true hidden state after this turn, never the learner's own reading of it.
+    var label = isLearner ? "counterpart's true state (not the learner's estimate):" : "true state:";
+    chips.insertBefore(el("span", {cls: "chips-label", title: "The hidden state the game held after this turn; the learner's estimate, when it gives one, is in 'parsed' and drawn as rings in the chart.", text: label}), chips.firstChild);
+    bubble.appendChild(chips);
+  }
   if (t.invalid) bubble.appendChild(el("div", {}, [el("span", {cls: "flag bad", text: "invalid: " + t.invalid})]));
   if (t.health) { var h = el("div", {}); t.health.forEach(function (f) { h.appendChild(el("span", {cls: "flag" + (/^repaired/.test(f) ? "" : " bad"), text: f})); }); bubble.appendChild(h); }
   if (t.parsed && t.parsed.length <= 140) bubble.appendChild(el("div", {cls: "parsed", text: "parsed " + t.parsed}));
@@ -680,6 +729,13 @@ function renderSummary() {
     });
     cards.appendChild(el("div", {cls: "card"}, [el("h3", {text: "Agents"}), t,
       el("p", {cls: "muted small", text: "Of the dialogues the filters show. Columns count dialogues."})]));
+    var codes = Object.keys(CODES).sort();
+    if (codes.length && env.indexOf("SEAD") === 0) {
+      var legendList = el("dl", {cls: "codes small"});
+      codes.forEach(function (c) { legendList.appendChild(el("dt", {}, [el("code", {text: c})])); legendList.appendChild(el("dd", {text: CODES[c]})); });
+      cards.appendChild(el("details", {cls: "card codes-legend"}, [el("summary", {text: "Behaviour codes (" + codes.length + ")"}), legendList,
+        el("p", {cls: "muted small", text: "The owner's behaviours in the profiles (TS4, CM2, ...), from SEAD's behaviour library."})]));
+    }
     group.appendChild(cards);
     box.appendChild(group);
   });
@@ -714,7 +770,7 @@ function rewardChart(order, agents) {
   if (!all.length) return el("p", {cls: "muted small", text: "No learner rewards recorded."});
   var lo = Math.min.apply(null, all), hi = Math.max.apply(null, all), bins = 20;
   if (hi === lo) { lo -= 0.5; hi += 0.5; }
-  var left = 100, plotW = 240, rowH = 30, width = left + plotW + 10, height = order.length * rowH + 16;
+  var left = 100, plotW = 240, rowH = 30, width = left + plotW + 44, height = order.length * rowH + 40;
   var g = sv("svg", {width: width, height: height, viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": "reward distribution per agent"});
   order.forEach(function (name, k) {
     var counts = new Array(bins).fill(0), rs = agents[name].rewards, y0 = k * rowH + 2, h = rowH - 6;
@@ -728,9 +784,20 @@ function rewardChart(order, agents) {
       g.appendChild(r);
     });
     g.appendChild(sv("line", {x1: left, y1: y0 + h, x2: left + plotW, y2: y0 + h, stroke: "#d8dde5"}));
+    // the count scale of this agent's row: its tallest bar's count at the top, 0 at the base, n dialogues
+    g.appendChild(sv("line", {x1: left + plotW + 2, y1: y0, x2: left + plotW + 2, y2: y0 + h, stroke: "#d8dde5"}));
+    g.appendChild(sv("text", {x: left + plotW + 5, y: y0 + 8, "class": "tick"}, String(peak)));
+    g.appendChild(sv("text", {x: left + plotW + 5, y: y0 + h, "class": "tick"}, "0"));
+    g.appendChild(sv("title", {}, name + ": " + rs.length + " dialogues; tallest bar " + peak));
   });
-  g.appendChild(sv("text", {x: left, y: height - 2}, fmt(lo)));
-  g.appendChild(sv("text", {x: left + plotW, y: height - 2, "text-anchor": "end"}, fmt(hi)));
+  var axisY = order.length * rowH + 2;
+  g.appendChild(sv("line", {x1: left, y1: axisY, x2: left + plotW, y2: axisY, stroke: "#9aa4b1"}));
+  [0, 1, 2, 3, 4].forEach(function (j) {
+    var x = left + j * plotW / 4, v = lo + j * (hi - lo) / 4;
+    g.appendChild(sv("line", {x1: x.toFixed(1), y1: axisY, x2: x.toFixed(1), y2: axisY + 4, stroke: "#9aa4b1"}));
+    g.appendChild(sv("text", {x: x.toFixed(1), y: axisY + 14, "text-anchor": j === 0 ? "start" : j === 4 ? "end" : "middle", "class": "tick"}, Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(2)));
+  });
+  g.appendChild(sv("text", {x: left + plotW / 2, y: height - 2, "text-anchor": "middle"}, "learner reward (bar height: dialogues)"));
   return g;
 }
 

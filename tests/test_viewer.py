@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -242,3 +243,33 @@ def test_bidi_controls_in_the_source_name_do_not_reach_the_title(tmp_path):
     page = write_view(run)[0].read_text()
     assert "\u202e" not in page.split('<script type="application/json"')[0]
     assert "<title>dialogue-gym view: run\u27e6U+202E\u27e7lmth.jsonl</title>" in page
+
+
+@pytest.mark.skipif(NODE is None, reason="needs Node.js to run the page's script without a browser")
+def test_the_page_explains_codes_truth_turns_and_scales(tmp_path):
+    """Issue 44: behaviour codes have a legend with their meaning (from SEAD's library), the chips under a
+    learner turn say they are the counterpart's true state, turn counts say whose turns, the state lanes
+    carry value ticks and the reward histogram counts and an axis."""
+    run = tmp_path / "played.jsonl"
+    play("SEAD-Outbound-v0", run, agents=["adaptive"], episodes=3)
+    records = [json.loads(line) for line in run.read_text(encoding="utf-8").splitlines()]
+    data = page_data(records)
+    behaviours = {code for record in records for code in record["profile"]["behaviors"]}
+    library = json.loads((Path(__file__).parent.parent / "dialogue_gym/scenarios/sead/data/behaviors.json").read_text(encoding="utf-8"))
+    meaning = {item["id"]: item for item in library["behaviors"]}
+    assert set(data["codes"]) == behaviours and behaviours
+    for code, text in data["codes"].items():
+        assert text == f"{meaning[code]['category'].replace('_', ' ')}: {meaning[code]['description']}"
+    learner_turns = [sum(turn["role"] == "agent" for turn in record["turns"]) for record in records]
+    assert [row["learner_turns"] for row in data["rows"]] == learner_turns
+    assert page_data([hostile_record(meta={"env_id": "TRACER-UserSim-v0"})])["codes"] == {}
+    result = run_page(tmp_path, records)
+    assert result["error"] is None, result["error"]
+    opened = result["opened"][0]["text"]
+    assert f"{len(records[0]['turns'])} turns ({learner_turns[0]} by the agent)" in opened
+    assert "Counterpart's behaviours" in opened and all(code in opened for code in records[0]["profile"]["behaviors"])
+    assert "counterpart's true state (not the learner's estimate):" in opened and "true state:" in opened
+    assert "Numbers at a lane's left: its lowest and highest value" in opened
+    assert "Behaviour codes (" in result["summary"] and "learner reward (bar height: dialogues)" in result["summary"]
+    html = (tmp_path / "run.html").read_text(encoding="utf-8")
+    assert 'laneTicks(s)' in html and '"class": "tick"' in html
