@@ -9,6 +9,7 @@
     dialogue-gym eval SEAD-Outbound-v0 --agent myagent:MyAgent --agent-kwargs '{"patience": 3}' --sealed --isolate
     dialogue-gym eval SEAD-Outbound-v0 --agent llm,adaptive --agent-backend '{"name": "transformers", "model": "smollm2"}'
     dialogue-gym compare sop.json adaptive.json
+    dialogue-gym verify run.jsonl results.json
     dialogue-gym audit SEAD-Outbound-v0 [--episodes 600] [--sealed | --unseal SECRET]
     dialogue-gym export run.jsonl --format sft|preference|rollouts -o DIR [--env-kwargs JSON] [--parquet]
     dialogue-gym serve SEAD-Outbound-v0 [--port 8000] [--env-kwargs JSON] [--host 0.0.0.0 --token TOKEN] [--sealed]
@@ -58,6 +59,7 @@ from dialogue_gym.agents.process import LEVELS, Limits
 from dialogue_gym.errors import ConfigError, DialogueGymError
 from dialogue_gym.evaluation import RUN_FILE_FIX, Evaluator, check_output_path, coverage_note, make_learner_env, sealing_of
 from dialogue_gym.fidelity import add_command as add_fidelity_command
+from dialogue_gym.verify import add_command as add_verify_command
 from dialogue_gym.health import UNHEALTHY_THRESHOLD, benchmark_split, format_health, summary_with_health, with_format_column
 from dialogue_gym.inputs import json_option
 from dialogue_gym.metrics.episodes import LABELS as EPISODE_LABELS
@@ -262,6 +264,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "agent_kwargs": _json_object(args.agent_kwargs, "--agent-kwargs") or None,
             "agent_limits": asdict(limits) if args.isolate != "none" else None,
             "strata": len(first.strata), "strata_played_equally": not note, "metric_kwargs": metric_kwargs,
+            "invalid_on_unhealthy": args.invalid_on_unhealthy,
             "bootstrap": {"resamples": args.bootstrap, "seed": 0, "confidence": 0.95, "unit": "start"},
             "command": "dialogue-gym " + shlex.join(args.argv), **software(),
             "started": started, "finished": now(), "seconds": round(time.perf_counter() - clock, 3),
@@ -548,6 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
     viewing.add_argument("-o", "--out", default=None, help="the HTML file to write, overwritten (default: RUN.html beside RUN.jsonl)")
     viewing.set_defaults(run=cmd_view)
     add_fidelity_command(commands)
+    add_verify_command(commands)
     for command in commands._choices_actions:  # `dialogue-gym VERB --help` opens with what VERB does
         subparser = commands.choices[command.dest]
         subparser.description = subparser.description or command.help

@@ -565,7 +565,7 @@ def evaluate(
             "agent_kwargs": agent.get("kwargs") if isinstance(agent, dict) else None,
             "agent_limits": asdict(evaluator.agent_limits) if evaluator.isolation != "none" else None,
             "strata": len(evaluator.strata), "strata_played_equally": coverage_note(evaluator.strata, episodes, evaluator.run_seed(seed)) is None,
-            "metric_kwargs": {}, "command": None, "started": started, "seconds": round(time.perf_counter() - clock, 3),
+            "metric_kwargs": {}, "invalid_on_unhealthy": invalid_on_unhealthy, "command": None, "started": started, "seconds": round(time.perf_counter() - clock, 3),
         }
         results_of(env_id, {evaluator.agent_name: trajectories}, provenance, resamples=bootstrap).save(save)
     return trajectories
