@@ -5,6 +5,7 @@
 - :mod:`dialogue_gym.integrations.openenv_server`: every id as an OpenEnv environment server (``dialogue-gym serve``);
   :mod:`dialogue_gym.integrations.openenv` is its client, which imports neither the server nor ``openenv-core``.
 - :mod:`dialogue_gym.integrations.verifiers`: every id as a ``verifiers`` multi-turn environment.
+- :mod:`dialogue_gym.integrations.skyrl`: every id as a SkyRL-gym text environment.
 
 :mod:`dialogue_gym.integrations.common` holds what they share and needs none of those libraries.
 """
