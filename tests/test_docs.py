@@ -381,3 +381,11 @@ def test_every_paper_has_bibtex_matching_the_citation_file():
         for author in reference["authors"]:
             if "family-names" in author:
                 assert f"{author['family-names']}, {author['given-names']}" in body, key
+
+
+def test_the_viewer_page_shows_the_screenshots_its_browser_test_takes():
+    page = (DOCS / "viewer.md").read_text(encoding="utf-8")
+    test = (ROOT / "tests" / "test_viewer_browser.py").read_text(encoding="utf-8")
+    for name in ("viewer-overview.png", "viewer-dialogue.png"):
+        assert f"](images/{name})" in page and (DOCS / "images" / name).stat().st_size > 10_000
+        assert f'"{name}"' in test  # the file test_the_docs_screenshots_come_from_this_page writes

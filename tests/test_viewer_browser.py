@@ -131,7 +131,8 @@ def test_filters_open_and_screenshot(browser, tmp_path):
 
     view.page.click("#dg-list li[data-index='1']")
     assert detail.locator("svg.state-chart path").count() == 3 and detail.locator(".turn").count() == len(json.loads(run.read_text().splitlines()[1])["turns"])
-    assert "cooperation 0\u20134" in detail.locator("svg.state-chart").text_content()
+    chart = detail.locator("svg.state-chart")  # each lane: its name, and value ticks at its lowest and highest value
+    assert chart.locator("text").first.text_content() == "cooperation" and chart.locator("text.tick").all_text_contents()[:2] == ["0", "4"]
     view.check_clean()
     shot = tmp_path / "viewer.png"
     view.page.screenshot(path=str(shot), full_page=True)
@@ -208,4 +209,26 @@ def test_ten_thousand_dialogues_stay_responsive(browser, tmp_path):
     (tmp_path / "viewer-10k.json").write_text(json.dumps(timings, indent=2) + "\n")
     keep(tmp_path / "viewer-10k.json")
     assert generation < 60 and view.seconds < 30 and filtering < 5 and searching < 10 and opening < 5 and paging < 5
+    view.page.close()
+
+
+def test_the_docs_screenshots_come_from_this_page(browser, tmp_path):
+    """docs/images/viewer-overview.png and viewer-dialogue.png are what this test sees:
+    ``DIALOGUE_GYM_ARTEFACTS=docs/images python -m pytest tests/test_viewer_browser.py -k docs_screenshots``."""
+    run = tmp_path / "run.jsonl"
+    play("SEAD-Outbound-v0", run, ["sop", "adaptive"], episodes=8)
+    html, count = write_view(run)
+    view = Opened(browser, html, width=1280, height=900)
+    assert count == 16 and view.page.locator("#dg-summary svg").count() >= 2
+    overview = tmp_path / "viewer-overview.png"
+    view.page.screenshot(path=str(overview))
+    view.page.click("#dg-list li[data-index='9']")
+    detail = view.page.locator("#dg-detail")
+    assert detail.locator("h2").inner_text().startswith("Dialogue #9") and detail.locator("svg.state-chart").count() == 1
+    dialogue = tmp_path / "viewer-dialogue.png"
+    detail.screenshot(path=str(dialogue))
+    view.check_clean()
+    for shot in (overview, dialogue):
+        assert shot.stat().st_size > 10_000
+        keep(shot)
     view.page.close()
