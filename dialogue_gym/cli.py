@@ -270,6 +270,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "started": started, "finished": now(), "seconds": round(time.perf_counter() - clock, 3),
         }
         print(f"results saved to {Results(provenance, agents).save(args.save)}")
+        for problem in provenance["bytecode_problems"]:
+            print(terminal_safe(f"WARNING: {problem}; the run may not have run the package's sources (recorded in the results)"), file=sys.stderr)
     if seal is not None:
         print(f"sealed run ended; its secret: {seal.hex} (`--unseal {seal.hex}` plays the same episodes)")
     return 0

@@ -6,6 +6,7 @@ A results JSON (``dialogue-gym eval ... --save results.json``)::
     {"format": "dialogue_gym.results/1",
      "provenance": {"env_id", "env_kwargs", "learner", "agents", "episodes", "repeats", "seed", "sealed", "secret", "strata",
                     "metric_kwargs", "bootstrap", "command", "dialogue_gym", "git_revision", "git_dirty",
+                    "code_digest", "bytecode_problems",
                     "python", "platform", "libraries", "started", "finished", "seconds"},
      "rows": [{"agent", "privileged", <every summary key>}, ...],
      "headline": {agent: {key: {"value", "low", "high"}, "pass^k": {...}}},
@@ -97,15 +98,39 @@ def installed_revision() -> str | None:
     return commit if isinstance(commit, str) and commit else None
 
 
+def untracked_in_package() -> list[str] | None:
+    """Untracked and ignored files under the package's folders (``dialogue_gym``, ``envs_registry``) in
+    its git checkout, but those in ``__pycache__`` (bytecode is checked against its source by
+    :func:`~dialogue_gym.integrity.bytecode_problems` instead, so bytecode Python wrote from unchanged
+    sources does not make every run dirty); None without git."""
+    from dialogue_gym.integrity import ROOTS
+
+    listed = _git("status", "--porcelain", "-z", "--ignored", "--untracked-files=all", "--", *ROOTS)
+    if listed is None or listed.returncode != 0:
+        return None
+    found = []
+    for entry in listed.stdout.split("\0"):
+        if entry[:3] in ("?? ", "!! ") and "__pycache__" not in Path(entry[3:]).parts:
+            found.append(entry[3:])
+    return found
+
+
 def software() -> dict[str, Any]:
-    """Package version (``dialogue_gym.__version__``), git revision and whether tracked files differ
-    from it, Python, platform and the installed versions of :data:`LIBRARIES`. The revision comes from
-    the git checkout the package runs from, else from the package metadata of a pip install from a git
-    URL (:func:`installed_revision`; ``git_dirty`` is then None), else it is None."""
+    """Package version (``dialogue_gym.__version__``), git revision and whether the checkout differs
+    from it, a digest of the package's files and any bytecode that is not its sources'
+    (:mod:`dialogue_gym.integrity`), Python, platform and the installed versions of :data:`LIBRARIES`.
+    The revision comes from the git checkout the package runs from, else from the package metadata of a
+    pip install from a git URL (:func:`installed_revision`; ``git_dirty`` is then None), else it is None.
+    ``git_dirty`` is true when a tracked file differs from the revision, a file under the package is
+    untracked or ignored (:func:`untracked_in_package`) or its bytecode is foreign."""
     import dialogue_gym
+    from dialogue_gym.integrity import bytecode_problems, code_digest
 
     revision = _git("rev-parse", "HEAD")
     dirty = _git("diff", "--quiet", "HEAD", "--") if revision is not None and revision.returncode == 0 else None
+    problems = bytecode_problems()
+    untracked = untracked_in_package() if dirty is not None else None
+    git_dirty = None if dirty is None or dirty.returncode not in (0, 1) or untracked is None else bool(dirty.returncode == 1 or untracked or problems)
     libraries = {}
     for name in LIBRARIES:
         try:
@@ -115,7 +140,9 @@ def software() -> dict[str, Any]:
     return {
         "dialogue_gym": dialogue_gym.__version__,
         "git_revision": revision.stdout.strip() if revision is not None and revision.returncode == 0 else installed_revision(),
-        "git_dirty": None if dirty is None or dirty.returncode not in (0, 1) else dirty.returncode == 1,
+        "git_dirty": git_dirty,
+        "code_digest": code_digest(),
+        "bytecode_problems": problems,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "libraries": libraries,
