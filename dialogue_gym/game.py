@@ -103,6 +103,10 @@ class Game(ABC):
     reset_options: tuple[str, ...] = ()
     """The ``reset(options=...)`` keys the game reads; others are ignored with a warning (PettingZoo's
     api_test passes arbitrary options)."""
+    public_reset_options: tuple[str, ...] = ()
+    """The keys of :attr:`reset_options` that neither choose nor reveal the episode's hidden start (a
+    profile, a reference session, an intent do): the only options a sealed server (``serve --sealed``)
+    passes on. None of the registered games has one yet."""
 
     def __init__(self) -> None:
         self.rng = random.Random()

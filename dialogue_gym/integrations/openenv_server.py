@@ -15,7 +15,7 @@ the transcript ``gym.make(ENV_ID, **env_kwargs)`` gives in-process:
 - ``step(DialogueAction(text=...))`` -> the same, with the step's ``reward`` (the learner's) and ``done``.
 - ``state`` -> :class:`DialogueState`: id, learner, seed, turn count, outcome and return; once the
   episode is over, its whole ``trajectory`` (privileged data included, as metrics read it after an
-  episode), never while it runs.
+  episode), never while it runs, and never from a sealed server.
 
 Malformed model output is part of the episode as in-process (``info["invalid_action"]``); a call out of
 turn (``step`` before ``reset`` or after the end) is answered with the env's error message, and so is
@@ -34,11 +34,17 @@ server (lines past the queue are dropped and counted). A host beyond loopback ne
 ``--token`` or the ``DIALOGUE_GYM_TOKEN`` environment variable) that every HTTP request and WebSocket
 handshake must carry as ``Authorization: Bearer <token>`` (``DialogueGymClient(base_url, token=...)``).
 
-``--sealed`` (``sealed=True``) draws a fresh secret when the server starts (:mod:`dialogue_gym.sealing`):
-a client's ``reset(seed=s)`` plays the episode seed keyed by the secret and ``s``, and the counterparts'
-seeds are keyed too, so a client can neither replay an episode from its seed nor pick seeds it has
-studied; ``state.seed`` is the seed the client asked for. The secret is logged when the server stops,
-and ``--unseal SECRET`` serves the same episodes for the same client seeds again.
+``--sealed`` (``sealed=True``) draws a fresh secret when the server starts (:mod:`dialogue_gym.sealing`),
+and every reset plays a fresh episode: the ``n``-th reset of the ``k``-th session the server opened,
+with client seed ``s``, plays the episode seed keyed by the secret and ``(k, n, s)``, and the
+counterparts' seeds are keyed too. So a client can neither rebuild an episode from its seed nor play
+again an episode it has studied (the same seed in another reset or session is another episode);
+``state.seed`` is the seed the client asked for. A sealed server refuses the reset options that choose
+or reveal the hidden start (a profile, a reference session, an intent: every option the registered ids
+read; :attr:`~dialogue_gym.game.Game.public_reset_options` lists those it passes on, none yet), and its
+``state`` never holds the trajectory (the hidden profile and states). The secret is logged when the
+server stops, and ``--unseal SECRET`` serves the same episodes again to sessions opened in the same
+order with the same resets and seeds.
 
 This module is the server side and imports ``openenv-core``'s server (FastAPI, uvicorn and, through
 openenv-core's package ``__init__``, its gradio web interface); the client,
@@ -53,6 +59,7 @@ import contextlib
 import functools
 import hmac
 import ipaddress
+import itertools
 import json
 import logging
 import logging.handlers
@@ -63,7 +70,7 @@ import re
 import socket
 import sys
 import uuid
-from typing import Any
+from typing import Any, Iterator
 
 from dialogue_gym.errors import ConfigError, DependencyNotInstalled, DialogueGymError, EpisodeStateError, InvalidAction
 
@@ -123,6 +130,8 @@ class DialogueState(State):
     trajectory: dict[str, Any] | None = Field(default=None, description="The whole trajectory, once the episode is over")
 
 
+_SESSION_NUMBERS = itertools.count()
+"""Numbers of the sealed sessions built without an app's own counter (:func:`make_app` gives each app one)."""
 TOKEN_ENV = "DIALOGUE_GYM_TOKEN"
 """The environment variable :func:`serve` reads its token from when none is passed."""
 MIN_TOKEN_CHARS = 16
@@ -149,13 +158,19 @@ class DialogueGymEnvironment(Environment):
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
-    def __init__(self, env_id: str, learner: str | None = None, env_kwargs: dict[str, Any] | None = None, seal: Seal | None = None):
+    def __init__(
+        self, env_id: str, learner: str | None = None, env_kwargs: dict[str, Any] | None = None, seal: Seal | None = None,
+        session_numbers: Iterator[int] | None = None,
+    ):
         super().__init__()
         self.env_id = env_id
         self.learner = learner_of(env_id, learner)
         self._env = make_learner_env(env_id, self.learner, check_kwargs(env_kwargs))
         self._env.driver.seal = seal
         self._seal = seal
+        self._session = next(session_numbers if session_numbers is not None else _SESSION_NUMBERS) if seal is not None else None
+        """The session's number in the order the server opened them (sealed: it keys every episode)."""
+        self._resets = 0
         self._client_seed: int | None = None
         self._episode_id: str | None = None
         self._steps = 0
@@ -181,8 +196,16 @@ class DialogueGymEnvironment(Environment):
         environment = self._live_env("reset")
         check_text(options, "reset options", ConfigError)
         self._client_seed = check_seed(seed)
-        if self._seal is not None and seed is not None:
-            seed = self._seal.seed("session", seed)
+        if self._seal is not None:
+            refused = sorted(set(options) - set(environment.game.public_reset_options)) if isinstance(options, dict) else []
+            if refused:
+                public = list(environment.game.public_reset_options)
+                raise ConfigError(
+                    f"reset options {refused} are refused by a sealed server: they would choose or reveal the episode's hidden start; "
+                    f"{self.env_id} takes {public if public else 'no options'} when sealed. Reset with a seed only."
+                )
+            seed = self._seal.seed("session", self._session, self._resets, "none" if seed is None else seed)
+            self._resets += 1
         observation, info = environment.reset(seed=seed, options=options)
         self._episode_id = episode_id or str(uuid.uuid4())
         self._steps = 0
@@ -207,7 +230,8 @@ class DialogueGymEnvironment(Environment):
             state.learner_return = float(game.returns[self.learner])
             if game.done:
                 state.outcome = trajectory.outcome.value
-                state.trajectory = json.loads(trajectory.to_json())
+                if self._seal is None:  # sealed: the hidden profile and states stay with the server
+                    state.trajectory = json.loads(trajectory.to_json())
         return state
 
     def get_metadata(self) -> EnvironmentMetadata:
@@ -241,7 +265,9 @@ def make_app(
     env_kwargs = json_kwargs(env_kwargs)
     check_serve_options(max_sessions=max_sessions, idle_timeout=idle_timeout)
     DialogueGymEnvironment(env_id, learner, env_kwargs).close()
-    factory = functools.partial(DialogueGymEnvironment, env_id=env_id, learner=learner, env_kwargs=env_kwargs, seal=seal)
+    factory = functools.partial(
+        DialogueGymEnvironment, env_id=env_id, learner=learner, env_kwargs=env_kwargs, seal=seal, session_numbers=itertools.count()
+    )
     concurrency = ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_timeout)
     app = create_app(factory, DialogueAction, DialogueObservation, env_name=env_id, concurrency_config=concurrency)
     _log_sessions(app)
