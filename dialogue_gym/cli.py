@@ -445,7 +445,8 @@ def add_isolation_flags(command: argparse.ArgumentParser) -> None:
     )
     command.add_argument(
         "--agent-limits", default=None,
-        help='JSON object of limits of an isolated agent, e.g. \'{"call_seconds": 60, "memory_mb": 8192, "cpu_seconds": 3600}\'',
+        help='JSON object of limits of an isolated agent, e.g. \'{"call_seconds": 30}\' (default: call_seconds 60, start_seconds 120, '
+             'cpu_seconds 3600, memory_mb 8192, file_mb 64, processes 64)',
     )
     command.add_argument(
         "--agent-logs", default=None, help="folder for the isolated agents' logs, what they print (default: a new temporary folder)"
