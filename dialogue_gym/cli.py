@@ -483,7 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_sealing_flags(evaluation)
     add_isolation_flags(evaluation)
     evaluation.add_argument(
-        "--agent-kwargs", default=None, help='JSON object of keyword arguments for the agents given as module:Class, e.g. \'{"patience": 3}\''
+        "--agent-kwargs", default=None, help='JSON object of keyword arguments for the agents given as module:Class, e.g. \'{"patience": 3}\' (default: none)'
     )
     evaluation.add_argument(
         "--repeats", type=int, default=1, help="play each start this many times with different seeds; reports pass^k (default: 1)"
