@@ -70,11 +70,22 @@ def test_each_kind_of_block_names_the_command_that_makes_its_file(tmp_path, monk
 
 def test_the_shipped_baselines_come_from_a_clean_tree_of_this_version():
     """`tools/docs_tables.py --eval` plays HEAD in a clean worktree; a file saved from a tree with local
-    changes, or by another version, is not what the pages may quote."""
+    changes, or by another version, is not what the pages may quote. Published baselines are played as
+    numbers are published: sealed (a fresh secret, not a replay) with every agent in the sandbox."""
     for env_id in IDS:
         provenance = Results.load(DOCS / "results" / f"{env_id}.json").provenance
-        assert provenance["git_dirty"] is False, f"{env_id}: saved from a tree with local changes; {docs_tables.regenerate('baselines', env_id)}"
-        assert provenance["dialogue_gym"] == dialogue_gym.__version__, f"{env_id}: saved by {provenance['dialogue_gym']}; {docs_tables.regenerate('baselines', env_id)}"
+        fix = docs_tables.regenerate("baselines", env_id)
+        assert provenance["git_dirty"] is False and provenance["bytecode_problems"] == [], f"{env_id}: saved from a tree with local changes; {fix}"
+        assert provenance["dialogue_gym"] == dialogue_gym.__version__, f"{env_id}: saved by {provenance['dialogue_gym']}; {fix}"
+        assert provenance["sealed"] is True and provenance["replay"] is False and len(provenance["secret"]) == 32, f"{env_id}: not a sealed run; {fix}"
+        assert provenance["isolation"] == "sandbox" and len(provenance["code_digest"]) == 64, f"{env_id}: agents not sandboxed; {fix}"
+
+
+def test_a_sealed_sandboxed_run_is_replayed_from_its_secret_in_process():
+    provenance = {"command": "dialogue-gym eval X-v0 --agent a,b --episodes 3 --sealed --isolate sandbox --quiet --save f.json", "secret": "ab" * 16}
+    assert docs_tables.replay_command(provenance) == ["eval", "X-v0", "--agent", "a,b", "--episodes", "3", "--unseal", "ab" * 16]
+    provenance["command"] = "dialogue-gym eval X-v0 --isolate --agent a --seed 4"  # a bare --isolate is the sandbox
+    assert docs_tables.replay_command(provenance) == ["eval", "X-v0", "--agent", "a", "--seed", "4"]
 
 
 def _simd_limited_environment() -> tuple[dict[str, str], list[str]]:
@@ -110,7 +121,7 @@ assert not any(umath.__cpu_features__[feature] for feature in {disabled!r}), "NP
 for env_id in {IDS!r}:
     saved = Results.load(docs_tables.RESULTS / f"{{env_id}}.json")
     fresh = {str(tmp_path)!r} + f"/{{env_id}}.json"
-    assert main([*docs_tables.saved_command(saved.provenance), "--quiet", "--save", fresh]) == 0
+    assert main([*docs_tables.replay_command(saved.provenance), "--quiet", "--save", fresh]) == 0
     if docs_tables.tables(Results.load(fresh)) != docs_tables.tables(saved):
         print("differs:", env_id)
 """
@@ -125,11 +136,11 @@ def test_every_id_has_a_page_whose_saved_run_the_code_reproduces(env_id, tmp_pat
     assert pages, f"no docs page shows the baselines of {env_id}"
     saved = Results.load(DOCS / "results" / f"{env_id}.json")
     fresh = tmp_path / "fresh.json"
-    assert main([*docs_tables.saved_command(saved.provenance), "--quiet", "--save", str(fresh)]) == 0
+    assert main([*docs_tables.replay_command(saved.provenance), "--quiet", "--save", str(fresh)]) == 0
     capsys.readouterr()
     assert docs_tables.tables(Results.load(fresh)) == docs_tables.tables(saved), (
         f"the code no longer gives the saved {env_id} run: "
-        f"python tools/docs_tables.py --eval {env_id} -- {shlex.join(docs_tables.saved_command(saved.provenance)[2:])}"
+        f"{docs_tables.regenerate('baselines', env_id)}"
     )
 
 

@@ -81,6 +81,25 @@ def saved_command(provenance: dict) -> list[str]:
     return kept
 
 
+def replay_command(provenance: dict) -> list[str]:
+    """The ``dialogue-gym eval`` arguments that play a saved run's episodes again in this process: a
+    sealed run's ``--sealed`` becomes ``--unseal SECRET`` (its revealed secret), and the agents play
+    in-process (isolation changes where an agent runs, not its episodes; ``tests/test_isolation.py``)."""
+    arguments, kept = saved_command(provenance), []
+    for previous, argument in zip([None, *arguments], arguments):
+        if argument == "--sealed":
+            kept += ["--unseal", provenance["secret"]]
+        elif argument != "--isolate" and not (previous == "--isolate" and argument in ("sandbox", "process", "none")):
+            kept.append(argument)
+    return kept
+
+
+def _setting(provenance: dict) -> str:
+    """How a saved run was played, in words: sealed or open-book, and where its agents ran."""
+    seeds = "sealed (secret revealed in the file)" if provenance.get("sealed") else "open-book"
+    return f"{seeds}, agents isolated: {provenance.get('isolation', 'none')}"
+
+
 def baselines(env_id: str) -> str:
     """The tables `dialogue-gym eval` printed for the saved run of ``env_id``, from its results JSON."""
     from dialogue_gym.results import Results
@@ -93,9 +112,10 @@ def baselines(env_id: str) -> str:
     revision = (provenance.get("git_revision") or "unknown")[:7]
     dirty = {True: " with local changes", False: ", a clean tree"}.get(provenance.get("git_dirty"), ", tree state unknown")
     return (
-        f"{tables(results)}\n\nMade by `{shlex.join(['dialogue-gym', *saved_command(provenance)])}` (dialogue_gym "
-        f"{provenance['dialogue_gym']}, revision {revision}{dirty}, {provenance['finished'][:10]}; saved as "
-        f"`docs/results/{env_id}.json`).\n"
+        f"{tables(results)}\n\nMade by `{shlex.join(['dialogue-gym', *saved_command(provenance)])}` ({_setting(provenance)}; "
+        f"dialogue_gym {provenance['dialogue_gym']}, revision {revision}{dirty}, code digest "
+        f"{(provenance.get('code_digest') or 'unknown')[:12]}, {provenance['finished'][:10]}; saved as "
+        f"`docs/results/{env_id}.json`; `dialogue-gym eval {shlex.join(replay_command(provenance))}` plays the same episodes).\n"
     )
 
 
