@@ -20,7 +20,7 @@ SMALL = {
 
 
 def test_the_scratch_pipeline_writes_every_phase_and_paired_results(tmp_path):
-    run = train(build_config("cpu-lm-scratch", run_dir=str(tmp_path / "run"), **SMALL))
+    run = train(build_config("cpu-lm-scratch", run_dir=str(tmp_path / "run"), dagger_rounds=1, dagger_episodes=3, dagger_steps=2, threads=1, **SMALL))
     expert = [json.loads(line) for line in (run.path / "sft" / "expert.jsonl").read_text().splitlines()]
     assert len(expert) == 12 and {record["meta"]["agent"] for record in expert} == {"adaptive"}
     from datasets import load_from_disk
@@ -34,17 +34,26 @@ def test_the_scratch_pipeline_writes_every_phase_and_paired_results(tmp_path):
     pieces = tokenizer.convert_ids_to_tokens(tokenizer(opening, add_special_tokens=False)["input_ids"])
     assert pieces[0] == "<response>" and len(pieces) <= 16  # adaptive's sentences are whole tokens
     sft = run.load_state("sft")
-    assert sft["checkpoint"] == "checkpoints/sft" and sft["sft/steps"] == 2 and (run.path / "checkpoints" / "sft" / "config.json").exists()
+    assert sft["checkpoint"] == "checkpoints/sft_dagger_0" and sft["sft/steps"] == 2 and (run.path / "checkpoints" / "sft_dagger_0" / "config.json").exists()
+    labelled = [json.loads(line) for line in (run.path / "sft" / "dagger_0.jsonl").read_text().splitlines()]
+    assert len(labelled) == 3 and all(row["completion"][0]["role"] == "assistant" and "said" in row for session in labelled for row in session)
+    agreement = json.loads((run.path / "results" / "agreement.json").read_text())
+    assert [stage["stage"] for stage in agreement["stages"]] == ["sft", "dagger_0"] and agreement["expert"] == "adaptive"
+    assert agreement["stages"][1]["labelled_states"] == sum(map(len, labelled)) and sft["sft/agreement"] == agreement["stages"][1]["agreement"]
+    assert sum(agreement["stages"][0]["turns_per_turn"]) == agreement["stages"][0]["turns"] > 0
+    assert run.load_state("threads")["chosen"] == "torch threads: 1 (--threads)"
     records = run.read_trajectories()
     assert len(records) == 4 and [r.meta["decision_point"]["copy"] for r in records] == [0, 1, 0, 1]
-    saved = {name: Results.load(run.path / "results" / f"{name}.json") for name in ("untrained", "before", "after", "baselines")}
+    saved = {name: Results.load(run.path / "results" / f"{name}.json") for name in ("untrained", "before", "after", "baselines", "teacher")}
+    assert [a.name for a in saved["teacher"].agents] == ["adaptive"] and saved["teacher"].agents[0].summary["cr"] == saved["baselines"].agent("adaptive").summary["cr"]
     assert [a.name for a in saved["baselines"].agents] == ["sop", "random", "adaptive"]
     for name in ("untrained", "before", "after"):
         assert saved[name].provenance["episodes"] == 6 and saved[name].provenance["seed"] == 10_000
     row = next(r for r in compare(saved["before"], saved["after"]) if r["key"] == "cr")
     assert row["a"] == pytest.approx(run.load_state("eval_before")["cr"]) and row["b"] == pytest.approx(run.load_state("eval")["cr"])
     lines = paired_changes(run)
-    assert [line.split(":")[0] for line in lines] == ["SFT", "RL"] and "dialogue-gym compare" in lines[1]
+    assert [line.split(":")[0] for line in lines] == ["SFT", "SFT model vs its teacher", "RL", "RL model vs the teacher"]
+    assert "dialogue-gym compare" in lines[2]
 
 
 def test_a_run_killed_in_phase_sft_resumes_without_replaying_what_it_kept(tmp_path, monkeypatch):

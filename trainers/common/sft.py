@@ -14,20 +14,22 @@ import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
-from dialogue_gym.errors import DependencyNotInstalled
+from dialogue_gym.errors import ConfigError, DependencyNotInstalled
 from dialogue_gym.evaluation import evaluate
+from trainers.common.atomic import DiskFullError, disk_full_guard, fsync_tree, latest_complete_checkpoint
+from trainers.common.rundir import RunFolderError
 
 
 def expert_dataset(env_id: str, expert: Any, episodes: int, seed: int, folder: str | Path, env_kwargs: dict[str, Any] | None = None) -> Any:
     """``episodes`` dialogues of ``expert`` (a policy or an agent name) on ``env_id`` from ``seed``: the run
     written to ``folder/expert.jsonl`` and exported as the ``sft`` dataset ``folder/sft`` (reused when a
     killed run left it complete). Returns the ``datasets.Dataset``."""
-    from dialogue_gym.integrations.datasets import _datasets, export
+    from dialogue_gym.integrations.datasets import export
 
     folder = Path(folder)
     out = folder / "sft"
     if (out / "dataset_info.json").exists():
-        return _datasets().load_from_disk(str(out))
+        return _load_dataset(out)
     folder.mkdir(parents=True, exist_ok=True)
     run = folder / "expert.jsonl"
     run.unlink(missing_ok=True)
@@ -35,8 +37,22 @@ def expert_dataset(env_id: str, expert: Any, episodes: int, seed: int, folder: s
     partial = folder / "sft.partial"
     shutil.rmtree(partial, ignore_errors=True)
     export(run, "sft", partial, env_kwargs=env_kwargs)
+    fsync_tree(partial)
     partial.rename(out)  # the dataset appears whole or not at all
-    return _datasets().load_from_disk(str(out))
+    return _load_dataset(out)
+
+
+def _load_dataset(folder: Path) -> Any:
+    """The dataset saved in ``folder``; a truncated or damaged one is a RunFolderError naming it and the fix."""
+    from dialogue_gym.integrations.datasets import _datasets
+
+    try:
+        return _datasets().load_from_disk(str(folder))
+    except Exception as exc:  # ArrowInvalid, JSONDecodeError, OSError, ...: whatever the damage, the fix is the same
+        raise RunFolderError(
+            f"The SFT dataset {folder} is truncated or damaged ({type(exc).__name__}: {' '.join(str(exc).split())[:120]}); "
+            "delete that folder and resume: the expert's dialogues are played and exported again."
+        ) from exc
 
 
 def conversation_rows(messages: Sequence[dict[str, str]]) -> list[dict[str, Any]]:
@@ -61,21 +77,20 @@ def pack_session(rows: Sequence[dict[str, Any]], tokenizer: Any) -> list[dict[st
     Within a session every prompt extends the previous prompt and completion (the simulator's prompts
     only grow at the end), so the last row's conversation holds every earlier one: one sequence with the
     mask on each turn's completion gives every turn the same context and loss as its own row, at a
-    fraction of the tokens (causal attention: a token never sees what follows it). Where the chat
-    template does not render prefixes stably (some templates rewrite earlier turns), each row is
-    returned on its own."""
-    spans = []
+    fraction of the tokens (causal attention: a token never sees what follows it). A row whose prompt
+    does not extend the previous row's conversation (a DAgger row, whose history holds what the learner
+    said rather than the label; a template that rewrites earlier turns) starts a new sequence."""
+    sequences: list[dict[str, list[int]]] = []
     for row in rows:
         prompt = _chat_ids(tokenizer, row["prompt"], generation_prompt=True)
         full = _chat_ids(tokenizer, [*row["prompt"], *row["completion"]], generation_prompt=False)
-        spans.append((prompt, full))
-    whole = spans[-1][1] if spans else []
-    if all(full[: len(prompt)] == prompt and whole[: len(full)] == full for prompt, full in spans):
-        mask = [0] * len(whole)
-        for prompt, full in spans:
-            mask[len(prompt) : len(full)] = [1] * (len(full) - len(prompt))
-        return [{"input_ids": whole, "completion_mask": mask}] if spans else []
-    return [{"input_ids": full, "completion_mask": [0] * len(prompt) + [1] * (len(full) - len(prompt))} for prompt, full in spans]
+        last = sequences[-1] if sequences else None
+        if last is not None and full[: len(prompt)] == prompt and prompt[: len(last["input_ids"])] == last["input_ids"]:
+            last["completion_mask"] += [0] * (len(prompt) - len(last["input_ids"])) + [1] * (len(full) - len(prompt))
+            last["input_ids"] = full
+        else:
+            sequences.append({"input_ids": full, "completion_mask": [0] * len(prompt) + [1] * (len(full) - len(prompt))})
+    return sequences
 
 
 SFT_BATCH = 4
@@ -116,17 +131,117 @@ def sft_lm(
         bf16=cuda, gradient_checkpointing=cuda,
     )
     trainer = SFTTrainer(model=loaded.model, args=args, train_dataset=Dataset.from_list(examples), processing_class=loaded.tokenizer)
-    saved = sorted(Path(output_dir).glob("checkpoint-*"))
-    result = trainer.train(resume_from_checkpoint=bool(saved))
-    trainer.save_model(str(output_dir))
-    loaded.tokenizer.save_pretrained(str(output_dir))
+    # A checkpoint-N that a kill or a full disk cut short is removed (one warning line), and training
+    # resumes from the complete one before it.
+    resume = latest_complete_checkpoint(output_dir)
+    try:
+        with disk_full_guard(output_dir):
+            result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+            trainer.save_model(str(output_dir))
+            loaded.tokenizer.save_pretrained(str(output_dir))
+    except DiskFullError:
+        latest_complete_checkpoint(output_dir)  # frees what the cut-short checkpoint took
+        raise
     for checkpoint in Path(output_dir).glob("checkpoint-*"):
         shutil.rmtree(checkpoint, ignore_errors=True)
     curve = [[entry["step"], entry["loss"]] for entry in trainer.state.log_history if "loss" in entry]
+    # The mean over every step's logged loss (the history resumes with the checkpoint), not TRL's
+    # training_loss, which averages only the steps of the last (resumed) session.
+    loss = sum(value for _, value in curve) / len(curve) if curve else float(result.training_loss)
     return {
-        "sft/loss": float(result.training_loss), "sft/rows": float(sum(map(len, sessions))), "sft/sequences": float(len(examples)),
+        "sft/loss": float(loss), "sft/rows": float(sum(map(len, sessions))), "sft/sequences": float(len(examples)),
         "sft/tokens": float(sum(len(e["input_ids"]) for e in examples)), "sft/steps": float(trainer.state.global_step), "sft/curve": curve,
     }
+
+
+AGREEMENT_BATCH = 16
+"""Dialogues per forward pass of :func:`teacher_forced_agreement`."""
+
+
+def turn_spans(tokenizer: Any, messages: Sequence[dict[str, str]]) -> tuple[list[int], list[tuple[int, int]]]:
+    """The token ids of the whole chat ``messages`` and, per ``assistant`` message, the span ``(start,
+    end)`` of its completion in them: its content and the end-of-turn token (what greedy decoding must
+    produce before it stops), without what the template adds after that. Raises ConfigError where the
+    template does not render the chat's prefixes stably (then no single sequence scores every turn)."""
+    whole = _chat_ids(tokenizer, messages, generation_prompt=False)
+    spans = []
+    for row in conversation_rows(messages):
+        prompt = _chat_ids(tokenizer, row["prompt"], generation_prompt=True)
+        full = _chat_ids(tokenizer, [*row["prompt"], *row["completion"]], generation_prompt=False)
+        if whole[: len(full)] != full or full[: len(prompt)] != prompt:
+            raise ConfigError(
+                f"The chat template of {type(tokenizer).__name__} renders a prefix of this chat differently from the whole chat "
+                f"(at its assistant turn {len(spans)}), so teacher-forced scoring of one sequence would show the model another history; "
+                "score with a template that only appends (a ChatML-style one)."
+            )
+        end = full.index(tokenizer.eos_token_id, len(prompt)) + 1 if tokenizer.eos_token_id in full[len(prompt) :] else len(full)
+        spans.append((len(prompt), end))
+    return whole, spans
+
+
+def teacher_forced_agreement(
+    model: Any, tokenizer: Any, chats: Sequence[Sequence[dict[str, str]]], max_new_tokens: int, utterance_end: str | None = None,
+) -> dict[str, Any]:
+    """How often ``model`` says the teacher's turn, with the history as the teacher saw it.
+
+    Each chat of the teacher (its system prompt, what it heard, what it said) is one forward pass; a
+    learner turn agrees when the model's most likely next token is the teacher's at every position of
+    the turn, its end-of-turn token included, and the turn fits in ``max_new_tokens``: exactly when
+    greedy decoding from that history says the teacher's turn token for token. Returns
+    ``agreement`` (over all turns), ``agreement_per_turn`` and ``turns_per_turn`` (by 0-based learner
+    turn), ``too_long`` (the share of turns longer than ``max_new_tokens``) and ``turns``. With
+    ``utterance_end`` (a token of the turn's format, e.g. SEAD's ``</response>``) also
+    ``utterance_agreement`` and ``utterance_agreement_per_turn``: the turn agrees up to and including
+    that token (what was said, whatever the rest of the turn estimates)."""
+    torch = _torch()
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    agree: list[list[bool]] = []
+    said_agree: list[list[bool]] = []
+    end_id = tokenizer.convert_tokens_to_ids(utterance_end) if utterance_end is not None else None
+    if utterance_end is not None and (end_id is None or end_id == tokenizer.unk_token_id):
+        raise ConfigError(f"utterance_end={utterance_end!r} is not one token of this tokenizer; pass a token of the turn format, or None.")
+    too_long = 0
+    model.eval()
+    encoded = [turn_spans(tokenizer, chat) for chat in chats]
+    for first in range(0, len(encoded), AGREEMENT_BATCH):
+        batch = encoded[first : first + AGREEMENT_BATCH]
+        length = max(len(ids) for ids, _ in batch)
+        input_ids = torch.full((len(batch), length), pad, dtype=torch.long)
+        attention = torch.zeros((len(batch), length), dtype=torch.long)
+        for row, (ids, _) in enumerate(batch):
+            input_ids[row, : len(ids)] = torch.tensor(ids)
+            attention[row, : len(ids)] = 1
+        with torch.no_grad():
+            predicted = model(input_ids=input_ids.to(model.device), attention_mask=attention.to(model.device)).logits.argmax(-1).cpu()
+        for row, (ids, spans) in enumerate(batch):
+            for turn, (start, end) in enumerate(spans):
+                fits = end - start <= max_new_tokens
+                too_long += not fits
+                hits = [p == t for p, t in zip(predicted[row, start - 1 : end - 1].tolist(), ids[start:end])]
+                if len(agree) <= turn:
+                    agree.append([])
+                    said_agree.append([])
+                agree[turn].append(fits and all(hits))
+                if end_id is not None:
+                    stop = ids.index(end_id, start, end) + 1 - start if end_id in ids[start:end] else end - start
+                    said_agree[turn].append(stop <= max_new_tokens and all(hits[:stop]))
+    turns = sum(map(len, agree))
+    result = {
+        "agreement": sum(map(sum, agree)) / max(1, turns), "agreement_per_turn": [sum(a) / len(a) for a in agree],
+        "turns_per_turn": [len(a) for a in agree], "too_long": too_long / max(1, turns), "turns": turns,
+    }
+    if end_id is not None:
+        result["utterance_agreement"] = sum(map(sum, said_agree)) / max(1, turns)
+        result["utterance_agreement_per_turn"] = [sum(a) / len(a) for a in said_agree]
+    return result
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as exc:
+        raise DependencyNotInstalled("torch", "train", "Teacher-forced agreement") from exc
+    return torch
 
 
 def _cuda() -> bool:

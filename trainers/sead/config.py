@@ -58,6 +58,8 @@ class SeadTrainConfig:
     "scratch" (a random model of SCRATCH_MODEL's shape whose tokenizer is trained on the expert's dialogues)."""
     device: str = "cpu"
     """lm policy: torch device."""
+    threads: int = 0
+    """lm policy: torch's intra-op threads; 0 picks the faster of 1 and all cores on a quick probe (logged)."""
     lora_rank: int = 0
     """lm policy: LoRA rank via peft (0 = full fine-tuning)."""
     kl_coef: float = 0.001
@@ -79,6 +81,16 @@ class SeadTrainConfig:
     """Phase ``sft``: AdamW learning rate (cosine schedule, 10% warm-up)."""
     sft_batch_size: int = 16
     """Phase ``sft``: dialogues (one packed sequence each) per optimizer step."""
+    dagger_rounds: int = 0
+    """Phase ``sft``: DAgger rounds after behaviour cloning: the model plays ``dagger_episodes`` training starts
+    greedily, the sft expert labels every state it reaches, and the model trains ``dagger_steps`` more steps on
+    the expert's dialogues plus every state labelled so far (trainers/common/dagger.py)."""
+    dagger_episodes: int = 200
+    """Phase ``sft``: dialogues the model plays per DAgger round."""
+    dagger_steps: int = 200
+    """Phase ``sft``: optimizer steps of each DAgger round."""
+    scratch_layers: int = 2
+    """``model="scratch"``: transformer layers of the model built from scratch (the rest of its shape is SCRATCH_MODEL)."""
     rl_mode: str = "dialogue"
     """lm policy, phase ``rl``: dialogue (SEAD's GRPO over whole dialogues) or decision_point (SPEC
     "Decision-point GRPO": batch_size points per iteration, group_size sampled turns each)."""
@@ -118,7 +130,7 @@ class SeadTrainConfig:
         return dataclasses.asdict(self)
 
 
-SCRATCH_MODEL: dict[str, Any] = {"vocab_size": 2048, "hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "whole_sentences": True}
+SCRATCH_MODEL: dict[str, Any] = {"vocab_size": 2048, "hidden_size": 128, "num_attention_heads": 4, "whole_sentences": True}
 """Shape of ``model="scratch"``: with every recurring sentence one token (whole_sentences), this size
 takes 0.46 s a step of 16 dialogues on 2 idle cores and clones adaptive to a per-token completion loss
 of about 0.2 in 400 steps (held-out CR 0.146 against adaptive's 0.588; 0.008 after 100 steps)."""
@@ -175,8 +187,8 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> SeadTrainCon
         raise ConfigError(f"user_training='joint' trains the scripted owner, got user={config.user!r}; pass user=scripted.")
     if config.smoothing not in CHOICES["smoothing"]:
         raise ConfigError(f"smoothing={config.smoothing!r}; use None or 'beta'.")
-    require_range(config, ("batch_size", "n_max", "max_agent_turns", "max_new_tokens", "sft_episodes", "sft_batch_size", "group_size"), 1)
-    require_range(config, ("iterations", "eval_episodes", "lora_rank", "kl_coef", "entropy_coef", "sft_steps"), 0)
+    require_range(config, ("batch_size", "n_max", "max_agent_turns", "max_new_tokens", "sft_episodes", "sft_batch_size", "group_size", "dagger_episodes", "dagger_steps", "scratch_layers"), 1)
+    require_range(config, ("iterations", "eval_episodes", "lora_rank", "kl_coef", "entropy_coef", "sft_steps", "dagger_rounds", "threads"), 0)
     require_range(config, ("clip_eps",), 0, 1)
     for name in ("learning_rate", "temperature", "sft_learning_rate"):
         if getattr(config, name) <= 0:

@@ -16,6 +16,7 @@ controller continues exactly.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import shutil
@@ -41,6 +42,7 @@ from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
 from trainers.common import RunDir, RunFolderError
 from trainers.common.baselines import best_baseline, fair_baselines
+from trainers.common.atomic import folder_problem, saved_folder
 from trainers.common.cli import config_from_cli, run_main
 from trainers.common.rundir import STATE_FIX
 from trainers.grpo.policy import advantages_for
@@ -50,9 +52,10 @@ from trainers.sead.config import SCRATCH_MODEL, SeadTrainConfig, build_config, p
 
 ENV_ID = "SEAD-Outbound-v0"
 KEEP_CHECKPOINTS = 2
-SFT_STREAM, POINT_STREAM, SAMPLE_STREAM = 1, 2, 3
+SFT_STREAM, POINT_STREAM, SAMPLE_STREAM, DAGGER_STREAM = 1, 2, 3, 4
 """Seed streams of their own: the expert's SFT dialogues (``mix_seed(seed, SFT_STREAM)``, so disjoint
-from the eval_seed sequence), and per decision-point iteration the turns drawn and the LM's samples."""
+from the eval_seed sequence), per decision-point iteration the turns drawn and the LM's samples, and
+per DAgger round the starts the LM plays."""
 
 
 def base_model(config: SeadTrainConfig, run: RunDir) -> str:
@@ -66,7 +69,10 @@ def base_model(config: SeadTrainConfig, run: RunDir) -> str:
         if config.model == "tiny" and not (model / "config.json").exists():
             from dialogue_gym.backends.tiny import build_tiny_chat_model
 
-            build_tiny_chat_model(model, seed=config.seed)
+            saved_folder(model, lambda folder: build_tiny_chat_model(folder, seed=config.seed))
+        problem = folder_problem(model)
+        if problem is not None:
+            raise RunFolderError(f"{problem}; delete {model} and resume: it is built again.")
         return str(model)
     return config.model
 
@@ -166,7 +172,11 @@ def eval_env_kwargs(config: SeadTrainConfig) -> dict[str, Any]:
 def sft_phase(config: SeadTrainConfig, run: RunDir) -> None:
     """Phase ``sft``: the expert's dialogues (exported as ``sft`` rows into ``sft/``), the scratch
     model built on their text, the untrained model's held-out result, then behaviour cloning into
-    ``checkpoints/sft``; committed by ``state/sft.json``. Each step is kept, so a killed phase resumes."""
+    ``checkpoints/sft`` and ``dagger_rounds`` DAgger rounds (:func:`dagger_round`); committed by
+    ``state/sft.json``. With held-out evaluation on, the expert's own held-out dialogues
+    (``results/teacher.json``) give the teacher-forced agreement after each stage
+    (``results/agreement.json``, :func:`~trainers.common.sft.teacher_forced_agreement`). Each step is
+    kept, so a killed phase resumes."""
     from trainers.common.sft import conversation_rows, expert_dataset, sft_lm
 
     chats = expert_dataset(ENV_ID, config.sft_expert, config.sft_episodes, mix_seed(config.seed, SFT_STREAM), run.path / "sft", eval_env_kwargs(config))["messages"]
@@ -176,16 +186,94 @@ def sft_phase(config: SeadTrainConfig, run: RunDir) -> None:
 
         partial = Path(f"{model}.partial")
         shutil.rmtree(partial, ignore_errors=True)
-        build_tiny_chat_model(partial, seed=config.seed, corpus=[message["content"] for chat in chats for message in chat], **SCRATCH_MODEL)
+        build_tiny_chat_model(partial, seed=config.seed, corpus=[message["content"] for chat in chats for message in chat], **scratch_shape(config))
         partial.rename(model)  # whole or absent: a kill while it is written leaves only the partial folder
     if config.eval_episodes and config.before_and_baselines and run.load_state("eval_untrained", EVAL_FIELDS) is None:
         untrained = make_policy_for(config, run, None, model)
         run.save_state("eval_untrained", held_out_evaluation(config, untrained, "held-out untrained", run, "untrained"))
+    held_out = teacher_chats(config, run) if config.eval_episodes else None
+    sessions = [conversation_rows(chat) for chat in chats]
+    checkpoint = run.path / "checkpoints" / "sft"
     metrics = sft_lm(
-        model, [conversation_rows(chat) for chat in chats], run.path / "checkpoints" / "sft", epochs=1, learning_rate=config.sft_learning_rate,
+        model, sessions, checkpoint, epochs=1, learning_rate=config.sft_learning_rate,
         seed=config.seed, batch_size=config.sft_batch_size, accumulation=1, max_steps=config.sft_steps,
     )
-    run.save_state("sft", {"checkpoint": "checkpoints/sft", **metrics})
+    stages = [{"stage": "sft", "steps": metrics["sft/steps"], **agreement_of(config, run, checkpoint, held_out)}]
+    for round_ in range(config.dagger_rounds):
+        checkpoint, dagger = dagger_round(config, run, round_, checkpoint, sessions)
+        stages.append({"stage": f"dagger_{round_}", **dagger, **agreement_of(config, run, checkpoint, held_out)})
+    if held_out is not None:
+        (run.path / "results" / "agreement.json").write_text(json.dumps({"expert": config.sft_expert, "stages": stages}, indent=1))
+    last = stages[-1]
+    run.save_state("sft", {
+        "checkpoint": str(checkpoint.relative_to(run.path)), **metrics, "sft/stages": stages,
+        **{f"sft/{key}": last[key] for key in ("agreement", "utterance_agreement", "agreement_per_turn") if key in last},
+    })
+
+
+def scratch_shape(config: SeadTrainConfig) -> dict[str, Any]:
+    """The arguments of ``build_tiny_chat_model`` for ``model="scratch"``: SCRATCH_MODEL with the configured depth."""
+    return {**SCRATCH_MODEL, "num_hidden_layers": config.scratch_layers}
+
+
+def teacher_chats(config: SeadTrainConfig, run: RunDir) -> list[list[dict[str, str]]]:
+    """The expert's held-out dialogues (the held-out starts, saved as ``results/teacher.json``) as the
+    chats it saw: the states the teacher-forced agreement is measured on, and the teacher's CR beside
+    the clone's on the same starts."""
+    from dialogue_gym.integrations.datasets import build_rows
+
+    expert = make_policy("agent", config.sft_expert, SeadGame(SeadConfig(max_agent_turns=config.max_agent_turns)).library)
+    trajectories = held_out_trajectories(config, expert, f"held-out {config.sft_expert}")  # scripted: replayed in seconds
+    if not (run.path / "results" / "teacher.json").exists():
+        save_results(config, run, "teacher", {config.sft_expert: trajectories})
+    return [row["messages"] for row in build_rows(trajectories, "sft", eval_env_kwargs(config))]
+
+
+def agreement_of(config: SeadTrainConfig, run: RunDir, checkpoint: Path, held_out: list | None) -> dict[str, Any]:
+    """Teacher-forced agreement of the model in ``checkpoint`` on the expert's held-out states (empty without them)."""
+    if held_out is None:
+        return {}
+    from trainers.common.sft import teacher_forced_agreement
+
+    policy = make_policy_for(config, run, None, str(checkpoint))
+    return teacher_forced_agreement(policy.model, policy.tokenizer, held_out, config.max_new_tokens, utterance_end=UTTERANCE_END)
+
+
+UTTERANCE_END = "</response>"
+"""The tag that closes what the agent says in SEAD's turn format (the scores follow it)."""
+
+
+def dagger_round(config: SeadTrainConfig, run: RunDir, round_: int, checkpoint: Path, sessions: list[list[dict[str, Any]]]) -> tuple[Path, dict[str, Any]]:
+    """One DAgger round: the model in ``checkpoint`` plays ``dagger_episodes`` training starts greedily
+    (as it is evaluated) while the expert labels every state it reaches (:class:`ExpertLabels`); the
+    labelled states of this and every earlier round (``sft/dagger_<r>.jsonl``) join the expert's
+    ``sessions`` and the model trains ``dagger_steps`` more steps on them into
+    ``checkpoints/sft_dagger_<r>``. A finished round (its checkpoint saved) is not played again."""
+    from trainers.common.dagger import ExpertLabels, label_agreement
+    from trainers.common.sft import sft_lm
+
+    rows_path, out = run.path / "sft" / f"dagger_{round_}.jsonl", run.path / "checkpoints" / f"sft_dagger_{round_}"
+    if not rows_path.exists():
+        policy = make_policy_for(config, run, None, str(checkpoint))
+        expert = make_policy("agent", config.sft_expert, SeadGame(SeadConfig(max_agent_turns=config.max_agent_turns)).library)
+        seat = ExpertLabels(policy, expert)
+        policy.greedy = True
+        evaluate(ENV_ID, seat, config.dagger_episodes, seed=mix_seed(config.seed, DAGGER_STREAM, round_), env_kwargs=eval_env_kwargs(config))
+        partial = rows_path.with_suffix(".partial")
+        partial.write_text("".join(json.dumps(session) + "\n" for session in seat.sessions))
+        partial.rename(rows_path)  # whole or absent
+    labelled = [[json.loads(line) for line in (run.path / "sft" / f"dagger_{r}.jsonl").read_text().splitlines()] for r in range(round_ + 1)]
+    played = labelled[-1]
+    if not (out / "config.json").exists():
+        rows = [[{"prompt": row["prompt"], "completion": row["completion"]} for row in session] for round_rows in labelled for session in round_rows]
+        sft_lm(
+            str(checkpoint), [*sessions, *rows], out, epochs=1, learning_rate=config.sft_learning_rate, seed=config.seed + 1 + round_,
+            batch_size=config.sft_batch_size, accumulation=1, max_steps=config.dagger_steps,
+        )
+    return out, {
+        "steps": config.dagger_steps, "on_policy_agreement": label_agreement(played), "on_policy_turns": sum(map(len, played)),
+        "labelled_states": sum(len(session) for round_rows in labelled for session in round_rows),
+    }
 
 
 def decision_point_step(
@@ -224,6 +312,12 @@ def train(config: SeadTrainConfig, resume: bool = False) -> RunDir:
     user = make_policy("user", config.user, games[0].library, config.user_backend, config.user_sampling)
     run = RunDir.resume(config.resolved_run_dir()) if resume else RunDir.create(config.resolved_run_dir(), config.to_dict())
     with run:
+        if config.policy == "lm":
+            from trainers.common.threads import choose_threads
+
+            threads, line = choose_threads(config.threads)
+            print(line, file=sys.stderr)
+            run.save_state("threads", {"threads": threads, "chosen": line})
         _train(config, run, controller, games, user)
     return run
 
@@ -378,8 +472,8 @@ def baseline_evaluation(config: SeadTrainConfig, run: RunDir | None = None) -> d
     return {"agent": best, **results[best], "cr_per_agent": {name: result["cr"] for name, result in results.items()}}
 
 
-PAIRED = (("untrained", "before", "SFT"), ("before", "after", "RL"))
-"""The paired changes a run reports: (A, B, phase between them), each a results/<name>.json."""
+PAIRED = (("untrained", "before", "SFT"), ("teacher", "before", "SFT model vs its teacher"), ("before", "after", "RL"), ("teacher", "after", "RL model vs the teacher"))
+"""The paired changes a run reports: (A, B, what lies between them), each a results/<name>.json."""
 
 
 def paired_changes(run: RunDir) -> list[str]:

@@ -1,0 +1,79 @@
+"""Teacher-forced agreement (is the model's greedy turn the teacher's, with the teacher's history?) and
+DAgger's expert-labelled seat."""
+
+import pytest
+
+from dialogue_gym.evaluation import evaluate
+from dialogue_gym.integrations.datasets import build_rows
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+KWARGS = {"max_agent_turns": 3}
+
+
+def memorised_model(tmp_path, chat):
+    """A tiny model trained until it says ``chat``'s assistant turns from their histories."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from dialogue_gym.backends.tiny import build_tiny_chat_model
+    from trainers.common.sft import turn_spans
+
+    folder = build_tiny_chat_model(tmp_path / "m", seed=0, corpus=[m["content"] for m in chat], whole_sentences=True)
+    tokenizer, model = AutoTokenizer.from_pretrained(str(folder)), AutoModelForCausalLM.from_pretrained(str(folder))
+    ids, spans = turn_spans(tokenizer, chat)
+    x = torch.tensor([ids])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    for _ in range(40):
+        logits = model(x).logits[0]
+        loss = sum(torch.nn.functional.cross_entropy(logits[s - 1 : e - 1], x[0, s:e]) for s, e in spans)
+        optimizer.zero_grad(), loss.backward(), optimizer.step()
+    return model.eval(), tokenizer
+
+
+def greedy_turns(model, tokenizer, chat, max_new_tokens):
+    """Whether greedy generation from each assistant turn's history says that turn (the definition)."""
+    from dialogue_gym.backends import GenerationRequest, SamplingParams
+    from dialogue_gym.backends.transformers_backend import TransformersBackend
+
+    backend = TransformersBackend(model, tokenizer=tokenizer, max_new_tokens=max_new_tokens, prefix_cache=False)
+    turns = [i for i, m in enumerate(chat) if m["role"] == "assistant"]
+    outputs = backend.generate([GenerationRequest(tuple(chat[:i]), SamplingParams(temperature=0.0)) for i in turns])
+    return [output.text == chat[i]["content"] for output, i in zip(outputs, turns)]
+
+
+@pytest.mark.slow  # trains a tiny model to memorise a chat (about 15 s idle, a minute on a loaded machine)
+def test_teacher_forced_agreement_is_greedy_generation_saying_the_teachers_turn(tmp_path):
+    from trainers.common.sft import teacher_forced_agreement
+
+    chats = [row["messages"] for row in build_rows(evaluate("SEAD-Outbound-v0", "adaptive", 6, seed=1, env_kwargs=KWARGS), "sft", KWARGS)]
+    model, tokenizer = memorised_model(tmp_path, chats[0])
+    per_chat = [teacher_forced_agreement(model, tokenizer, [chat], 32)["agreement_per_turn"] for chat in chats]
+    generated = [greedy_turns(model, tokenizer, chat, 32) for chat in chats]
+    assert [[float(g) for g in turns] for turns in generated] == per_chat
+    flat = [g for turns in generated for g in turns]
+    assert any(flat) and not all(flat)  # the memorised chat agrees, others in part: both outcomes are checked
+    whole = teacher_forced_agreement(model, tokenizer, chats, 32, utterance_end="</response>")
+    assert whole["agreement"] == pytest.approx(sum(flat) / len(flat)) and whole["turns"] == len(flat)
+    assert whole["utterance_agreement"] >= whole["agreement"]
+    assert teacher_forced_agreement(model, tokenizer, chats, 2)["agreement"] == 0.0  # no turn fits in 2 tokens
+    assert teacher_forced_agreement(model, tokenizer, chats, 2)["too_long"] == 1.0
+
+
+def test_dagger_seat_plays_the_learner_and_keeps_the_experts_label_of_every_state():
+    from dialogue_gym.scenarios.sead.policies import make_policy
+    from trainers.common.dagger import ExpertLabels, label_agreement
+
+    seat = ExpertLabels(make_policy("agent", "sop", None), make_policy("agent", "adaptive", None))
+    played = evaluate("SEAD-Outbound-v0", seat, 4, seed=2, env_kwargs=KWARGS)
+    sop = evaluate("SEAD-Outbound-v0", "sop", 4, seed=2, env_kwargs=KWARGS)
+    adaptive = evaluate("SEAD-Outbound-v0", "adaptive", 4, seed=2, env_kwargs=KWARGS)
+    assert [[t.raw for t in p.turns] for p in played] == [[t.raw for t in s.turns] for s in sop]  # the learner plays
+    assert len(seat.sessions) == 4 and sum(map(len, seat.sessions)) == sum(1 for p in played for t in p.turns if t.role == "agent")
+    first_labels = sorted(session[1]["completion"][0]["content"] for session in seat.sessions)
+    assert first_labels == sorted(a.turns[2].raw for a in adaptive)  # after the same opening and reply, adaptive's own turn
+    for session in seat.sessions:
+        assert session[0]["completion"][0]["content"] == session[0]["said"]  # both open with the same line
+        for earlier, later in zip(session, session[1:]):
+            assert later["prompt"][len(earlier["prompt"])]["content"] == earlier["said"]  # the history holds what the learner said
+    assert 0 < label_agreement(seat.sessions) < 1

@@ -1,0 +1,45 @@
+"""DAgger for the ``sft`` phase (Ross et al. 2011): the language model plays, the scripted expert labels
+the states it reaches, the labelled states join the expert's own dialogues and the model is trained again.
+
+The expert sits in the learner's seat all along (:class:`ExpertLabels`): it is asked at every learner
+turn and hears every counterpart line, but what is said is the model's turn. Its answer is the label of
+that state. Its memory is that of a policy that said its own lines (what a scripted expert that notes what
+it said believes), as in the decision-point seat (:mod:`trainers.grpo.decision_point`): for SEAD's
+``adaptive`` the label is then a function of what the owner said, which the model sees.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+class ExpertLabels:
+    """A learner's seat where ``learner`` plays and ``expert`` labels every state it reaches.
+
+    ``sessions`` holds, per episode started, its rows in TRL's conversational prompt-completion form
+    (the history as the learner saw it, the expert's turn as the completion) with ``said``: the
+    learner's own turn at that state."""
+
+    def __init__(self, learner: Any, expert: Any):
+        self.learner, self.expert = learner, expert
+        self.sessions: list[list[dict[str, Any]]] = []
+
+    def start(self, profile: dict[str, Any], seed: int) -> dict[str, Any]:
+        rows: list[dict[str, Any]] = []
+        self.sessions.append(rows)
+        return {"learner": self.learner.start(profile, seed), "expert": self.expert.start(profile, seed), "rows": rows}
+
+    def act_batch(self, observations: Sequence[dict[str, Any]], infos: Sequence[dict[str, Any]], memories: Sequence[dict[str, Any]]) -> list[str]:
+        labels = self.expert.act_batch(observations, infos, [memory["expert"] for memory in memories])
+        said = self.learner.act_batch(observations, infos, [memory["learner"] for memory in memories])
+        for observation, label, text, memory in zip(observations, labels, said, memories):
+            memory["rows"].append(
+                {"prompt": [dict(m) for m in observation["messages"]], "completion": [{"role": "assistant", "content": label}], "said": text}
+            )
+        return said
+
+
+def label_agreement(sessions: Sequence[Sequence[dict[str, Any]]]) -> float:
+    """The share of the learner's turns that were the expert's label at the same state (on-policy agreement)."""
+    rows = [row for session in sessions for row in session]
+    return sum(row["said"] == row["completion"][0]["content"] for row in rows) / max(1, len(rows))
