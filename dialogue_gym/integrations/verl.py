@@ -270,25 +270,31 @@ class CurriculumStarts:
 
         self.controller = ProfileController(**controller_kwargs)
         self.groups: dict[str, list[dict[str, Any]]] = {}
+        self.spent: set[str] = set()
         self.finished_since_update: list[Trajectory] = []
         self.iterations = 0
 
     def profile(self, group: str) -> dict[str, Any]:
-        """The next profile of ``group``'s batch (a new group starts a new iteration)."""
+        """The next profile of ``group``'s batch (a group not seen before starts a new iteration; groups of
+        one training step, ``data.train_batch_size > 1``, run side by side)."""
         group = str(group)
-        if group not in self.groups:
-            if self.finished_since_update:
-                self.controller.update(self.finished_since_update)
-                self.finished_since_update = []
-            self.groups = {group: self.controller.sample()}  # earlier groups are over
-            self.iterations += 1
-        batch = self.groups[group]
-        if not batch:
+        if group in self.spent:
             raise ConfigError(
                 f"group {group!r} asked for more than batch_size={self.controller.batch_size} profiles; set the rollout's n "
                 "to the controller's batch_size."
             )
-        return batch.pop(0)
+        if group not in self.groups:
+            if self.finished_since_update:
+                self.controller.update(self.finished_since_update)
+                self.finished_since_update = []
+            self.groups[group] = self.controller.sample()
+            self.iterations += 1
+        batch = self.groups[group]
+        profile = batch.pop(0)
+        if not batch:
+            del self.groups[group]
+            self.spent.add(group)
+        return profile
 
     def finished(self, trajectory: Trajectory | dict[str, Any]) -> None:
         """Hand back a finished dialogue (a trajectory or its ``to_dict()``)."""

@@ -240,3 +240,6 @@ def test_the_profile_controller_chooses_each_iterations_starts(tokenizer):
     assert starts.controller.counts.sum() == 0  # updated only when the next iteration starts
     starts.profile("uid-2")
     assert starts.controller.counts.sum() == 4 and starts.iterations == 2 and starts.state()["waiting"] == 0
+    # two groups of one step (train_batch_size 2) draw side by side, each its own batch
+    other = starts.profile("uid-3")
+    assert [starts.profile("uid-2") for _ in range(3)] and starts.profile("uid-3") != other and starts.iterations == 3
