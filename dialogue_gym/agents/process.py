@@ -197,6 +197,16 @@ def search_path() -> list[Path]:
     return [Path.cwd(), *(Path(part).absolute() for part in os.environ.get("PYTHONPATH", "").split(os.pathsep) if part)]
 
 
+RUNNER = (
+    "import runpy, sys; sys.path[:0] = dict.fromkeys(sys.argv[1:]); del sys.argv[1:]; "
+    "runpy.run_module('dialogue_gym.agents.runner', run_name='__main__', alter_sys=True)"
+)
+"""How the agent's interpreter (isolated mode: no ``$PYTHONPATH``, no working folder on the path) starts
+the runner: from the folders of the very packages the evaluator imported, given as arguments, so a
+checkout that is run rather than installed (a clean worktree, a source tree on ``$PYTHONPATH``) plays
+its agent with its own code and never with another installed copy."""
+
+
 def package_roots() -> list[Path]:
     """The folders of the packages the agent's process imports (``dialogue_gym``, ``envs_registry``)."""
     import dialogue_gym
@@ -252,7 +262,7 @@ class AgentProcess:
         described, files = agent_message(agent)
         self.log = Path(log) if log is not None else Path(tempfile.mkstemp(prefix="dialogue-gym-agent-", suffix=".log")[1])
         """The agent's stdout and stderr (what it prints, its tracebacks)."""
-        runner = [sys.executable, "-I", "-B", "-m", "dialogue_gym.agents.runner"]
+        runner = [sys.executable, "-I", "-B", "-c", RUNNER, *(str(root.parent) for root in package_roots())]
         flags = self.limits.rlimit_flags(sandbox=self.level == "sandbox")
         launch = [sys.executable, "-I", "-B", str(LAUNCH)]
         if self.level == "sandbox":

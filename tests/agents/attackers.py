@@ -124,6 +124,12 @@ class Prober:
         with open(f"/proc/{self.target}/environ", "rb") as handle:
             return f"environ: {handle.read()[:10_000]!r}"
 
+    def package_file(self) -> str:
+        """Which dialogue_gym this process imported."""
+        import dialogue_gym
+
+        return dialogue_gym.__file__
+
     def own_environment(self) -> str:
         return f"argv {sys.argv!r} environ {sorted(os.environ)!r} fds {sorted(os.listdir('/proc/self/fd'))!r}"
 

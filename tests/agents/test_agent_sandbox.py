@@ -156,3 +156,19 @@ def test_without_bubblewrap_the_sandbox_is_refused_with_the_install_command(monk
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(AgentError, match=r"`bwrap` is not on PATH. Install it \(apt-get install -y bubblewrap\), or .*isolate='process'"):
         evaluate("SEAD-Outbound-v0", "sop", 1, isolate="sandbox")
+
+
+@pytest.mark.parametrize("level", [pytest.param("sandbox", marks=needs_bwrap), "process"])
+def test_the_agent_imports_the_evaluators_own_copy_of_the_package(level, tmp_path):
+    """An evaluator run from a source tree that is not the installed one (a clean worktree, a checkout on
+    $PYTHONPATH) plays its agent with that tree's code: the agent's isolated interpreter is handed the
+    evaluator's package folders, never left to find another installed copy (or none, in the sandbox)."""
+    tree = tmp_path / "tree"
+    for package in ("dialogue_gym", "envs_registry"):
+        shutil.copytree(Path(dialogue_gym.__file__).parents[1] / package, tree / package, ignore=shutil.ignore_patterns("__pycache__"))
+    script = EVALUATOR.format(folder=str(Path(__file__).parent), attack="package_file", marker="", level=level, observation=OBSERVATION)
+    script = script.replace("time.sleep(60)", "agent.close()")
+    environment = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == str(tree / "dialogue_gym" / "__init__.py")
