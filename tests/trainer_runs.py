@@ -30,3 +30,12 @@ def kill_after(process: subprocess.Popen, run_dir: Path, lines: int, timeout: fl
         time.sleep(0.002)
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
+
+
+def kill_when(process: subprocess.Popen, path: Path, timeout: float = 300) -> None:
+    """SIGKILL ``process`` as soon as ``path`` exists (or it ended, or ``timeout`` passed)."""
+    deadline = time.time() + timeout
+    while not path.exists() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.002)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()

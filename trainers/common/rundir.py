@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import fcntl
+import io
 import json
 import logging
 import math
@@ -36,6 +37,8 @@ from typing import Any, Iterable, Iterator
 
 from dialogue_gym.errors import ConfigError, DialogueGymError
 from dialogue_gym.types import Trajectory
+from trainers.common import atomic
+from trainers.common.atomic import disk_full_guard
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +46,10 @@ LOCK_FILE = "run.lock"
 JSONL_FILES = ("trajectories.jsonl", "metrics.jsonl")
 SUBFOLDERS = ("state", "checkpoints", "plots")
 STATE_FIX = "the trainer alone writes this file, so it was damaged or edited; restore it from a copy, or start again with another --run-dir"
+CHECKPOINT_FIX = (
+    "the trainer writes checkpoints whole, so it was damaged afterwards; restore that folder from a copy, "
+    "or start again with another --run-dir"
+)
 
 
 class RunFolderError(ConfigError):
@@ -84,6 +91,12 @@ def read_json_file(path: Path, fix: str = STATE_FIX) -> Any:
         raise RunFolderError(f"{path} is not valid JSON ({type(exc).__name__}: {str(exc)[:120]}); {fix}.") from exc
 
 
+def read_checkpoint_json(path: str | os.PathLike[str], fields: dict[str, FieldKind]) -> dict[str, Any]:
+    """The JSON object a policy saved in ``path`` with ``fields`` of those kinds; a missing, truncated or
+    damaged file raises :class:`RunFolderError` naming it and the fix."""
+    return check_fields(Path(path), read_json_file(Path(path), CHECKPOINT_FIX), fields, CHECKPOINT_FIX)
+
+
 def check_fields(path: Path, record: Any, fields: dict[str, FieldKind], fix: str = STATE_FIX) -> dict[str, Any]:
     """``record`` if it is a JSON object whose ``fields`` are present with the given kinds."""
     if not isinstance(record, dict):
@@ -97,7 +110,8 @@ def check_fields(path: Path, record: Any, fields: dict[str, FieldKind], fix: str
 
 
 def _fsync_append(path: Path, lines: Iterable[str]) -> None:
-    with open(path, "a", encoding="utf-8") as handle:
+    """Append ``lines`` and fsync; a full disk raises DiskFullError (a torn last line is cut on resume)."""
+    with disk_full_guard(path), open(path, "a", encoding="utf-8") as handle:
         for line in lines:
             handle.write(line + "\n")
         handle.flush()
@@ -259,12 +273,8 @@ class RunDir:
     # -- atomic JSON state --------------------------------------------------------
     @staticmethod
     def write_json(path: Path, data: Any) -> None:
-        temporary = path.with_name(path.name + ".tmp")
-        with open(temporary, "w", encoding="utf-8") as handle:
-            json.dump(data, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
+        """``data`` as the whole of ``path`` or not at all (temporary file, fsync, rename)."""
+        atomic.write_json(path, data)
 
     def save_state(self, name: str, data: Any) -> None:
         self.write_json(self.path / "state" / f"{name}.json", data)
@@ -291,6 +301,9 @@ class RunDir:
             raise RunFolderError(
                 f"{source}: field {field!r} names {name}, which does not exist in {self.path}; restore that checkpoint, or start again with another --run-dir."
             )
+        problem = atomic.folder_problem(self.path / relative)
+        if problem is not None:
+            raise RunFolderError(f"{problem}; {source} names it ({field!r}): {CHECKPOINT_FIX}.")
         return self.path / relative
 
     # -- append-only records ----------------------------------------------------------
@@ -343,10 +356,11 @@ class RunDir:
         _fsync_append(self.path / "metrics.jsonl", [json.dumps(row)])
         rows = self.read_metrics()
         columns = list(dict.fromkeys(key for r in rows for key in r))
-        with open(self.path / "metrics.csv", "w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=columns)
-            writer.writeheader()
-            writer.writerows(rows)
+        table = io.StringIO(newline="")
+        writer = csv.DictWriter(table, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+        atomic.write_text(self.path / "metrics.csv", table.getvalue())
 
     def read_metrics(self) -> list[dict[str, Any]]:
         return _read_jsonl(self.path / "metrics.jsonl")
@@ -357,9 +371,4 @@ class RunDir:
         if not path.exists():
             return
         kept = [r for r in _read_jsonl(path) if has_kind(r.get("iteration"), int) and r["iteration"] <= iteration]
-        temporary = path.with_name("metrics.jsonl.tmp")
-        with open(temporary, "w", encoding="utf-8") as handle:
-            handle.writelines(json.dumps(r) + "\n" for r in kept)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
+        atomic.write_text(path, "".join(json.dumps(r) + "\n" for r in kept))

@@ -266,7 +266,13 @@ class CausalLMPolicy:
         return metrics
 
     def save(self, directory: str | Path) -> None:
-        """Weights (or LoRA adapters), tokenizer and optimizer state, so a resumed run continues the same optimisation."""
-        self.model.save_pretrained(str(directory))
-        self.tokenizer.save_pretrained(str(directory))
-        _torch().save(self.optimizer.state_dict(), Path(directory) / "optimizer.pt")
+        """Weights (or LoRA adapters), tokenizer and optimizer state, so a resumed run continues the same
+        optimisation; the folder appears whole or not at all (:func:`trainers.common.atomic.saved_folder`)."""
+        from trainers.common.atomic import saved_folder
+
+        def write(folder: Path) -> None:
+            self.model.save_pretrained(str(folder))
+            self.tokenizer.save_pretrained(str(folder))
+            _torch().save(self.optimizer.state_dict(), folder / "optimizer.pt")
+
+        saved_folder(directory, write)

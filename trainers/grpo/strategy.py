@@ -15,7 +15,6 @@ pitching, pitch until the owner asks what to do, then walk it through the claim.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from pathlib import Path
@@ -34,6 +33,8 @@ from dialogue_gym.scenarios.sead.agents import (
     track_estimate,
 )
 from dialogue_gym.scenarios.sead.parsing import render_agent_output
+from trainers.common.atomic import write_json
+from trainers.common.rundir import read_checkpoint_json
 
 MOVES: tuple[str, ...] = (
     "opening", "value", "evidence", "cost", "rules", "confirm", "empathy", "respect_time", "simplify",
@@ -151,6 +152,10 @@ def policy_gradient(
     return gradient / max(1, len(records)), entropy / max(1, moves)
 
 
+SAVED_FIELDS = {"features": list, "moves": list, "learning_rate": (int, float), "weights": list}
+"""The fields of a saved ``strategy.json``."""
+
+
 class StrategyPolicy:
     """Linear softmax over :data:`MOVES` from binary :data:`FEATURES`, trained by policy gradient.
 
@@ -210,13 +215,11 @@ class StrategyPolicy:
     def save(self, directory: str | Path) -> None:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / "strategy.json").write_text(
-            json.dumps({"features": FEATURES, "moves": MOVES, "learning_rate": self.learning_rate, "weights": self.weights.tolist()})
-        )
+        write_json(directory / "strategy.json", {"features": FEATURES, "moves": MOVES, "learning_rate": self.learning_rate, "weights": self.weights.tolist()})
 
     @classmethod
     def load(cls, directory: str | Path, greedy: bool = False) -> StrategyPolicy:
-        data = json.loads((Path(directory) / "strategy.json").read_text())
+        data = read_checkpoint_json(Path(directory) / "strategy.json", SAVED_FIELDS)
         if tuple(data["features"]) != FEATURES or tuple(data["moves"]) != MOVES:
             raise ConfigError(f"{directory}: saved strategy policy has other features/moves than this version; retrain it.")
         return cls(data["learning_rate"], greedy, np.asarray(data["weights"]))

@@ -15,7 +15,6 @@ record / update / save); every decision point is one sample, weighted by its epi
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Any, Sequence
@@ -32,6 +31,8 @@ from dialogue_gym.scenarios.rlada.agents import (
 from dialogue_gym.scenarios.rlada.cues import active_cues, context_cues, cue_hits
 from dialogue_gym.scenarios.rlada.customers import customer_turn, start_memory
 from dialogue_gym.scenarios.rlada.data import Domain
+from trainers.common.atomic import write_json
+from trainers.common.rundir import read_checkpoint_json
 
 
 class LinearSoftmax:
@@ -102,15 +103,12 @@ class _StrategyBase:
     def save(self, directory: str | Path) -> None:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / self.filename).write_text(json.dumps(self.core.to_dict()))
+        write_json(directory / self.filename, self.core.to_dict())
 
     @staticmethod
     def _load_core(directory: str | Path, filename: str, features: Sequence[str], moves: Sequence[str]) -> LinearSoftmax:
         path = Path(directory) / filename
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"Cannot read the strategy checkpoint {str(path)!r}: {exc}.") from exc
+        data = read_checkpoint_json(path, {"features": list, "moves": list, "learning_rate": (int, float), "weights": list})
         if tuple(data["features"]) != tuple(features) or tuple(data["moves"]) != tuple(moves):
             raise ConfigError(f"{path}: saved strategy has other features/moves than this domain; retrain it.")
         return LinearSoftmax(features, moves, data["learning_rate"], np.asarray(data["weights"]))

@@ -25,7 +25,6 @@ agent's GRPO (batch-mean advantage, one step per iteration) on the game's advers
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from pathlib import Path
@@ -41,6 +40,8 @@ from dialogue_gym.scenarios.sead.prompts import caller_words
 from dialogue_gym.scenarios.sead.scripted_user import COMPLETED, ScriptedUser
 from dialogue_gym.scenarios.sead.state import STATE_DIMS, STATE_NAMES, UserState
 from dialogue_gym.seeding import mix_seed
+from trainers.common.atomic import write_json
+from trainers.common.rundir import read_checkpoint_json
 from trainers.grpo.strategy import policy_gradient
 
 MOVES: tuple[str, ...] = ("play", "cool", "warm", "hang_up", "accept")
@@ -158,16 +159,14 @@ class JointUser:
     def save(self, directory: str | Path) -> None:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / "joint_user.json").write_text(
-            json.dumps({"features": FEATURES, "moves": MOVES, "learning_rate": self.learning_rate, "weights": self.weights.tolist()})
-        )
+        write_json(directory / "joint_user.json", {"features": FEATURES, "moves": MOVES, "learning_rate": self.learning_rate, "weights": self.weights.tolist()})
 
     @classmethod
     def load(cls, directory: str | Path, scripted: ScriptedUser) -> JointUser:
         path = Path(directory) / "joint_user.json"
         if not path.exists():
             raise ConfigError(f"{directory} holds no joint_user.json; pass the folder JointUser.save wrote.")
-        data = json.loads(path.read_text())
+        data = read_checkpoint_json(path, {"features": list, "moves": list, "learning_rate": (int, float), "weights": list})
         if tuple(data["features"]) != FEATURES or tuple(data["moves"]) != MOVES:
             raise ConfigError(f"{path}: saved user policy has other features/moves than this version; train it again.")
         return cls(scripted, data["learning_rate"], np.asarray(data["weights"]))

@@ -23,7 +23,6 @@ settled on a pitch instead, which the owner punishes at turn 2.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -32,7 +31,9 @@ import numpy as np
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.scenarios.sead.agents import PHRASES, fresh_phrase, next_guide_step, track_estimate
 from dialogue_gym.scenarios.sead.parsing import render_agent_output
-from trainers.grpo.strategy import FEATURES, MOVES, StrategyPolicy, features, render
+from trainers.common.atomic import write_json
+from trainers.common.rundir import read_checkpoint_json
+from trainers.grpo.strategy import FEATURES, MOVES, SAVED_FIELDS, StrategyPolicy, features, render
 
 PAIRS: tuple[str, ...] = ("value+evidence", "evidence+cost", "cost+rules", "value+cost", "evidence+rules", "value+rules")
 """Two pitch acts said as two sentences."""
@@ -174,14 +175,14 @@ class StrategyPlusPolicy(StrategyPolicy):
     def save(self, directory: str | Path) -> None:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / "strategy.json").write_text(json.dumps({
+        write_json(directory / "strategy.json", {
             "features": FEATURES_PLUS, "moves": MOVES_PLUS, "learning_rate": self.learning_rate,
             "entropy_coef": self.entropy_coef, "weights": self.weights.tolist(),
-        }))
+        })
 
     @classmethod
     def load(cls, directory: str | Path, greedy: bool = False) -> StrategyPlusPolicy:
-        data = json.loads((Path(directory) / "strategy.json").read_text())
+        data = read_checkpoint_json(Path(directory) / "strategy.json", {**SAVED_FIELDS, "entropy_coef": (int, float)})
         if tuple(data["features"]) != FEATURES_PLUS or tuple(data["moves"]) != MOVES_PLUS:
             raise ConfigError(f"{directory}: saved strategy-plus policy has other features/moves than this version; retrain it.")
         return cls(data["learning_rate"], greedy, np.asarray(data["weights"]), data["entropy_coef"])

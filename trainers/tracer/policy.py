@@ -9,7 +9,6 @@ episodes played before a crash.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -19,6 +18,8 @@ from dialogue_gym.errors import ConfigError
 from dialogue_gym.scenarios.tracer.data import LEVELS
 from dialogue_gym.scenarios.tracer.dynamics import IntentDynamics, draw_level, softmax
 from dialogue_gym.scenarios.tracer.users import IntentDynamicsUser
+from trainers.common.atomic import write_json
+from trainers.common.rundir import read_checkpoint_json
 
 
 class Adam:
@@ -119,11 +120,11 @@ class IntentPolicy(IntentDynamicsUser):
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         data = {"features": list(self.dynamics.feature_map.names), "levels": LEVELS, "weights": self.weights.tolist(), "optimizer": self.optimizer.state_dict()}
-        (directory / "intent_policy.json").write_text(json.dumps(data))
+        write_json(directory / "intent_policy.json", data)
 
     @classmethod
     def load(cls, directory: str | Path) -> IntentPolicy:
-        data = json.loads((Path(directory) / "intent_policy.json").read_text())
+        data = read_checkpoint_json(Path(directory) / "intent_policy.json", {"features": list, "weights": list, "optimizer": dict})
         policy = cls(data["optimizer"]["learning_rate"])
         if tuple(data["features"]) != policy.dynamics.feature_map.names:
             raise ConfigError(f"{directory}: the saved policy has other features than this version's; retrain it.")
