@@ -115,7 +115,7 @@ def baselines(env_id: str) -> str:
         f"{tables(results)}\n\nMade by `{shlex.join(['dialogue-gym', *saved_command(provenance)])}` ({_setting(provenance)}; "
         f"dialogue_gym {provenance['dialogue_gym']}, revision {revision}{dirty}, code digest "
         f"{(provenance.get('code_digest') or 'unknown')[:12]}, {provenance['finished'][:10]}; saved as "
-        f"`docs/results/{env_id}.json`; `dialogue-gym eval {shlex.join(replay_command(provenance))}` plays the same episodes).\n"
+        f"`docs/results/{env_id}.json`; `dialogue-gym {shlex.join(replay_command(provenance))}` plays the same episodes).\n"
     )
 
 
