@@ -15,7 +15,7 @@ def load():
 
 
 def test_rows_report_efficiency_and_identical_transcripts(capsys):
-    tables = load().main(["--rounds", "3", "--latency", "0.002", "--envs", "8", "--batch", "8", "--ids", "SEAD-Outbound-v0"])
+    tables = load().main(["--rounds", "3", "--latency", "0.002", "--envs", "8", "--batch", "8", "--ids", "SEAD-Outbound-v0", "--repeats", "1"])
     out = capsys.readouterr().out
     rows = tables["SEAD-Outbound-v0"]
     assert [(row["envs"], row["groups"]) for row in rows] == [(8, None), (8, 2), (16, 2)]
