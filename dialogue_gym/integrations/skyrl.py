@@ -36,7 +36,12 @@ try:
 except ImportError as exc:
     raise DependencyNotInstalled("skyrl-gym", "skyrl", "Using dialogue_gym environments from SkyRL") from exc
 
-from dialogue_gym.integrations.common import LearnerEpisodes, check_episode, json_kwargs, learner_of
+from dialogue_gym.integrations.common import (
+    LearnerEpisodes,
+    check_episode,
+    json_kwargs,
+    learner_of,
+)
 from envs_registry import REGISTRY
 
 ENTRY_POINT = "dialogue_gym.integrations.skyrl:DialogueTextEnv"

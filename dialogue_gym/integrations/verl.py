@@ -36,11 +36,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from dialogue_gym.errors import ConfigError
-from dialogue_gym.integrations.common import LearnerEpisodes, check_episode, json_kwargs, learner_of
+from dialogue_gym.integrations.common import (
+    LearnerEpisodes,
+    check_episode,
+    json_kwargs,
+    learner_of,
+)
 from dialogue_gym.types import Trajectory
 
 LOOP_TARGET = "dialogue_gym.integrations.verl_loop.DialogueAgentLoop"
@@ -224,7 +230,7 @@ class EpisodePool:
             batch, self.pending = self.pending, []
             try:
                 heard = await self.call(self.episodes.move, [b[0] for b in batch], [b[1] for b in batch], [b[2] for b in batch], [b[3] for b in batch])
-            except BaseException as exc:  # every waiting dialogue sees the env's error
+            except Exception as exc:  # every waiting dialogue sees the env's error
                 for *_, future in batch:
                     if not future.done():
                         future.set_exception(exc)

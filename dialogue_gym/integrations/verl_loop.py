@@ -19,7 +19,12 @@ from uuid import uuid4
 from dialogue_gym.errors import ConfigError, DependencyNotInstalled
 
 try:
-    from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+    from verl.experimental.agent_loop.agent_loop import (
+        AgentLoopBase,
+        AgentLoopMetrics,
+        AgentLoopOutput,
+        register,
+    )
     from verl.utils.profiler import simple_timer
 except ImportError as exc:
     raise DependencyNotInstalled("verl", "verl", "Training dialogue_gym environments with verl") from exc

@@ -43,7 +43,11 @@ def smoke(dialogues: int = 2, max_turn_tokens: int = 16, response_length: int = 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from dialogue_gym.backends.tiny import build_tiny_chat_model
-    from dialogue_gym.integrations.verl import agent_loop_configs, dataset_rows, play_dialogue
+    from dialogue_gym.integrations.verl import (
+        agent_loop_configs,
+        dataset_rows,
+        play_dialogue,
+    )
 
     folder = build_tiny_chat_model(tempfile.mkdtemp(prefix="verl_smoke_"))
     tokenizer, model = AutoTokenizer.from_pretrained(str(folder)), AutoModelForCausalLM.from_pretrained(str(folder)).eval()

@@ -6,12 +6,16 @@ import pytest
 
 skyrl_gym = pytest.importorskip("skyrl_gym")
 
-from dialogue_gym.errors import ConfigError, DependencyNotInstalled, EpisodeStateError  # noqa: E402
-from dialogue_gym.integrations.common import LearnerEpisodes  # noqa: E402
-from dialogue_gym.integrations.skyrl import DialogueTextEnv, dataset_rows, register_environments  # noqa: E402
-from envs_registry import REGISTRY  # noqa: E402
 from skyrl_gym.envs.base_text_env import BaseTextEnv  # noqa: E402
 from skyrl_gym.metrics import aggregate_for_environment  # noqa: E402
+
+from dialogue_gym.errors import ConfigError, DependencyNotInstalled, EpisodeStateError  # noqa: E402
+from dialogue_gym.integrations.common import LearnerEpisodes  # noqa: E402
+from dialogue_gym.integrations.skyrl import (  # noqa: E402
+    dataset_rows,
+    register_environments,
+)
+from envs_registry import REGISTRY  # noqa: E402
 
 SHORT = {"SEAD-Outbound-v0": {"max_agent_turns": 3}, "TRACER-UserSim-v0": {"max_user_turns": 3}, "DMBench-Assistant-v0": {"max_user_turns": 3},
          "RLADA-Banking-v0": {"max_agent_turns": 3}, "RLADA-Customer-v0": {"max_agent_turns": 3}}

@@ -209,8 +209,9 @@ def test_the_pure_part_needs_no_verl_and_the_loop_names_the_extra():
         with pytest.raises(DependencyNotInstalled, match=r"dialogue_gym\[verl\]"):
             import dialogue_gym.integrations.verl_loop  # noqa: F401
     else:  # pragma: no cover - verl's own environment (benchmarks/gpu_verl_check.sh)
-        from dialogue_gym.integrations import verl_loop
         from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
+
+        from dialogue_gym.integrations import verl_loop
 
         assert all(name in _agent_loop_registry for name, *_ in verl_loop.agent_loops())
 

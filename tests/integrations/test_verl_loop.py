@@ -1,9 +1,9 @@
 """The verl agent loop class with verl itself: instantiated the way verl's ``AgentLoopWorker`` does
 (hydra, from the registry or the agent loop file) and run against a fake rollout server. Skipped where
-verl is not installed: it runs in verl's own environment (docs/integrations.md, "verl"), e.g.
+verl is not installed: it runs in verl's own environment (docs/integrations.md, "verl"), as CI's slow step does:
 
     python -m venv --system-site-packages /tmp/verl-env
-    /tmp/verl-env/bin/pip install --no-deps 'verl==0.9.*' && /tmp/verl-env/bin/pip install hydra-core codetiming 'tensordict<=0.10.0'
+    /tmp/verl-env/bin/pip install 'verl==0.9.*' 'kernels>=0.12,<0.13'
     /tmp/verl-env/bin/python -m pytest tests/integrations/test_verl_loop.py
 """
 
@@ -19,7 +19,11 @@ from test_verl import SHORT, FakeRolloutServer  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import DictConfigWrap, _agent_loop_registry  # noqa: E402
 
 from dialogue_gym.integrations import verl_loop  # noqa: E402
-from dialogue_gym.integrations.verl import agent_loop_configs, agent_loop_name, dataset_rows  # noqa: E402
+from dialogue_gym.integrations.verl import (  # noqa: E402
+    agent_loop_configs,
+    agent_loop_name,
+    dataset_rows,
+)
 
 
 @pytest.fixture(scope="module")
