@@ -244,3 +244,25 @@ def test_the_profile_controller_chooses_each_iterations_starts(tokenizer):
     # two groups of one step (train_batch_size 2) draw side by side, each its own batch
     other = starts.profile("uid-3")
     assert [starts.profile("uid-2") for _ in range(3)] and starts.profile("uid-3") != other and starts.iterations == 3
+
+
+def test_an_llm_played_user_answers_the_dialogues_waiting_together_in_one_batch(tokenizer):
+    """The counterparts of dialogues that wait at the same time are one backend batch (as in the vector
+    view), played on the pool's worker thread: eight concurrent SEAD calls against an LLM-played owner
+    (the ``latency`` backend, a stand-in for a vLLM server) cost one backend call per turn, not eight."""
+    from dialogue_gym.integrations.verl import episode_pool
+
+    owner = "<reply>Sure, tell me more.</reply><cooperation>2</cooperation><emotion>1</emotion><trust>2</trust><status>0</status>"
+    kwargs = {"max_agent_turns": 3, "user": "llm", "user_backend": {"name": "latency", "replies": [owner], "latency": 0.01}}
+    backend = episode_pool("SEAD-Outbound-v0", None, kwargs).episodes.driver.policies["user"].backend
+    server = FakeRolloutServer(tokenizer, "SEAD-Outbound-v0", "agent")
+
+    async def main():
+        return await asyncio.gather(*(
+            play_dialogue(server, tokenizer, "SEAD-Outbound-v0", episode=k, seed=0, env_kwargs=kwargs, response_length=2048, request_id=f"u{k}")
+            for k in range(8)))
+
+    outputs = asyncio.run(main())
+    turns = max(len(out.trajectory.turns_of("user")) for out in outputs)
+    assert all(out.trajectory.turns_of("user") and out.trajectory.turns_of("user")[0].raw == owner for out in outputs)
+    assert backend.requests == sum(len(out.trajectory.turns_of("user")) for out in outputs) and backend.calls <= turns + 1
