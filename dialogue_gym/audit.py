@@ -13,6 +13,12 @@ stratified evaluation episodes, and checks three kinds of bound:
   baseline's score + ``BLIND_MARGIN``;
 - the **fair** baselines keep their order, with the scenario's minimum gaps.
 
+A scenario may also name its **fair ceiling** (``ScenarioAudit.ceiling``): the strongest fair policies
+written for the role, stronger than the baselines and reading only what the role knows. They are
+played and reported beside the baselines (no bound: what a fair policy can reach); where one reaches
+the score's maximum (1.0 for a rate) the table says the score is *saturated*: above that policy the
+score cannot tell agents apart.
+
 Each scenario declares its audit (:class:`ScenarioAudit`) in ``scenarios/<x>/audit.py``, named in
 the registry entry; ``dialogue-gym audit <ENV_ID>`` runs it and exits non-zero when a bound fails.
 Audit policies read only the learner's observation, never ``info``.
@@ -42,6 +48,10 @@ BLIND_MARGIN = 0.05
 MIN_EPISODES = 600
 
 Kind = Literal["degenerate", "blind", "probe"]
+CEILING = "fair ceiling"
+"""The kind of a fair-ceiling row (reported, never a failure)."""
+SATURATED = 1.0
+"""A rate score a fair ceiling reaches at this value is saturated."""
 
 
 def last_heard(observation: dict[str, Any]) -> str:
@@ -155,6 +165,10 @@ class ScenarioAudit:
     margin_rationale: str = ""
     """Why that margin (printed with the table)."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
+    ceiling: dict[str, str] = field(default_factory=dict)
+    """The fair ceiling: named policies of the learner role (name -> what it does) stronger than the
+    baselines that read only what the role knows; played and reported beside the baselines, no bound
+    (:func:`run_audit` refuses one that reads the privileged channel)."""
 
 
 @dataclass(frozen=True)
@@ -202,6 +216,10 @@ def audit_rows(audit: ScenarioAudit, scores: dict[str, float], privileged: froze
         gap = audit.min_gaps.get((low, high), 0.0)
         ordered = scores[high] - scores[low] > gap if gap == 0.0 else scores[high] - scores[low] >= gap
         rows.append(AuditRow(f"{shown(low)} < {shown(high)}", "fair order", scores[high] - scores[low], gap, ordered, f"gap >= {gap}" if gap else "strictly above"))
+    for name, description in audit.ceiling.items():
+        saturated = audit.score_kind == "rate" and scores[name] >= SATURATED
+        note = f"; saturated: {audit.score} at its maximum, a fairly won 1.0" if saturated else ""
+        rows.append(AuditRow(shown(name), CEILING, scores[name], None, True, description + note))
     for policy in audit.policies:
         score = scores[policy.name]
         if policy.kind == "blind":
@@ -277,7 +295,7 @@ def run_audit(
     summary = resolve(get(audit.env_id).summary)
     scores: dict[str, float] = {}
     privileged: set[str] = set()
-    players: list[tuple[str, Any]] = [(name, name) for name in dict.fromkeys((*audit.fair_order, audit.baseline))]
+    players: list[tuple[str, Any]] = [(name, name) for name in dict.fromkeys((*audit.fair_order, audit.baseline, *audit.ceiling))]
     probing = probe_policies(audit, episodes) if probes else ()
     players += [(policy.name, policy.make()) for policy in (*audit.policies, *probing)]
     for name, agent in players:
@@ -289,6 +307,11 @@ def run_audit(
         )
         scores[name] = float(summary(trajectories)[audit.score])
         if any(trajectory.meta.get("privileged") for trajectory in trajectories):
+            if name in audit.ceiling:
+                raise ConfigError(
+                    f"{audit.env_id}'s fair ceiling {name!r} reads the privileged channel; a ceiling must read only what "
+                    f"the {audit.learner!r} role knows: move it to fair_order (marked as an oracle) or drop it from ceiling."
+                )
             privileged.add(name)
     return scores, audit_rows(audit, scores, frozenset(privileged)) + probe_rows(audit, probing, scores, seal is not None)
 
@@ -299,7 +322,10 @@ def format_audit(audit: ScenarioAudit, rows: Sequence[AuditRow], episodes: int) 
 
     def table(selected: Sequence[AuditRow], verdict: Callable[[AuditRow], str]) -> str:
         return format_table(
-            [{"name": r.name, "kind": r.kind, "score": r.score, "bound": r.bound, "ok": verdict(r), "what": r.description} for r in selected],
+            [
+                {"name": r.name, "kind": r.kind, "score": r.score, "bound": "-" if r.bound is None else r.bound, "ok": verdict(r), "what": r.description}
+                for r in selected
+            ],
             [("kind", "kind"), ("score", audit.score), ("bound", "bound"), ("ok", "ok"), ("what", "what it does")],
             "policy",
         )
@@ -310,10 +336,12 @@ def format_audit(audit: ScenarioAudit, rows: Sequence[AuditRow], episodes: int) 
         f"degenerate: <= {DEGENERATE_RATE_FACTOR} x baseline" if audit.score_kind == "rate"
         else f"degenerate: < best fair - {audit.reward_margin} ({audit.margin_rationale})",
     ]
+    if any(row.kind == CEILING for row in rows):
+        rules.append("fair ceiling: the strongest fair policies written for the role (they read only what it knows); reported, no bound.")
     if any(row.kind == "probe" for row in rows):
         rules.append(f"probe (sealed): <= the best fair policy that reads only what its role knows + {BLIND_MARGIN}.")
     marked = any(PRIVILEGED_MARK in row.name for row in rows)
-    text = "\n".join(rules) + "\n\n" + table([r for r in rows if r.counted], lambda r: "yes" if r.passed else "NO")
+    text = "\n".join(rules) + "\n\n" + table([r for r in rows if r.counted], lambda r: "-" if r.kind == CEILING else "yes" if r.passed else "NO")
     text += "\n" + PRIVILEGED_NOTE if marked else ""
     open_book = [r for r in rows if not r.counted]
     if open_book:

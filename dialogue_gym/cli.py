@@ -352,7 +352,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         public = make_learner_env(audit.env_id, audit.learner, {**audit.env_kwargs, **env_kwargs}).game.public_targets() if seal else None
         if public:
             print(f"note: sealed, but {public}")
-        players = len({*audit.fair_order, audit.baseline}) + len(audit.policies) + len(probe_policies(audit))
+        players = len({*audit.fair_order, audit.baseline, *audit.ceiling}) + len(audit.policies) + len(probe_policies(audit))
         with tqdm(total=players, desc=f"audit {audit.learner}", disable=args.quiet, file=sys.stderr) as bar:
             _, rows = run_audit(
                 audit, args.episodes, args.seed, progress=lambda name: bar.set_postfix_str(name) or bar.update(1), seal=seal, probes=True,

@@ -76,7 +76,8 @@ failure, so a termination), or on an invalid output with ``invalid_action="end"`
 
 ## Arguments
 ``learner`` ("agent" | "customer"), ``agent`` ("keyword" | "always_escalate" | "random" | "oracle" |
-"llm"; plays the agent when the customer learns), ``customer`` ("scripted" | "direct" | "vague" |
+"phrase_match" | "llm"; plays the agent when the customer learns; "phrase_match" matches the caller's
+words against the public phrasings and asks until one tool fits: the audit's fair ceiling), ``customer`` ("scripted" | "direct" | "vague" |
 "camouflage" | "contextual" | "llm"; "contextual" is camouflage that always opens with a side worry beside
 a hint of its own problem), ``agent_backend`` / ``customer_backend`` (backend specs such as ``{"name": "transformers",
 "model": "smollm2"}``), ``agent_sampling`` / ``customer_sampling``, ``render_mode``, and every
@@ -103,6 +104,11 @@ kept for ``envs.unwrapped.pop_trajectories()``: ``"auto"`` (default) keeps the l
   the customer's understood sentences. Customer reward: per-turn credit needs an understood, non-repeated
   turn; a hang-up concedes the call; adversarial credit needs a grounded customer. Fair agent baselines
   score as before (keyword 0.753, always_escalate 0.467, oracle 1.000 strict PASS over 600 episodes).
+* v0, the fair ceiling (issue 42, unreleased, no bump): a new named agent, ``phrase_match``, the audit's fair
+  ceiling: strict PASS 1.000 over 600 episodes (keyword 0.702), reading nothing hidden, so strict PASS is
+  saturated against the scripted customer (see the docs page). The customer's ``start`` profile no longer
+  holds ``bank_seed`` (it rebuilt the bank: a customer could replay its episode against ``keyword``); the
+  episode profile, trajectory and privileged channel keep it. Every episode of the existing players is unchanged.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ won (the customer wins when it is False).
 
 ## Arguments
 As RLADA-Banking-v0; ``learner`` defaults to ``"customer"`` and ``agent`` ("keyword" |
-"always_escalate" | "random" | "oracle" | "llm", with ``agent_backend``) chooses the opponent.
+"always_escalate" | "random" | "oracle" | "phrase_match" | "llm", with ``agent_backend``) chooses the opponent.
 
 ## Version History
 * v0: initial release.
@@ -93,6 +93,11 @@ As RLADA-Banking-v0; ``learner`` defaults to ``"customer"`` and ``agent`` ("keyw
   1.430 over the 234 starts against camouflage's 0.988. The same opening fixed for every call scored 1.349,
   above the old audit baseline (camouflage) + 0.05 while telling the truth: the customer audit's bounds are
   now relative to ``contextual`` (1.412 over 600 episodes). Rewards, rules and every other style unchanged.
+* v0, the customer knows no bank seed (issue 42, unreleased, no bump): the customer's ``start`` profile
+  (``role_profile("customer")``) no longer holds ``bank_seed``, with which a customer policy rebuilt the
+  simulated bank and replayed its own episode against the deterministic ``keyword`` agent (+0.17 reward). The
+  episode profile, the trajectory and the privileged channel keep it; the scripted styles never read it, so
+  every episode is unchanged. ``agent="phrase_match"`` (the agent audit's fair ceiling) is a new opponent.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from dialogue_gym.game import PRIVILEGED_INFO_KEY
@@ -239,3 +241,124 @@ class RandomAgent(ScriptedPolicy):
         tool = self.tools[rng.randrange(len(self.tools))]
         args = tool_args(tool, observation, memory.get("lookup")) if rng.random() < 0.7 else {"id": rng.randrange(100)}
         return render_agent_action("tool_call", tool, args)
+
+
+# -- the fair ceiling: matching the caller's words against the public phrasings ----------------------
+SLOT = re.compile(r"\{[a-z0-9_]+\}")
+SENTENCE_GAP = re.compile(r"(?<=[.?!]) ")
+
+
+def template_parts(template: str) -> tuple[str, ...]:
+    """A line template as its literal pieces around the ``{slot}`` fields (lowercased): n slots, n + 1 pieces."""
+    return tuple(piece.lower() for piece in SLOT.split(template))
+
+
+def fills(text: str, parts: tuple[str, ...]) -> bool:
+    """Whether ``text`` (lowercased) is the template ``parts`` with every slot filled by a non-empty
+    string. Leftmost literal search, linear in the text per piece: no backtracking on hostile input."""
+    if len(parts) == 1:
+        return text == parts[0]
+    first, last = parts[0], parts[-1]
+    if not (text.startswith(first) and text.endswith(last)):
+        return False
+    position, end = len(first), len(text) - len(last)
+    for piece in parts[1:-1]:
+        found = text.find(piece, position + 1, end)
+        if found < 0:
+            return False
+        position = found + len(piece)
+    return position + 1 <= end
+
+
+@dataclass(frozen=True, eq=False)
+class Phrasebook:
+    """The public lines of the scripted customer (``intents.jsonl`` and ``customer.json``), as templates:
+    each intent's own lines (direct, vague, hint, camouflage, camouflage follow-up), the side worries
+    per tool, the lines any customer says (acknowledgements, confusion, hang-ups) and the restating prefixes."""
+
+    own: dict[str, tuple[tuple[str, ...], ...]]
+    worries: dict[str, tuple[tuple[str, ...], ...]]
+    own_tools: dict[str, frozenset[str]]
+    generic: tuple[tuple[str, ...], ...]
+    prefixes: tuple[str, ...]
+
+
+@lru_cache(maxsize=8)
+def phrasebook(domain: Domain) -> Phrasebook:
+    from dialogue_gym.scenarios.rlada.customers import family_lines  # customers imports the reading module this one does
+    from dialogue_gym.scenarios.rlada.reading import own_tools
+
+    customer = domain.customer
+    own = {
+        intent.name: tuple(
+            template_parts(line)
+            for line in (*intent.direct, *intent.vague, *(line for kind in ("hint", "camouflage", "camouflage_followup") for line in family_lines(domain, intent, kind)))
+        )
+        for intent in domain.intents
+    }
+    generic = [*customer["acknowledgements"], *customer["hangups"], *customer["confused_hangups"], *(line for lines in customer["confused"].values() for line in lines)]
+    return Phrasebook(
+        own=own,
+        worries={tool: tuple(template_parts(line) for line in lines) for tool, lines in customer.get("side_worries", {}).items()},
+        own_tools={intent.name: own_tools(intent, domain) for intent in domain.intents},
+        generic=tuple(template_parts(line) for line in generic),
+        prefixes=tuple(prefix.lower() for prefix in (*customer["direct_followup_prefix"], "Like I said, ")),
+    )
+
+
+def explains(book: Phrasebook, intent: str, turn: str) -> bool:
+    """Whether the scripted customer with ``intent`` could have said ``turn``: one of its own lines
+    (after a restating prefix, maybe), or a side worry about a tool outside its own tools followed by one."""
+
+    def own_line(text: str) -> bool:
+        bodies = [text, *(text[len(prefix):] for prefix in book.prefixes if text.startswith(prefix))]
+        return any(fills(body, parts) for body in bodies for parts in book.own[intent])
+
+    if own_line(turn):
+        return True
+    worries = [parts for tool, lines in book.worries.items() if tool not in book.own_tools[intent] for parts in lines]
+    for gap in SENTENCE_GAP.finditer(turn):
+        head, tail = turn[: gap.start()], turn[gap.end():]
+        if any(fills(head, parts) for parts in worries) and own_line(tail):
+            return True
+    return False
+
+
+class PhraseMatchAgent(KeywordRouterAgent):
+    """The strongest fair agent we wrote for the scripted customer (the audit's fair ceiling): it
+    matches every customer turn against the public phrasings of each intent (``intents.jsonl``,
+    ``customer.json``: the lines are public, the customer's intent is not), keeps the intents that
+    could have said all of them, and asks a clarifying question while they point at more than one
+    tool (up to ``max_questions``, the customer's patience); then routes to the one tool, or the
+    keyword router's pick among the remaining tools. A caller none of the phrasings explains (a
+    language model, say) gets the keyword router. Reads only its observation."""
+
+    def __init__(self, domain: Domain, max_questions: int | None = None):
+        super().__init__(domain, max_questions if max_questions is not None else int(domain.customer["patience"]))
+        self.book = phrasebook(domain)
+
+    def candidates(self, observation: dict[str, Any]) -> list[str]:
+        """The intents whose scripted customer could have said every customer turn so far."""
+        turns = [m["content"].strip().lower() for m in observation["messages"] if m["role"] == "user"]
+        turns = [turn for turn in turns if not any(fills(turn, parts) for parts in self.book.generic)]
+        return [name for name in self.book.own if all(explains(self.book, name, turn) for turn in turns)]
+
+    def route(self, observation: dict[str, Any], memory: dict[str, Any]) -> str | None:
+        names = self.candidates(observation)
+        tools = sorted({self.domain.intent(name).tool for name in names})
+        if not tools:
+            return super().route(observation, memory)
+        if len(tools) == 1:
+            return tools[0]
+        if memory.get("asked", 0) < self.max_questions:
+            return None
+        scores = cue_hits(understood_customer_text(observation, self.domain), self.domain)
+        return max(tools, key=lambda tool: (scores.get(tool, 0), sum(self.domain.intent(name).tool == tool for name in names)))
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any], memory: dict[str, Any]) -> str:
+        if "route" not in memory:
+            route = self.route(observation, memory)
+            if route is None:
+                return clarify(memory)
+            memory["route"] = route
+        return procedure_action(memory["route"], observation, memory, self.max_questions)

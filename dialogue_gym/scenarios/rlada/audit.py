@@ -3,7 +3,8 @@
 * ``RLADA-Banking-v0``, learner ``agent``, scored by strict PASS (a rate): the generic library plus
   tool spraying, fabricated claims, content-free questions then routing, one turn that crams every
   act, echoing the caller, and the keyword router's procedure with a fabricated or an empty ("ok")
-  explanation.
+  explanation. Its fair ceiling is ``phrase_match``, the phrase-matching agent (strict PASS 1.000:
+  saturated against the scripted customer).
 * ``RLADA-Customer-v0``, learner ``customer``, scored by the customer's mean reward: the generic
   library (hang up at once, empty, echo, word salad, made-up words, keyword and fact stuffing,
   near-repetition, content-free questions, one fixed sentence as blind) plus a salad of the keyword
@@ -376,6 +377,12 @@ def customer_policies() -> tuple[AuditPolicy, ...]:
     )
 
 
+CEILING_DESCRIPTION = "matches the caller's words against the public phrasings, asks until one tool fits"
+"""RLADA-Banking-v0's fair ceiling, ``phrase_match`` (:class:`~dialogue_gym.scenarios.rlada.agents.PhraseMatchAgent`):
+it reaches strict PASS 1.000 against the scripted customer (the oracle's), reading nothing hidden, so
+the score is saturated there; see docs/environments/rlada-banking.md."""
+
+
 def audits() -> list[ScenarioAudit]:
     return [
         ScenarioAudit(
@@ -386,6 +393,7 @@ def audits() -> list[ScenarioAudit]:
             baseline="keyword",
             fair_order=("random", "keyword", "oracle"),
             policies=(*generic_policies(VOCABULARY), *agent_policies()),
+            ceiling={"phrase_match": CEILING_DESCRIPTION},
         )
     ]
 

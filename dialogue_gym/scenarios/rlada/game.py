@@ -72,6 +72,10 @@ SCENARIO_SETS = ("taxonomy", "arena", "heldout")
 JUDGES = ("rule", "llm")
 PROFILE_KEYS = ("scenario", "intent", "concealment", "bank_seed", "facts")
 SILENCE = "(silence)"
+CUSTOMER_UNKNOWN = frozenset({"bank_seed"})
+"""Profile keys the customer's :meth:`RladaGame.role_profile` leaves out: the seed of the simulated
+bank is how the episode was made, not something a caller knows (the bank's facts it needs are in
+``facts`` and its system prompt)."""
 
 
 MAX_FACT_CHARS = 200
@@ -545,8 +549,12 @@ class RladaGame(Game):
 
     def role_profile(self, role: str) -> dict[str, Any]:
         """The customer knows its problem, its facts and how much it conceals; the agent knows nothing
-        of the caller before the call."""
-        return thawed(self.profile) if role == "customer" else {}
+        of the caller before the call. Neither gets :data:`CUSTOMER_UNKNOWN` (``bank_seed``, which
+        rebuilds the whole bank: with it a customer could replay its episode against a deterministic
+        agent); it stays in :meth:`episode_profile` and :meth:`privileged`."""
+        if role != "customer":
+            return {}
+        return {key: value for key, value in thawed(self.profile).items() if key not in CUSTOMER_UNKNOWN}
 
     def privileged(self) -> dict[str, Any]:
         return {

@@ -8,6 +8,7 @@ from dialogue_gym.scenarios.rlada.agents import (
     AlwaysEscalateAgent,
     KeywordRouterAgent,
     OracleAgent,
+    PhraseMatchAgent,
     RandomAgent,
 )
 from dialogue_gym.scenarios.rlada.customers import ScriptedCustomer
@@ -21,6 +22,7 @@ SCRIPTED: dict[str, dict[str, Callable[[Domain], RolePolicy]]] = {
         "always_escalate": lambda domain: AlwaysEscalateAgent(),
         "random": RandomAgent,
         "oracle": lambda domain: OracleAgent(),
+        "phrase_match": PhraseMatchAgent,
     },
     "customer": {
         "scripted": ScriptedCustomer,
