@@ -51,9 +51,9 @@ def batch_infos(infos: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     Measured reason: ``_add_info`` re-reads and re-assigns every key's array and mask per sub-env, 1.9 us
     per sub-env for the scenarios' three keys (``turn``, ``invalid_action``, ``outcome``) against 0.65 us
     here, out of a K = 64 step of ``benchmarks/vector_overhead.py``'s null game of about 8 us per
-    sub-env (CPU time, load 4 on 2 cores). Infos this function cannot
-    batch column-wise with certainty (a key that starts with ``_``, which could collide with a mask, or
-    a key holding a dict in some sub-envs and not in others) go through ``_add_info`` itself."""
+    sub-env (CPU time, load 4 on 2 cores). Infos this function cannot batch column-wise with certainty
+    (a key that starts with ``_``, which could collide with a mask, or a key holding a dict in some
+    sub-envs and not in others) go through ``_add_info`` itself."""
     size = len(infos)
     try:
         uniform = size > 0 and all(map(infos[0].keys().__eq__, map(dict.keys, infos)))
