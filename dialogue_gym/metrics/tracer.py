@@ -173,10 +173,11 @@ def ot_dtw(trajectories: Sequence[Trajectory], embedder: Any = "hashing") -> flo
     """Mean over groups of the exact OT cost (uniform weights) between simulated and real sessions, the
     pairwise cost being :func:`semantic_dtw` of their per-turn reply embeddings.
 
-    Each distinct text is embedded once and the cosine distances between all of them computed once;
-    a group's simulated sessions are sorted by their texts and its real ones by session id, so the
-    transport problem, and the plan found among equally cheap ones, do not depend on the order of
-    ``trajectories``."""
+    Each distinct text is embedded once, and per group the cosine distances between its simulated and
+    its real texts are computed once (not between every two texts of the run: a run of varied
+    policies holds thousands). A group's simulated sessions are sorted by their texts and its real ones
+    by session id, so the transport problem, and the plan found among equally cheap ones, do not depend
+    on the order of ``trajectories``."""
     embedder = make_embedder(embedder)
     groups = _groups(trajectories)
     texts = sorted(
@@ -185,13 +186,17 @@ def ot_dtw(trajectories: Sequence[Trajectory], embedder: Any = "hashing") -> flo
     )
     if not texts:
         return math.nan
-    index = {text: position for position, text in enumerate(texts)}
-    distances = local_cost_matrix(embedder.embed(texts), embedder.embed(texts), "cosine")
+    vectors = dict(zip(texts, embedder.embed(texts)))
     costs = []
     for simulated, real in groups.values():
-        left = sorted(tuple(index[turn.text] for turn in t.turns_of("user")) for t in simulated)
-        right = [tuple(index[reply] for reply in real[session]["replies"]) for session in sorted(real)]
-        matrix = np.array([[_normalised_dtw(distances[np.ix_(a, b)]) for b in right] for a in left])
+        left = sorted(tuple(turn.text for turn in t.turns_of("user")) for t in simulated)
+        right = [tuple(real[session]["replies"]) for session in sorted(real)]
+        rows, columns = sorted({text for session in left for text in session}), sorted({text for session in right for text in session})
+        distances = local_cost_matrix(np.array([vectors[text] for text in rows]), np.array([vectors[text] for text in columns]), "cosine")
+        row, column = {text: i for i, text in enumerate(rows)}, {text: j for j, text in enumerate(columns)}
+        matrix = np.array([
+            [_normalised_dtw(distances[np.ix_([row[text] for text in a], [column[text] for text in b])]) for b in right] for a in left
+        ])
         costs.append(_transport_cost(matrix))
     return exact_mean(costs)
 
