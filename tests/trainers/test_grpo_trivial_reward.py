@@ -2,7 +2,7 @@
 step count chosen, move the *greedy* policy?
 
 The reward is 1 when the sampled turn is one given sentence (B) and 0 otherwise, so every group with a
-B in it carries signal and nothing else does. The model is the preset's scratch shape (2 layers,
+B in it carries signal and nothing else does. The model is the scratch shape at 2 layers (SCRATCH_MODEL,
 hidden 128, whole-sentence tokenizer), first cloned (plain cross-entropy) to say sentence A at every
 decision point and B one time in ten, as an SFT checkpoint says its expert's line and rarely another:
 greedy says A everywhere and B is sampled ~10% of the time. The real decision-point loop
