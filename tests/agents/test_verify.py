@@ -54,7 +54,8 @@ def test_an_open_run_saved_from_python_verifies_from_its_public_seed(tmp_path):
 def test_a_hand_edited_score_is_caught(run, capsys):
     results = json.loads((run / "results.json").read_text())
     results["rows"][0]["cr"] += 0.05  # the table
-    results["episodes"]["sop"][3]["scores"]["cr"] = [1.0, 1.0]  # and an episode, so the intervals agree with it
+    success, counted = results["episodes"]["sop"][3]["scores"]["cr"]
+    results["episodes"]["sop"][3]["scores"]["cr"] = [1.0 - success, counted]  # and an episode: its outcome flipped (the run is sealed, so either)
     (run / "results.json").write_text(json.dumps(results))
     assert main(["verify", str(run / "run.jsonl"), str(run / "results.json")]) == 1
     out = capsys.readouterr().out
