@@ -87,6 +87,32 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("tests/scenarios/rlada", "tests/trainers/test_rlada_arena.py", "tests/trainers/test_rlada_stop_rule_boundaries.py",
          "tests/trainers/test_rlada_gym_starts.py", "tests/test_spec_constants.py"),
     ),
+    "sealing": (
+        ("dialogue_gym/sealing.py", "dialogue_gym/seeding.py", "dialogue_gym/probes.py"),
+        ("tests/test_sealing.py", "tests/test_cli_sealed.py", "tests/test_probes.py"),
+    ),
+    "agents": (
+        ("dialogue_gym/agents/protocol.py", "dialogue_gym/agents/process.py", "dialogue_gym/agents/runner.py",
+         "dialogue_gym/verify.py", "dialogue_gym/integrity.py"),
+        ("tests/agents", "tests/test_isolation.py"),
+    ),
+    "results": (
+        ("dialogue_gym/results.py", "dialogue_gym/inputs.py", "dialogue_gym/reporting.py"),
+        ("tests/test_results.py", "tests/test_inputs.py", "tests/test_cli_inputs.py", "tests/metrics/test_reproducible.py"),
+    ),
+    "viewer": (
+        ("dialogue_gym/viewer.py",),
+        ("tests/test_viewer.py",),
+    ),
+    "openenv": (
+        ("dialogue_gym/integrations/openenv.py", "dialogue_gym/integrations/openenv_server.py"),
+        ("tests/integrations/test_openenv.py", "tests/integrations/test_openenv_sealed.py", "tests/integrations/test_openenv_server.py"),
+    ),
+    "run_folders": (
+        ("trainers/common/atomic.py", "trainers/common/rundir.py", "trainers/common/dagger.py", "trainers/common/threads.py"),
+        ("tests/trainers/test_run_folder_repair.py", "tests/trainers/test_rundir.py", "tests/trainers/test_threads.py",
+         "tests/trainers/test_sead_lm_pipeline.py"),
+    ),
 }
 """Named targets: (the modules to mutate, the tests that must catch a mutant in them)."""
 
