@@ -203,7 +203,7 @@ class KeywordRouterAgent(ScriptedPolicy):
             if route is None:
                 return clarify(memory)
             memory["route"] = route
-        return procedure_action(memory["route"], observation, memory)
+        return procedure_action(memory["route"], observation, memory, self.max_questions)
 
 
 class AlwaysEscalateAgent(ScriptedPolicy):
@@ -354,11 +354,3 @@ class PhraseMatchAgent(KeywordRouterAgent):
             return None
         scores = cue_hits(understood_customer_text(observation, self.domain), self.domain)
         return max(tools, key=lambda tool: (scores.get(tool, 0), sum(self.domain.intent(name).tool == tool for name in names)))
-
-    def act(self, observation: dict[str, Any], info: dict[str, Any], memory: dict[str, Any]) -> str:
-        if "route" not in memory:
-            route = self.route(observation, memory)
-            if route is None:
-                return clarify(memory)
-            memory["route"] = route
-        return procedure_action(memory["route"], observation, memory, self.max_questions)
