@@ -22,7 +22,15 @@ Mutants (``ast``-located, one source span replaced each time):
 * ``and`` <-> ``or``; ``not x`` -> ``x``;
 * numbers: an int ``k`` -> ``k + 1``, a float ``x`` -> ``2 x`` (``0.0`` -> ``1.0``); ``True`` <-> ``False``.
 
-Strings, docstrings and annotations are never mutated. A mutant judged *equivalent* (no test could
+Operator swaps score well on modules where real bugs survive (a wrong key, a missing copy, a seed
+from the wrong source, swapped arguments, a shifted mask), so each module also has *plausible-bug*
+mutants written by hand in ``tools/mutation_plausible.json``: ``{"file", "old", "new", "bug"}``, the
+snippet ``old`` (found exactly once in the file) replaced by ``new``, described ``plausible: <bug>``.
+They run with the operator mutants of the same files (``--kind`` picks one kind) and the summary gives
+each kind's kill rate per file. An entry whose ``old`` no longer occurs exactly once is an error, so the
+list cannot go stale silently.
+
+Strings, docstrings and annotations are never mutated by the operator swaps. A mutant judged *equivalent* (no test could
 tell it apart, e.g. how many bad values an error message quotes) is listed with its reason in
 ``tools/mutation_equivalent.json`` (file, the source line's code, the mutation; a line's second
 twin of one mutation is ``... (#2 on the line)``) and not run, so the source needs no markers; a line
@@ -52,6 +60,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PRAGMA = "pragma: no mutate"
 EQUIVALENT_FILE = Path(__file__).with_name("mutation_equivalent.json")
+PLAUSIBLE_FILE = Path(__file__).with_name("mutation_plausible.json")
+PLAUSIBLE = "plausible: "
+"""The prefix of a hand-written mutant's description: what tells the two kinds apart in reports."""
 HYPOTHESIS_SEED = ("--hypothesis-seed=0",) if importlib.util.find_spec("hypothesis") else ()
 """Property tests draw the same examples for every mutant, so a kill does not depend on the draw."""
 
@@ -89,7 +100,11 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "sealing": (
         ("dialogue_gym/sealing.py", "dialogue_gym/seeding.py", "dialogue_gym/probes.py"),
-        ("tests/test_sealing.py", "tests/test_cli_sealed.py", "tests/test_probes.py"),
+        ("tests/test_sealing.py", "tests/test_sealing_behaviours.py", "tests/test_cli_sealed.py", "tests/test_probes.py"),
+    ),
+    "sealed_runs": (
+        ("dialogue_gym/evaluation.py", "dialogue_gym/envs/driver.py"),
+        ("tests/test_sealing.py", "tests/test_sealing_behaviours.py"),
     ),
     "agents": (
         ("dialogue_gym/agents/protocol.py", "dialogue_gym/agents/process.py", "dialogue_gym/agents/runner.py",
@@ -114,7 +129,9 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
          "tests/trainers/test_sead_lm_pipeline.py"),
     ),
 }
-"""Named targets: (the modules to mutate, the tests that must catch a mutant in them)."""
+"""Named targets: (the modules to mutate, the tests that must catch a mutant in them). ``sealed_runs`` holds
+the sealing lines of the evaluator and the driver: run it with ``--kind plausible`` (the evaluator's
+operator mutants belong to its own tests)."""
 
 _COMPARE = {ast.Lt: "<=", ast.LtE: "<", ast.Gt: ">=", ast.GtE: ">", ast.Eq: "!=", ast.NotEq: "==",
             ast.Is: "is not", ast.IsNot: "is", ast.In: "not in", ast.NotIn: "in"}
@@ -248,6 +265,51 @@ def load_equivalent(path: Path) -> set[tuple[str, str, str]]:
     return {(entry["file"], entry["code"], entry["mutation"]) for entry in entries}
 
 
+def plausible_mutants(path: Path, root: Path, files: tuple[str, ...] | None = None) -> list[Mutant]:
+    """The hand-written mutants of ``path`` (of the modules in ``files``, or all), each a checked edit:
+    its ``old`` snippet occurs exactly once in its file, and ``new`` differs from it and still parses."""
+    if not path.exists():
+        return []
+    entries = json.loads(path.read_text(encoding="utf-8"))
+    found: list[Mutant] = []
+    texts: dict[str, str] = {}
+    for position, entry in enumerate(entries):
+        missing = {"file", "old", "new", "bug"} - set(entry)
+        if missing:
+            raise SystemExit(f"{path}: entry {position} lacks {sorted(missing)}; every plausible mutant needs file, old, new and bug")
+        if files is not None and entry["file"] not in files:
+            continue
+        if entry["file"] not in texts:
+            texts[entry["file"]] = (root / entry["file"]).read_text(encoding="utf-8")
+        text = texts[entry["file"]]
+        count = text.count(entry["old"])
+        if count != 1 or entry["old"] == entry["new"]:
+            where = "is the same as its new text" if count == 1 else f"occurs {count} times in the file (it must occur once)"
+            raise SystemExit(f"{path}: entry {position} ({entry['bug']!r}) is stale: its old text {where}; update or drop the entry")
+        start = text.index(entry["old"])
+        mutated = text[:start] + entry["new"] + text[start + len(entry["old"]) :]
+        try:
+            ast.parse(mutated)
+        except SyntaxError as error:
+            raise SystemExit(f"{path}: entry {position} ({entry['bug']!r}) does not parse once applied: {error}; fix its new text") from None
+        line = text.count("\n", 0, start) + 1
+        found.append(Mutant(entry["file"], line, text.splitlines()[line - 1].strip(), PLAUSIBLE + entry["bug"],
+                            start, start + len(entry["old"]), entry["new"]))
+    return found
+
+
+def kill_rates(results: list[dict[str, object]]) -> list[str]:
+    """One line per file and kind of mutant: killed of run, and the rate."""
+    lines = []
+    for file in sorted({str(r["file"]) for r in results}):
+        for kind in ("operator", "plausible"):
+            chosen = [r for r in results if r["file"] == file and str(r["description"]).startswith(PLAUSIBLE) == (kind == "plausible")]
+            if chosen:
+                killed = sum(r["result"] == "killed" for r in chosen)
+                lines.append(f"  {file}: {kind} {killed} of {len(chosen)} killed ({killed / len(chosen):.1%})")
+    return lines
+
+
 _HUNK = re.compile(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 
 
@@ -300,11 +362,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("target", nargs="?", help=f"a named target: {', '.join(TARGETS)}")
     parser.add_argument("--files", nargs="+", help="modules to mutate (paths from the repository root)")
     parser.add_argument("--tests", nargs="+", help="tests that must kill the mutants (paths from the repository root)")
-    parser.add_argument("--limit", type=int, default=0, help="run a random sample of this many mutants (0: all)")
+    parser.add_argument("--limit", type=int, default=0, help="run a random sample of this many operator mutants (0: all); plausible ones all run")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per test run before the mutant counts as killed")
     parser.add_argument("--json", help="also write every mutant's result to this file")
     parser.add_argument("--equivalent", default=str(EQUIVALENT_FILE), help="the list of mutants judged equivalent (not run)")
+    parser.add_argument("--plausible", default=str(PLAUSIBLE_FILE), help="the hand-written plausible-bug mutants")
+    parser.add_argument("--kind", choices=("all", "operator", "plausible"), default="all",
+                        help="which mutants: operator swaps, hand-written plausible bugs, or both (default: all)")
     parser.add_argument("--since", help="only mutants on lines changed since this git revision (e.g. main, HEAD~3)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--list-targets", action="store_true", help="list the named targets and exit")
@@ -325,14 +390,20 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give a named target, or both --files and --tests")
 
     equivalent = load_equivalent(Path(args.equivalent))
-    everything = [m for name in files for m in mutants_of(ROOT / name, name)]
+    everything = [m for name in files for m in mutants_of(ROOT / name, name)] if args.kind != "plausible" else []
+    if args.kind != "operator":
+        everything += plausible_mutants(Path(args.plausible), ROOT, files)
     if args.since:
         changed = {name: changed_lines(name, args.since) for name in files}
         everything = [m for m in everything if m.line in changed[m.file]]
     mutants = [m for m in everything if (m.file, m.code, m.description) not in equivalent]
     skipped = len(everything) - len(mutants)
-    if args.limit and args.limit < len(mutants):
-        mutants = sorted(random.Random(args.seed).sample(mutants, args.limit), key=lambda m: (m.file, m.line, m.start))
+    operators = [m for m in mutants if not m.description.startswith(PLAUSIBLE)]
+    if args.limit and args.limit < len(operators):
+        # the hand-written mutants are few and each was written for a bug: all run; the swaps are sampled
+        sample = random.Random(args.seed).sample(operators, args.limit)
+        print(f"sampled {args.limit} of {len(operators)} operator mutants (seed {args.seed})")
+        mutants = sorted([*sample, *(m for m in mutants if m.description.startswith(PLAUSIBLE))], key=lambda m: (m.file, m.line, m.start))
     if args.list:
         for mutant in mutants:
             print(f"{mutant.file}:{mutant.line}: {mutant.description}")
@@ -361,7 +432,9 @@ def main(argv: list[str] | None = None) -> int:
     killed = sum(r["result"] == "killed" for r in results)
     survivors = [r for r in results if r["result"] == "survived"]
     rate = killed / len(results) if results else float("nan")
-    print(f"\n{killed} of {len(results)} mutants killed ({rate:.1%}); {skipped} judged equivalent and not run; {len(survivors)} survived:")
+    print(f"\n{killed} of {len(results)} mutants killed ({rate:.1%}); {skipped} judged equivalent and not run; {len(survivors)} survived.")
+    print("\n".join(["Per file and kind:", *kill_rates(results)]) if results else "No mutant was run.")
+    print("Survivors:" if survivors else "No survivor.")
     for survivor in survivors:
         print(f"  {survivor['file']}:{survivor['line']}: {survivor['description']}")
     if args.json:

@@ -138,3 +138,67 @@ def test_every_named_target_exists():
     for name, (files, tests) in mutation.TARGETS.items():
         assert all((root / f).is_file() for f in files), name
         assert all((root / t).exists() for t in tests), name
+
+
+def test_a_plausible_mutant_replaces_its_snippet_once_and_is_described_as_a_bug(tmp_path):
+    (tmp_path / "toy.py").write_text(SOURCE)
+    listed = tmp_path / "plausible.json"
+    listed.write_text(json.dumps([{"file": "toy.py", "old": "return -x * 2 >= y", "new": "return -x * 2 > y", "bug": "shifted bound"}]))
+    (mutant,) = mutation.plausible_mutants(listed, tmp_path)
+    assert (mutant.line, mutant.code, mutant.description) == (8, "return -x * 2 >= y", "plausible: shifted bound")
+    assert "        return -x * 2 > y\n" in mutated(mutant, SOURCE)
+    assert mutation.plausible_mutants(listed, tmp_path, ("other.py",)) == []
+    assert mutation.plausible_mutants(tmp_path / "missing.json", tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "old, new, message",
+    [("x - 1", "x + 1", r"old text occurs 2 times in the file \(it must occur once\)"),
+     ("no such text", "x", "occurs 0 times"),
+     ("return -x * 2 >= y", "return -x * 2 >= y", "is the same as its new text"),
+     ("return -x * 2 >= y", "return -x * (2 >= y", "does not parse once applied")],
+)
+def test_a_stale_or_broken_plausible_mutant_is_an_error_naming_it(tmp_path, old, new, message):
+    (tmp_path / "toy.py").write_text(SOURCE.replace("label = ", "label = x - 1 or "))
+    listed = tmp_path / "plausible.json"
+    listed.write_text(json.dumps([{"file": "toy.py", "old": old, "new": new, "bug": "the bug"}]))
+    with pytest.raises(SystemExit, match=rf"entry 0 \('the bug'\).*{message}"):
+        mutation.plausible_mutants(listed, tmp_path)
+    listed.write_text(json.dumps([{"file": "toy.py", "old": old, "new": new}]))
+    with pytest.raises(SystemExit, match=r"lacks \['bug'\]"):
+        mutation.plausible_mutants(listed, tmp_path)
+
+
+def test_kind_picks_the_mutants_and_limit_samples_only_the_operator_swaps(tmp_path, monkeypatch, capsys):
+    (tmp_path / "toy.py").write_text(SOURCE)
+    listed = tmp_path / "plausible.json"
+    listed.write_text(json.dumps([{"file": "toy.py", "old": "x <= 15", "new": "x <= 16", "bug": "bound"}]))
+    monkeypatch.setattr(mutation, "ROOT", tmp_path)
+    common = ["--files", "toy.py", "--tests", "t", "--list", "--plausible", str(listed), "--equivalent", str(tmp_path / "none.json")]
+    assert mutation.main([*common, "--kind", "plausible"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["toy.py:7: plausible: bound", "1 mutants (0 more judged equivalent)"]
+    assert mutation.main([*common, "--kind", "operator"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "10 mutants (0 more judged equivalent)"
+    assert mutation.main([*common, "--limit", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "sampled 2 of 10 operator mutants (seed 0)" and "toy.py:7: plausible: bound" in lines
+    assert lines[-1] == "3 mutants (0 more judged equivalent)"
+
+
+def test_kill_rates_are_given_per_file_and_kind():
+    results = [
+        {"file": "a.py", "description": "< -> <=", "result": "killed"},
+        {"file": "a.py", "description": "1 -> 2", "result": "survived"},
+        {"file": "a.py", "description": "plausible: wrong key", "result": "killed"},
+        {"file": "b.py", "description": "plausible: missing copy", "result": "survived"},
+    ]
+    assert mutation.kill_rates(results) == [
+        "  a.py: operator 1 of 2 killed (50.0%)", "  a.py: plausible 1 of 1 killed (100.0%)", "  b.py: plausible 0 of 1 killed (0.0%)",
+    ]
+
+
+def test_the_packaged_plausible_mutants_apply_and_name_their_bug():
+    """Every hand-written mutant still applies to its module (plausible_mutants raises on a stale one)."""
+    mutants = mutation.plausible_mutants(mutation.PLAUSIBLE_FILE, Path(mutation.ROOT))
+    assert mutants and all(m.description.startswith(mutation.PLAUSIBLE) and len(m.description) > len(mutation.PLAUSIBLE) + 5 for m in mutants)
+    assert len({(m.file, m.start, m.replacement) for m in mutants}) == len(mutants)
