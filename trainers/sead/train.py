@@ -313,11 +313,9 @@ def train(config: SeadTrainConfig, resume: bool = False) -> RunDir:
     run = RunDir.resume(config.resolved_run_dir()) if resume else RunDir.create(config.resolved_run_dir(), config.to_dict())
     with run:
         if config.policy == "lm":
-            from trainers.common.threads import choose_threads
+            from trainers.common.threads import run_threads
 
-            threads, line = choose_threads(config.threads)
-            print(line, file=sys.stderr)
-            run.save_state("threads", {"threads": threads, "chosen": line})
+            print(run_threads(run, config.threads)[1], file=sys.stderr)
         _train(config, run, controller, games, user)
     return run
 
