@@ -111,6 +111,13 @@ class LearnerEpisodes:
         (self.memories[slot],), _ = self.driver.begin([game], [seed + episode], game.evaluation_options(episode, seed))
         return self.messages(slot)
 
+    def start_from(self, slot: int, seed: int, profile: dict[str, Any]) -> list[dict[str, str]]:
+        """Start ``slot`` from ``profile`` with ``seed`` (as ``reset(seed=seed, options={"profile": profile})``
+        does), played up to the learner's first turn; returns the learner's messages."""
+        game = self._slot(slot)
+        (self.memories[slot],), _ = self.driver.begin([game], [seed], {"profile": profile})
+        return self.messages(slot)
+
     def messages(self, slot: int) -> list[dict[str, str]]:
         """The learner's chat so far (its observation's ``messages``)."""
         return [dict(message) for message in self.games[slot].observe(self.learner)["messages"]]
@@ -164,6 +171,35 @@ class LearnerEpisodes:
         trajectory.learner = self.learner
         trajectory.meta = {**trajectory.meta, "env_id": self.env_id}
         return trajectory
+
+
+# Chat-template helpers shared by the trainers' integrations (TRL's rollout_func, verl's agent loop):
+# the tokenizer is duck-typed (``apply_chat_template``, ``__call__``, ``eos_token``).
+
+
+def render(tokenizer: Any, messages: Sequence[dict[str, str]], **template_kwargs: Any) -> str:
+    """``messages`` rendered by the chat template, ending with the opening of the model's next turn."""
+    return tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False, **template_kwargs)
+
+
+def encode(tokenizer: Any, text: str) -> list[int]:
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def heard_tokens(tokenizer: Any, seen: Sequence[dict[str, str]], text: str, now: Sequence[dict[str, str]], ended_with_eos: bool, **template_kwargs: Any) -> list[int] | None:
+    """The tokens between the learner's turn ``text`` (said after the chat ``seen``) and the opening of
+    its next turn in the chat ``now``: the template's end of the turn (less the eos the learner already
+    generated), what it heard, and the next turn's opening. None when the template renders the earlier
+    chat differently once more follows (it rewrote the learner's text), so no one sequence holds both."""
+    said = render(tokenizer, seen, **template_kwargs) + text
+    rendered = render(tokenizer, now, **template_kwargs)
+    if not rendered.startswith(said):
+        return None
+    heard = rendered[len(said) :]
+    eos = tokenizer.eos_token
+    if ended_with_eos and eos and heard.startswith(eos):
+        heard = heard[len(eos) :]
+    return encode(tokenizer, heard)
 
 
 def env_id_of(trajectory: Trajectory) -> str:

@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 
 from dialogue_gym.backends import GenerationRequest, SamplingParams
 from dialogue_gym.errors import ConfigError, DependencyNotInstalled, EpisodeStateError
-from dialogue_gym.integrations.common import LearnerEpisodes, check_episode, learner_of
+from dialogue_gym.integrations.common import LearnerEpisodes, check_episode, heard_tokens, learner_of
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
 
@@ -89,22 +89,6 @@ def _episode_of(prompt: Any, env_id: str) -> tuple[int, int]:
             f"dataset with rollout_prompts({env_id!r}, n)."
         )
     return int(found.group(2)), int(found.group(3))
-
-
-def _heard_tokens(tokenizer: Any, seen: list[dict[str, str]], text: str, now: list[dict[str, str]], ended_with_eos: bool) -> list[int] | None:
-    """The tokens between the learner's turn ``text`` (said after the chat ``seen``) and its next
-    generation prompt in the chat ``now``: the chat template's closing of the turn, what the learner
-    heard, and the opening of its next turn. None when the template renders the earlier chat
-    differently once more follows (it rewrote the learner's text), so no single sequence holds both."""
-    said = tokenizer.apply_chat_template(seen, add_generation_prompt=True, tokenize=False) + text
-    rendered = tokenizer.apply_chat_template(now, add_generation_prompt=True, tokenize=False)
-    if not rendered.startswith(said):
-        return None
-    heard = rendered[len(said) :]
-    eos = tokenizer.eos_token
-    if ended_with_eos and eos and heard.startswith(eos):  # the learner's last generated token already closed its turn
-        heard = heard[len(eos) :]
-    return list(tokenizer(heard, add_special_tokens=False)["input_ids"])
 
 
 def make_rollout_func(
@@ -188,7 +172,7 @@ def make_rollout_func(
                     if episodes.done(slot):
                         continue
                     ended_with_eos = bool(output.token_ids) and output.token_ids[-1] == tokenizer.eos_token_id
-                    heard = _heard_tokens(tokenizer, seen[slot], output.text, episodes.messages(slot), ended_with_eos)
+                    heard = heard_tokens(tokenizer, seen[slot], output.text, episodes.messages(slot), ended_with_eos)
                     if heard is None or (budget is not None and len(completion[slot]) + len(heard) > budget):
                         stopped[slot] = True
                         continue

@@ -44,8 +44,11 @@ from dialogue_gym.errors import ConfigError
 from dialogue_gym.integrations.common import (
     LearnerEpisodes,
     check_episode,
+    encode,
+    heard_tokens,
     json_kwargs,
     learner_of,
+    render,
 )
 from dialogue_gym.types import Trajectory
 
@@ -122,31 +125,6 @@ def _positive(value: Any, name: str) -> int:
 
 
 # -- token assembly ------------------------------------------------------------------------------
-def render(tokenizer: Any, messages: Sequence[dict[str, str]], **template_kwargs: Any) -> str:
-    """``messages`` rendered by the chat template, ending with the opening of the model's next turn."""
-    return tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False, **template_kwargs)
-
-
-def encode(tokenizer: Any, text: str) -> list[int]:
-    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
-
-
-def heard_tokens(tokenizer: Any, seen: Sequence[dict[str, str]], text: str, now: Sequence[dict[str, str]], ended_with_eos: bool, **template_kwargs: Any) -> list[int] | None:
-    """The tokens between the learner's turn ``text`` (said after the chat ``seen``) and the opening of
-    its next turn in the chat ``now``: the template's end of the turn (less the eos the learner already
-    generated), what it heard, and the next turn's opening. None when the template renders the earlier
-    chat differently once more follows (it rewrote the learner's text), so no one sequence holds both."""
-    said = render(tokenizer, seen, **template_kwargs) + text
-    rendered = render(tokenizer, now, **template_kwargs)
-    if not rendered.startswith(said):
-        return None
-    heard = rendered[len(said) :]
-    eos = tokenizer.eos_token
-    if ended_with_eos and eos and heard.startswith(eos):
-        heard = heard[len(eos) :]
-    return encode(tokenizer, heard)
-
-
 @dataclass
 class DialogueTokens:
     """One dialogue as verl's agent loop output wants it (see the module docstring)."""
@@ -252,13 +230,6 @@ def episode_pool(env_id: str, learner: str | None = None, env_kwargs: dict[str, 
     return _POOLS[key]
 
 
-def _start_from(episodes: LearnerEpisodes, slot: int, seed: int, profile: dict[str, Any]) -> list[dict[str, str]]:
-    """Start ``slot`` from ``profile`` (as ``reset(options={"profile": ...})`` does), played up to the learner's first turn."""
-    game = episodes._slot(slot)
-    (episodes.memories[slot],), _ = episodes.driver.begin([game], [seed], {"profile": profile})
-    return episodes.messages(slot)
-
-
 class CurriculumStarts:
     """SEAD's Profile Controller choosing each iteration's starts in a verl run (the paper's setup).
 
@@ -361,7 +332,7 @@ async def play_dialogue(
         if profile is None:
             opening = await pool.call(episodes.start, slot, episode, seed)
         else:
-            opening = await pool.call(_start_from, episodes, slot, seed + episode, profile)
+            opening = await pool.call(episodes.start_from, slot, seed + episode, profile)
         if raw_prompt is not None and profile is None and [{"role": m.get("role"), "content": m.get("content")} for m in raw_prompt] != opening:
             raise ConfigError(
                 f"the row's prompt is not the opening chat of {env_id} episode {episode} (seed {seed}, learner "

@@ -52,6 +52,23 @@ def test_training_episode_i_starts_like_evaluation_episode_i():
         episodes.start(0, -1, 3)
 
 
+def test_start_from_a_profile_meets_what_reset_with_that_profile_shows():
+    """verl's Profile Controller starts dialogues from chosen profiles: the learner's opening chat and the
+    game's start equal a Gymnasium reset with the same seed and profile, slot by slot."""
+    import gymnasium as gym
+
+    episodes = LearnerEpisodes("SEAD-Outbound-v0")
+    other = episodes.games[0].evaluation_options(5, 0)["profile"]
+    profile = episodes.games[0].evaluation_options(3, 0)["profile"]
+    opening = episodes.start_from(1, 42, profile)
+    env = gym.make("SEAD-Outbound-v0")
+    observation, _ = env.reset(seed=42, options={"profile": profile})
+    assert opening == [dict(message) for message in observation["messages"]]
+    assert episodes.games[1].seed == 42 and episodes.games[1].episode_profile() == profile != other
+    episodes.start_from(0, 42, other)  # the profile, not the seed alone, picks the hidden start
+    assert episodes.games[0].episode_profile() == other and episodes.games[1].episode_profile() == profile
+
+
 def test_move_returns_what_the_learner_hears_next():
     episodes = LearnerEpisodes("RLADA-Banking-v0")
     chat = episodes.start(0, 0, 5)
