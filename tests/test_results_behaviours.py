@@ -9,6 +9,7 @@ import math
 
 import pytest
 
+from dialogue_gym.errors import ConfigError
 from dialogue_gym.health import HEALTH_KEY, TurnHealth, mark_unhealthy, provoked, unhealthy
 from dialogue_gym.integrations.datasets import _split_at_shared_start
 from dialogue_gym.results import AgentResult, Results, compare
@@ -118,3 +119,25 @@ def test_a_preference_pair_where_one_dialogue_is_a_prefix_of_the_other_splits_be
         assert chosen[shared:] and rejected[shared:]
     assert _split_at_shared_start(longer, list(longer)) == 4  # identical chats: the last assistant message
     assert _split_at_shared_start(chat("user"), chat("user")) == 0  # no learner turn at all: no prompt
+
+
+def test_a_row_is_privileged_when_any_of_its_episodes_read_the_privileged_channel_and_records_each_seed():
+    def played(start, privileged):
+        meta = {"start": start, "repeat": 0, **({"privileged": True} if privileged else {})}
+        return Trajectory("SEAD-Outbound-v0", 1000 + start, {}, [], Outcome.SUCCESS, learner="agent", meta=meta)
+
+    mixed = AgentResult.from_trajectories("mixed", [played(0, False), played(1, True)], {}, lambda t: {"cr": (1, 1)})
+    fair = AgentResult.from_trajectories("fair", [played(0, False), played(1, False)], {}, lambda t: {"cr": (1, 1)})
+    assert mixed.privileged is True and fair.privileged is False
+    assert [(e["start"], e["repeat"], e["seed"]) for e in mixed.episodes] == [(0, 0, 1000), (1, 0, 1001)]
+
+
+def test_compare_refuses_two_sealed_runs_of_different_secrets():
+    """Sealed runs save seed None; their secret seeds the episodes as --seed does an open run's."""
+    a, b = run(agent("a", [(1, 1)] * 3)), run(agent("b", [(0, 1)] * 3))
+    a.provenance.update(seed=None, secret="0" * 32)
+    b.provenance.update(seed=None, secret="f" * 32)
+    with pytest.raises(ConfigError, match=r"played different episodes \(secret: '0{32}' vs 'f{32}'\)"):
+        compare(a, b, resamples=10)
+    b.provenance["secret"] = "0" * 32
+    assert compare(a, b, resamples=10)[0]["difference"] == -1.0
