@@ -1,5 +1,6 @@
 """The isolated agent's process is spawned, not forked (issue 43, item 6): a fresh isolated interpreter
-that holds nothing of the evaluator's memory, environment or open files, at either level."""
+that holds nothing of the evaluator's memory, environment or open files, at either level; and what the
+boundary carries for each episode (its start, a failed start, its end) reaches the agent as sent."""
 
 from __future__ import annotations
 
@@ -40,3 +41,21 @@ def test_the_agents_process_is_a_fresh_interpreter_holding_nothing_of_the_evalua
     assert os.path.realpath(seen["executable"]) == os.path.realpath(sys.executable)
     assert "EVALUATOR_ONLY_KEY" not in seen["environment"]
     assert str(secret_file) not in seen["files"]
+
+
+def test_each_episode_gets_what_its_start_was_handed_a_failed_start_is_its_own_problem_and_an_ended_episode_is_freed():
+    agent = AgentProcess("SEAD-Outbound-v0", "agent", {}, Witness(), level="process")
+    try:
+        first, refused, second = agent.start({"k": 1}, 12345), agent.start({"fail": True}, 7), agent.start({"k": 2}, 67890)
+        agent.end(first)
+        moves = agent.act_batch([OBSERVATION] * 2, [{}, {}], [refused, second])
+        problems = agent.problems(refused)
+        problems.append("edited by the caller")
+        assert agent.problems(refused) == [{"turn": 0, "problem": "the agent failed: start failed: ValueError: this start is refused"}]
+        assert agent.problems(second) == []
+    finally:
+        agent.close()
+    assert moves[0] == ""  # a refused move is the empty move
+    seen = json.loads(moves[1])
+    assert (seen["profile"], seen["seed"]) == ({"k": 2}, 67890)
+    assert seen["live_memories"] == 1  # the ended episode's memory was dropped in the agent's process

@@ -16,11 +16,22 @@ MARKER = "_evaluator_only_marker"
 """An attribute the evaluator sets on the ``dialogue_gym`` module at run time (a fork would inherit it)."""
 
 
+class Memory:
+    """One episode's memory in the agent's process: what its ``start`` was handed."""
+
+    def __init__(self, profile: dict[str, Any], seed: int):
+        self.profile, self.seed = profile, seed
+
+
 class Witness:
     def start(self, profile: dict[str, Any], seed: int) -> Any:
-        return None
+        if profile.get("fail"):
+            raise ValueError("this start is refused")
+        return Memory(profile, seed)
 
     def act_batch(self, observations: Sequence[dict], infos: Sequence[dict], memories: Sequence[Any]) -> list[str]:
+        import gc
+
         import dialogue_gym
 
         files = []
@@ -36,5 +47,6 @@ class Witness:
             "environment": sorted(os.environ),
             "files": files,
             "executable": os.path.realpath("/proc/self/exe"),
+            "live_memories": sum(isinstance(item, Memory) for item in gc.get_objects()),
         }
-        return [json.dumps(seen)] * len(observations)
+        return [json.dumps({**seen, "profile": memory.profile, "seed": memory.seed}) for memory in memories]
