@@ -55,7 +55,7 @@ def test_tiny_run_prints_both_tables_with_threads_and_load(capsys):
 
     threads_before = torch.get_num_threads()
     tables = load().main(["--episodes", "4", "--sizes", "1,2"])
-    assert len(tables["engine"]) == sum(len(entry.roles) for entry in REGISTRY) == 10
+    assert len(tables["engine"]) == sum(len(entry.roles) for entry in REGISTRY) == 12
     assert all(row["episodes"] == 4 and row["turns"] > 0 and row["seconds"] > 0 for row in tables["engine"])
     paths = [row["path"] for row in tables["sead"]]
     assert paths == ["gym.make env.unwrapped", "gym.make with default wrappers", "gym.make_vec num_envs=1", "gym.make_vec num_envs=2"]

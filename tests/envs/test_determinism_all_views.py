@@ -26,6 +26,7 @@ FIXED_START = {
     "DMBench-Assistant-v0": {"session_id": "syn-g00-s00"},
     "RLADA-Banking-v0": {"scenario": "dispute_duplicate", "profile": {"bank_seed": 5}},
     "RLADA-Customer-v0": {"scenario": "dispute_duplicate", "profile": {"bank_seed": 5}},
+    "RLADA-Banking-v1": {"scenario": "dispute_duplicate", "profile": {"bank_seed": 5}},
 }
 
 
@@ -62,7 +63,7 @@ def play_single(env_id, learner, seed, options=None):
 
 def test_every_registered_id_and_role_is_covered():
     assert {entry.id for entry in envs_registry.REGISTRY} == set(FIXED_START)
-    assert len(CASES) == 10, "five IDs, two roles each"
+    assert len(CASES) == 12, "six IDs, two roles each"
 
 
 @pytest.mark.parametrize("env_id, learner", CASES)

@@ -27,6 +27,7 @@ OWN_STATE = {
     ("SEAD-Outbound-v0", "user"): {"user_state"},
     ("RLADA-Banking-v0", "customer"): {"intent", "concealment"},
     ("RLADA-Customer-v0", "customer"): {"intent", "concealment"},
+    ("RLADA-Banking-v1", "customer"): {"intent", "concealment"},
     ("TRACER-UserSim-v0", "user"): {"intent_level", "intent_trajectory"},
     ("DMBench-Assistant-v0", "user"): {"intent_level", "intent_trajectory"},
 }
@@ -36,6 +37,7 @@ KNOWN_PROFILE = {
     ("SEAD-Outbound-v0", "agent"): set(),
     ("RLADA-Banking-v0", "agent"): set(),
     ("RLADA-Customer-v0", "agent"): set(),
+    ("RLADA-Banking-v1", "agent"): set(),
     ("TRACER-UserSim-v0", "assistant"): {"merchant"},
     ("TRACER-UserSim-v0", "user"): {"user", "merchant", "opening"},
     ("DMBench-Assistant-v0", "assistant"): {"merchant"},
@@ -44,7 +46,7 @@ KNOWN_PROFILE = {
 """The ``start`` profile keys a role's policy gets; a role not listed (the SEAD owner, the RL-ADA
 customer) knows its whole profile: its own persona, state and problem, but for :data:`UNKNOWN_TO`."""
 
-UNKNOWN_TO = {("RLADA-Banking-v0", "customer"): {"bank_seed"}, ("RLADA-Customer-v0", "customer"): {"bank_seed"}}
+UNKNOWN_TO = {("RLADA-Banking-v0", "customer"): {"bank_seed"}, ("RLADA-Customer-v0", "customer"): {"bank_seed"}, ("RLADA-Banking-v1", "customer"): {"bank_seed"}}
 """Keys of its own profile a role is not handed: the RL-ADA customer would replay its episode from the bank's seed."""
 
 CASES = [(entry.id, role) for entry in REGISTRY for role in entry.roles]

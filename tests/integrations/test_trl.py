@@ -32,7 +32,8 @@ from envs_registry import REGISTRY  # noqa: E402
 from masks import runs  # noqa: E402
 
 SHORT = {"SEAD-Outbound-v0": {"max_agent_turns": 3}, "TRACER-UserSim-v0": {"max_user_turns": 3}, "DMBench-Assistant-v0": {"max_user_turns": 3},
-         "RLADA-Banking-v0": {"max_agent_turns": 3}, "RLADA-Customer-v0": {"max_agent_turns": 3}}
+         "RLADA-Banking-v0": {"max_agent_turns": 3}, "RLADA-Customer-v0": {"max_agent_turns": 3},
+         "RLADA-Banking-v1": {"max_agent_turns": 3}}
 """Short dialogues keep the tests fast; the rules end every one of them."""
 
 

@@ -31,7 +31,8 @@ from envs_registry import REGISTRY  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHORT = {"SEAD-Outbound-v0": {"max_agent_turns": 3}, "TRACER-UserSim-v0": {"max_user_turns": 3}, "DMBench-Assistant-v0": {"max_user_turns": 3},
-         "RLADA-Banking-v0": {"max_agent_turns": 3}, "RLADA-Customer-v0": {"max_agent_turns": 3}}
+         "RLADA-Banking-v0": {"max_agent_turns": 3}, "RLADA-Customer-v0": {"max_agent_turns": 3},
+         "RLADA-Banking-v1": {"max_agent_turns": 3}}
 ROLES = [(entry.id, role) for entry in REGISTRY for role in entry.roles]
 
 

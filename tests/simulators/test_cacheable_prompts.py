@@ -64,6 +64,7 @@ REPLIES = {
     "DMBench-Assistant-v0": TRACER_REPLIES,
     "RLADA-Banking-v0": RLADA_REPLIES,
     "RLADA-Customer-v0": RLADA_REPLIES,
+    "RLADA-Banking-v1": RLADA_REPLIES,
 }
 """Well-formed outputs of each role of each ID (a canned LLM plays them in turn), none ending the episode."""
 CASES = [(entry.id, role) for entry in REGISTRY for role in entry.roles]

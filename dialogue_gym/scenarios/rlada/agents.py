@@ -285,14 +285,17 @@ class Phrasebook:
 
 @lru_cache(maxsize=8)
 def phrasebook(domain: Domain) -> Phrasebook:
-    from dialogue_gym.scenarios.rlada.customers import family_lines  # customers imports the reading module this one does
+    from dialogue_gym.scenarios.rlada.customers import family_lines, withheld_story  # customers imports the reading module this one does
     from dialogue_gym.scenarios.rlada.reading import own_tools
 
     customer = domain.customer
     own = {
         intent.name: tuple(
             template_parts(line)
-            for line in (*intent.direct, *intent.vague, *(line for kind in ("hint", "camouflage", "camouflage_followup") for line in family_lines(domain, intent, kind)))
+            for line in (
+                *intent.direct, *intent.vague, *(line for kind in ("hint", "camouflage", "camouflage_followup") for line in family_lines(domain, intent, kind)),
+                *(line for story in withheld_story(domain, intent) for line in story),
+            )
         )
         for intent in domain.intents
     }
@@ -327,7 +330,7 @@ def explains(book: Phrasebook, intent: str, turn: str) -> bool:
 class PhraseMatchAgent(KeywordRouterAgent):
     """The strongest fair agent we wrote for the scripted customer (the audit's fair ceiling): it
     matches every customer turn against the public phrasings of each intent (``intents.jsonl``,
-    ``customer.json``: the lines are public, the customer's intent is not), keeps the intents that
+    ``customer.json``, its withholding stories included: the lines are public, the customer's intent is not), keeps the intents that
     could have said all of them, and asks a clarifying question while they point at more than one
     tool (up to ``max_questions``, the customer's patience); then routes to the one tool, or the
     keyword router's pick among the remaining tools. A caller none of the phrasings explains (a

@@ -5,6 +5,7 @@
   act, echoing the caller, and the keyword router's procedure with a fabricated or an empty ("ok")
   explanation. Its fair ceiling is ``phrase_match``, the phrase-matching agent (strict PASS 1.000:
   saturated against the scripted customer).
+* ``RLADA-Banking-v1``: the same audit against the withholding customer; ``phrase_match`` is below 1.0 there.
 * ``RLADA-Customer-v0``, learner ``customer``, scored by the customer's mean reward: the generic
   library (hang up at once, empty, echo, word salad, made-up words, keyword and fact stuffing,
   near-repetition, content-free questions, one fixed sentence as blind) plus a salad of the keyword
@@ -383,19 +384,31 @@ it reaches strict PASS 1.000 against the scripted customer (the oracle's), readi
 the score is saturated there; see docs/environments/rlada-banking.md."""
 
 
+CEILING_DESCRIPTION_V1 = "matches the caller's words against the public phrasings and stories, asks until one tool fits"
+"""RLADA-Banking-v1's fair ceiling, the same ``phrase_match``: below 1.0 there (0.905 over 600 episodes),
+since a withholding caller's story fits two tools."""
+
+
+def _agent_audit(env_id: str, ceiling: str) -> ScenarioAudit:
+    return ScenarioAudit(
+        env_id=env_id,
+        learner="agent",
+        score="strict_pass",
+        score_kind="rate",
+        baseline="keyword",
+        fair_order=("random", "keyword", "oracle"),
+        policies=(*generic_policies(VOCABULARY), *agent_policies()),
+        ceiling={"phrase_match": ceiling},
+    )
+
+
 def audits() -> list[ScenarioAudit]:
-    return [
-        ScenarioAudit(
-            env_id="RLADA-Banking-v0",
-            learner="agent",
-            score="strict_pass",
-            score_kind="rate",
-            baseline="keyword",
-            fair_order=("random", "keyword", "oracle"),
-            policies=(*generic_policies(VOCABULARY), *agent_policies()),
-            ceiling={"phrase_match": CEILING_DESCRIPTION},
-        )
-    ]
+    return [_agent_audit("RLADA-Banking-v0", CEILING_DESCRIPTION)]
+
+
+def audits_v1() -> list[ScenarioAudit]:
+    """RLADA-Banking-v1's audit: v0's agent audit against the withholding customer."""
+    return [_agent_audit("RLADA-Banking-v1", CEILING_DESCRIPTION_V1)]
 
 
 def customer_audits() -> list[ScenarioAudit]:

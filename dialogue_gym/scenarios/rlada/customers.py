@@ -79,6 +79,23 @@ def customer_turn(domain: Domain, memory: dict[str, Any], style: str, observatio
         if variant is not None:
             return render(lines[variant % len(lines)], facts)
         return render(_pick(rng, lines, memory), facts)
+    reaction = react(domain, memory, observation)
+    if reaction is not None:
+        return reaction
+    asked = memory["questions"]
+    reveal = phrasing["reveal_after"]
+    if style == "direct" or (style in reveal and asked >= reveal[style]):
+        prefix = phrasing["direct_followup_prefix"][rng.randrange(len(phrasing["direct_followup_prefix"]))]
+        return _restate(render(_pick(rng, intent.direct, memory), facts), prefix)
+    kind = "hint" if style == "vague" else "camouflage_followup"
+    return render(_pick(rng, family_lines(domain, intent, kind), memory), facts)
+
+
+def react(domain: Domain, memory: dict[str, Any], observation: dict[str, Any]) -> str | None:
+    """The customer's reaction to the agent's last turn when it is not a real question (confusion, an
+    acknowledgement) or one question too many (a hang-up); None when the customer answers a question
+    (counted in ``memory["questions"]``)."""
+    rng, phrasing, messages = memory["rng"], domain.customer, observation["messages"]
     agent_said = messages[-1]["content"] if messages[-1]["role"] == "user" else ""
     heard = [m["content"] for m in messages if m["role"] == "assistant"]
     said = [m["content"] for m in messages[1:-1] if m["role"] == "user"]
@@ -91,15 +108,9 @@ def customer_turn(domain: Domain, memory: dict[str, Any], style: str, observatio
     if reading.kind == "statement":
         return _pick(rng, phrasing["acknowledgements"], memory)
     memory["questions"] += 1
-    asked = memory["questions"]
-    if asked > phrasing["patience"]:
+    if memory["questions"] > phrasing["patience"]:
         return _pick(rng, phrasing["hangups"], memory)
-    reveal = phrasing["reveal_after"]
-    if style == "direct" or (style in reveal and asked >= reveal[style]):
-        prefix = phrasing["direct_followup_prefix"][rng.randrange(len(phrasing["direct_followup_prefix"]))]
-        return _restate(render(_pick(rng, intent.direct, memory), facts), prefix)
-    kind = "hint" if style == "vague" else "camouflage_followup"
-    return render(_pick(rng, family_lines(domain, intent, kind), memory), facts)
+    return None
 
 
 def side_worry_opener(domain: Domain, memory: dict[str, Any]) -> str | None:
@@ -161,3 +172,44 @@ class ScriptedCustomer(ScriptedPolicy):
             if fresh:
                 return options[_pick(memory["rng"], fresh, memory)]
         return None
+
+
+def withheld_story(domain: Domain, intent: Intent) -> tuple[tuple[str, ...], ...]:
+    """The line sets of ``customer.json["withholding"]["stories"]`` that fit ``intent``'s family (each
+    also fits intents of another tool)."""
+    stories = domain.customer.get("withholding", {}).get("stories", ())
+    return tuple(tuple(story["lines"]) for story in stories if intent.family in story["families"])
+
+
+class WithholdingCustomer(ScriptedCustomer):
+    """RLADA-Banking-v1's customer: the scripted customer, except that at a withholding level
+    (``customer.json["withholding"]["levels"]``: vague and camouflage) a caller whose problem a
+    withholding story fits never states it. It opens with one of the story's lines, true of its own
+    problem and of a problem another tool serves (the paper's ambiguous-intent scenarios: a charge
+    that may be a dispute or fraud, a transfer that may be pending or still to make), answers every
+    real question with another, and hangs up after ``patience`` questions like any caller. So no agent
+    can tell the tool from its words alone on those calls. Every other call plays as ``scripted``."""
+
+    def __init__(self, domain: Domain):
+        if not domain.customer.get("withholding"):
+            raise ConfigError(
+                "the withholding customer needs a 'withholding' object (levels, stories) in the data folder's "
+                "customer.json; use customer='scripted' for a data folder without one."
+            )
+        super().__init__(domain)
+
+    def start(self, profile: dict[str, Any], seed: int) -> dict[str, Any]:
+        memory = start_memory(self.domain, profile, seed)
+        stories = withheld_story(self.domain, memory["intent"])
+        if stories and profile["concealment"] in self.domain.customer["withholding"]["levels"]:
+            memory["story"] = stories[memory["rng"].randrange(len(stories))]
+        return memory
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any], memory: dict[str, Any]) -> str:
+        if "story" not in memory:
+            return super().act(observation, info, memory)
+        if any(m["role"] == "assistant" for m in observation["messages"]):
+            reaction = react(self.domain, memory, observation)
+            if reaction is not None:
+                return reaction
+        return render(_pick(memory["rng"], memory["story"], memory), memory["facts"])

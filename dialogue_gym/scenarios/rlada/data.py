@@ -463,6 +463,37 @@ def _check_side_worries(customer: dict[str, Any], tools: tuple[str, ...], path: 
         _templates(worries, tool, f"{path}: side_worries")
 
 
+def _check_withholding(customer: dict[str, Any], intents: tuple[Intent, ...], path: Path) -> None:
+    """``withholding`` (optional; RLADA-Banking-v1's ``withholding`` customer needs it): the concealment
+    ``levels`` at which a caller never states its problem, and ``stories``, each a list of lines true of
+    every intent of its ``families``, which must be served by at least two tools (a story that names one
+    tool withholds nothing)."""
+    withholding = customer.get("withholding")
+    if withholding is None:
+        return
+    where = f"{path}: withholding"
+    if not isinstance(withholding, dict):
+        raise ScenarioError(f"{where} must be an object with 'levels' and 'stories', got {type(withholding).__name__}.")
+    levels = require(withholding, "levels", list, where)
+    if not levels or not set(levels) <= set(LEVELS) - {"direct"}:
+        raise ScenarioError(f"{where}: field 'levels' must be a non-empty list of {sorted(set(LEVELS) - {'direct'})}, got {levels!r}.")
+    tools: dict[str, set[str]] = {}
+    for intent in intents:
+        tools.setdefault(intent.family, set()).add(intent.tool)
+    for position, story in enumerate(require(withholding, "stories", list, where)):
+        here = f"{where}.stories[{position}]"
+        families = require(story, "families", list, here) if isinstance(story, dict) else None
+        if families is None or not families:
+            raise ScenarioError(f"{here} must be an object with a non-empty 'families' list and 'lines', got {story!r}.")
+        unknown = sorted(set(families) - set(tools))
+        if unknown:
+            raise ScenarioError(f"{here}: unknown or intent-less families {unknown}; families are {sorted(tools)}.")
+        served = set().union(*(tools[family] for family in families))
+        if len(served) < 2:
+            raise ScenarioError(f"{here}: families {families} are all served by {sorted(served)}; a story must fit intents of two tools.")
+        _templates(story, "lines", here)
+
+
 def _load_judge(path: Path, tools: tuple[str, ...]) -> tuple[dict[str, Any], tuple[tuple[str, str, str, re.Pattern[str]], ...]]:
     data = read_json(path)
     components = require(data, "components", dict, str(path))
@@ -567,6 +598,7 @@ def load_domain(data_dir: str | Path | None = None) -> Domain:
     customer = _load_customer(_path(folder, "customer.json"))
     _check_side_worries(customer, tool_names, _path(folder, "customer.json"))
     intents = _load_intents(_path(folder, "intents.jsonl"), tool_names, set(customer["families"]))
+    _check_withholding(customer, intents, _path(folder, "customer.json"))
     lexicon_path = _path(folder, "lexicon.json")
     lexicon = read_json(lexicon_path)
     cue_table = require(lexicon, "cues", dict, str(lexicon_path))

@@ -11,7 +11,7 @@ from dialogue_gym.scenarios.rlada.agents import (
     PhraseMatchAgent,
     RandomAgent,
 )
-from dialogue_gym.scenarios.rlada.customers import ScriptedCustomer
+from dialogue_gym.scenarios.rlada.customers import ScriptedCustomer, WithholdingCustomer
 from dialogue_gym.scenarios.rlada.data import Domain
 from dialogue_gym.simulators.base import RolePolicy
 from dialogue_gym.simulators.named import named_policy
@@ -30,10 +30,13 @@ SCRIPTED: dict[str, dict[str, Callable[[Domain], RolePolicy]]] = {
         "vague": lambda domain: ScriptedCustomer(domain, "vague"),
         "camouflage": lambda domain: ScriptedCustomer(domain, "camouflage"),
         "contextual": lambda domain: ScriptedCustomer(domain, "camouflage", side_worry_first=True),
+        "withholding": WithholdingCustomer,
     },
 }
 """``scripted`` plays the episode profile's concealment level; ``direct`` / ``vague`` / ``camouflage`` fix it;
-``contextual`` is camouflage that always opens with a side worry beside a hint of its own problem."""
+``contextual`` is camouflage that always opens with a side worry beside a hint of its own problem;
+``withholding`` (RLADA-Banking-v1's default) never states a problem that a story shared with another tool fits,
+at the vague and camouflage levels."""
 
 
 
