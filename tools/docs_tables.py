@@ -19,6 +19,8 @@ A generated block in a Markdown page is the text between ``<!-- generated: KIND 
 * ``benchmark NAME``: the saved output of ``benchmarks/NAME.py`` as a text block;
 * ``compare A.json[#agent] B.json[#agent]``: what ``dialogue-gym compare`` prints for two saved runs
   under ``docs/results/`` (a trainer's held-out before and after files, or two agents of one run).
+* ``agreement RUN/agreement.json ...``: a trainer's teacher-forced agreement with its expert, one row per
+  stage (behaviour cloning, each DAgger round) of each file.
 
 Tables are rendered by the CLI's own functions, so a change of the table code or of a saved file shows
 up as a stale block in ``tests/test_docs.py``; rerun this script (and commit both) to refresh them.
@@ -152,7 +154,27 @@ def compared(files: str) -> str:
     return f"{head}:\n\n{rest}\n\nMade by `{command}`.\n"
 
 
-KINDS = {"baselines": baselines, "benchmark": benchmark, "compare": compared}
+def agreement(files: str) -> str:
+    """A table of teacher-forced agreement, one row per stage of each saved ``agreement.json`` (a trainer's
+    ``results/agreement.json``, or rows of the same form under ``stages``), paths under docs/results/."""
+    import json
+
+    lines = ["| run | stage | steps | whole turn | utterance | turn 1 | turns 8+ | turns |", "|---|---|---|---|---|---|---|---|"]
+    for file in files.split():
+        path = RESULTS / file
+        if not path.exists():
+            raise SystemExit(f"no saved agreement file docs/results/{file}; copy the run's results/agreement.json there.")
+        for stage in json.loads(path.read_text(encoding="utf-8"))["stages"]:
+            per_turn, counts = stage["agreement_per_turn"], stage["turns_per_turn"]
+            late = sum(a * n for a, n in zip(per_turn[8:], counts[8:])) / max(1, sum(counts[8:]))
+            lines.append(
+                f"| {Path(file).parent.name} | {stage['stage']} | {int(stage['steps']) if 'steps' in stage else ''} | {stage['agreement']:.3f} | "
+                f"{stage.get('utterance_agreement', float('nan')):.3f} | {per_turn[1]:.3f} | {late:.3f} | {stage['turns']} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+KINDS = {"baselines": baselines, "benchmark": benchmark, "compare": compared, "agreement": agreement}
 
 
 def render(text: str, where: str = "page") -> str:
@@ -186,8 +208,10 @@ def regenerate(kind: str, name: str) -> str:
         arguments = first.removeprefix(f"$ python benchmarks/{name}.py").strip()
         return f"python tools/docs_tables.py --benchmark {name}" + (f" -- {arguments}" if arguments else "")
     commands = []
-    for file in dict.fromkeys(part.partition("#")[0] for part in name.split()):
-        provenance = Results.load(RESULTS / file).provenance
+    # An agreement file sits beside its run's teacher.json, whose provenance names the trainer.
+    files = {part.partition("#")[0]: str(Path(part).parent / "teacher.json") if kind == "agreement" else part.partition("#")[0] for part in name.split()}
+    for file, results_file in files.items():
+        provenance = Results.load(RESULTS / results_file).provenance
         if "trainer" in provenance:  # a trainer's held-out evaluation: its run writes results/*.json
             config = provenance.get("config", {})
             commands.append(
