@@ -78,8 +78,9 @@ failure, so a termination), or on an invalid output with ``invalid_action="end"`
 ``learner`` ("agent" | "customer"), ``agent`` ("keyword" | "always_escalate" | "random" | "oracle" |
 "phrase_match" | "llm"; plays the agent when the customer learns; "phrase_match" matches the caller's
 words against the public phrasings and asks until one tool fits: the audit's fair ceiling), ``customer`` ("scripted" | "direct" | "vague" |
-"camouflage" | "contextual" | "llm"; "contextual" is camouflage that always opens with a side worry beside
-a hint of its own problem), ``agent_backend`` / ``customer_backend`` (backend specs such as ``{"name": "transformers",
+"camouflage" | "contextual" | "withholding" | "planner" | "llm"; "contextual" is camouflage that always opens with a side worry beside
+a hint of its own problem; "withholding" is RLADA-Banking-v1's customer; "planner" rehearses each truthful style against
+the agent it faces on a call of its own and plays the best: the customer audit's fair ceiling), ``agent_backend`` / ``customer_backend`` (backend specs such as ``{"name": "transformers",
 "model": "smollm2"}``), ``agent_sampling`` / ``customer_sampling``, ``render_mode``, and every
 :class:`~dialogue_gym.scenarios.rlada.game.RladaConfig` field (``max_agent_turns``, ``invalid_action``,
 ``invalid_action_penalty``, ``judge`` ("rule" | "llm") with ``judge_backend`` / ``judge_sampling``,

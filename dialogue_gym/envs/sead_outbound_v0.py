@@ -53,8 +53,9 @@ outcome ``backend_failure`` (cause in ``trajectory().meta["failure"]``); metrics
 episodes out rather than count them as the agent's failures. ``info["outcome"]`` names the end.
 
 ## Arguments
-``learner`` ("agent" | "user"), ``agent`` ("sop" | "adaptive" | "oracle" | "random" | "llm"; plays
-the agent when the user learns), ``user`` ("scripted" | "llm"), ``agent_backend`` / ``user_backend``
+``learner`` ("agent" | "user"), ``agent`` ("sop" | "adaptive" | "oracle" | "random" | "informed" | "llm";
+plays the agent when the user learns; "informed" is the oracle's play on the state the owner's words voice
+and the concerns its public lines name: the audit's fair ceiling), ``user`` ("scripted" | "llm"), ``agent_backend`` / ``user_backend``
 (backend spec such as ``{"name": "transformers", "model": "smollm2"}``), ``agent_sampling`` /
 ``user_sampling`` (sampling params), ``render_mode``, and every :class:`SeadConfig` field
 (``max_agent_turns``, ``success_reward``, ``invalid_action``, ``invalid_action_penalty``,

@@ -17,7 +17,9 @@
   worries in one turn, a side worry beside a recital of many problems' signs, a side worry with
   the truth told only after the agent acted, and (blind) the contextual customer's opening fixed for
   every call, against the scripted styles; the bounds are relative to ``contextual``, the strongest
-  fair style (camouflage that always opens with a side worry beside a hint of its own problem).
+  fair style (camouflage that always opens with a side worry beside a hint of its own problem). Its fair
+  ceiling is ``planner``, which rehearses every style against a copy of the keyword router on a call it
+  builds from what it knows and plays the best.
 """
 
 from __future__ import annotations
@@ -411,6 +413,11 @@ def audits_v1() -> list[ScenarioAudit]:
     return [_agent_audit("RLADA-Banking-v1", CEILING_DESCRIPTION_V1)]
 
 
+CUSTOMER_CEILING_DESCRIPTION = "rehearses each truthful style against a copy of the keyword router on a call it builds itself, plays the best"
+"""RLADA-Customer-v0's fair ceiling, ``planner`` (:class:`~dialogue_gym.scenarios.rlada.planner.PlannerCustomer`):
+it knows its own profile (no ``bank_seed``) and the agent's public code, rehearses on a bank of its own."""
+
+
 def customer_audits() -> list[ScenarioAudit]:
     """RLADA-Customer-v0's audit: the customer role, scored by its mean reward against the keyword router."""
     return [
@@ -424,5 +431,6 @@ def customer_audits() -> list[ScenarioAudit]:
             policies=(*generic_policies(CUSTOMER_VOCABULARY), *customer_policies()),
             reward_margin=CUSTOMER_MARGIN,
             margin_rationale="half of one customer component (weights 0.5); 600-episode standard error ~0.04",
+            ceiling={"planner": CUSTOMER_CEILING_DESCRIPTION},
         )
     ]

@@ -13,6 +13,7 @@ from dialogue_gym.scenarios.rlada.agents import (
 )
 from dialogue_gym.scenarios.rlada.customers import ScriptedCustomer, WithholdingCustomer
 from dialogue_gym.scenarios.rlada.data import Domain
+from dialogue_gym.scenarios.rlada.planner import PlannerCustomer
 from dialogue_gym.simulators.base import RolePolicy
 from dialogue_gym.simulators.named import named_policy
 
@@ -31,12 +32,14 @@ SCRIPTED: dict[str, dict[str, Callable[[Domain], RolePolicy]]] = {
         "camouflage": lambda domain: ScriptedCustomer(domain, "camouflage"),
         "contextual": lambda domain: ScriptedCustomer(domain, "camouflage", side_worry_first=True),
         "withholding": WithholdingCustomer,
+        "planner": PlannerCustomer,
     },
 }
 """``scripted`` plays the episode profile's concealment level; ``direct`` / ``vague`` / ``camouflage`` fix it;
 ``contextual`` is camouflage that always opens with a side worry beside a hint of its own problem;
 ``withholding`` (RLADA-Banking-v1's default) never states a problem that a story shared with another tool fits,
-at the vague and camouflage levels."""
+at the vague and camouflage levels; ``planner`` (the customer audit's fair ceiling) rehearses each truthful style
+against the agent it faces on a call it builds from what it knows, then plays the best."""
 
 
 

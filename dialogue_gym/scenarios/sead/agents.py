@@ -237,12 +237,17 @@ class OracleAgent(ScriptedPolicy):
         return any(self.library[b].category == "Operational_Concerns" for b in profile["behaviors"])
 
     def act(self, observation: dict[str, Any], info: dict[str, Any], memory: Any) -> str:
-        turn = int(observation["turn"])
-        c, e, tr = info[PRIVILEGED_INFO_KEY]["user_state"]
-        if turn == 0:
-            return render_agent_output(PHRASES["opening"][0], (c, e, tr))
+        state = info[PRIVILEGED_INFO_KEY]["user_state"]
+        if int(observation["turn"]) == 0:
+            return render_agent_output(PHRASES["opening"][0], tuple(state))
+        return self.answer(observation["messages"][-1]["content"], tuple(state), self._needs_help(memory["profile"]), memory)
+
+    def answer(self, said: str, state: tuple[int, int, int], needs_help: bool, memory: Any) -> str:
+        """The turn for the owner's last words ``said`` given its state ``(c, e, tr)`` and whether it
+        needs help with the app: empathy when upset, the act that settles the concern it voiced, the
+        walkthrough once it is ready, else the offer's facts it has not heard."""
+        c, e, tr = state
         parts: list[str] = [fresh_phrase("empathy", memory)] if e <= 1 else []
-        said = observation["messages"][-1]["content"]
         note_steps(memory, said)
         concerns = [acts for line, acts in self._line_to_acts.items() if line in said]
         progress = memory.setdefault("progress", [])
@@ -251,7 +256,7 @@ class OracleAgent(ScriptedPolicy):
             if act != "empathy" or not parts:
                 parts.append(fresh_phrase(act, memory))
         elif c >= MIN_COOPERATION_TO_ACT and tr >= 2 and e >= 1:
-            if self._needs_help(memory["profile"]):
+            if needs_help:
                 parts = [fresh_phrase("simplify", memory)]
             parts.append(next_guide_step(memory))
         else:
@@ -264,3 +269,51 @@ class OracleAgent(ScriptedPolicy):
                 progress.append(act)
                 parts.append(fresh_phrase(act, memory))
         return render_agent_output(" ".join(parts[:2]), (c, e, tr))
+
+
+VOICED_DOUBT = re.compile(r"not sure i believe", re.IGNORECASE)
+VOICED_COLDNESS = re.compile(r"why would i need this|not really interested", re.IGNORECASE)
+VOICED_IRRITATION = re.compile(r"\bugh\.|\blook,|this is annoying", re.IGNORECASE)
+"""How the scripted owner voices its state when no concern is open (``ScriptedUser._voice``, public code):
+readiness (:data:`READY`) at cooperation >= 3 and trust >= 2, doubt at trust <= 2, coldness at
+cooperation <= 2, irritation at emotion <= 1; each with noise (it may stay silent)."""
+
+
+def voiced_state(estimate: list[int], said: str) -> tuple[int, int, int]:
+    """Move a running (c, e, tr) estimate to what the owner's last words voice (:data:`VOICED_DOUBT` and
+    the rest): the state the fair ceiling plays on in place of the hidden one."""
+    c, e, tr = estimate
+    if READY.search(said):
+        c, tr = max(c, MIN_COOPERATION_TO_ACT), max(tr, 2)
+    elif VOICED_DOUBT.search(said):
+        tr = min(tr, 2)
+    elif VOICED_COLDNESS.search(said):
+        c = min(c, 2)
+    e = 1 if VOICED_IRRITATION.search(said) else max(e, 2)
+    estimate[:] = [c, e, tr]
+    return c, e, tr
+
+
+class InformedAgent(OracleAgent):
+    """SEAD's fair ceiling: the oracle's play with the hidden state replaced by what the call shows.
+    The owner's lines come from the public behavior library, so the concern behind each line is
+    public; the state is what the owner's words voice (:func:`voiced_state`), and help with the app is
+    given once the owner has voiced an operational concern. Reads only its observation, never
+    ``info`` or its ``start`` profile."""
+
+    privileged = False
+
+    def __init__(self, library: BehaviorLibrary):
+        super().__init__(library)
+        self._operational = tuple(line for behavior in library.behaviors if behavior.category == "Operational_Concerns" for line in behavior.lines)
+
+    def start(self, profile: dict[str, Any], seed: int) -> Any:
+        return {"seed": seed, "estimate": [2, 2, 2], "needs_help": False}
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any], memory: Any) -> str:
+        estimate = memory["estimate"]
+        if int(observation["turn"]) == 0:
+            return render_agent_output(PHRASES["opening"][0], tuple(estimate))
+        said = observation["messages"][-1]["content"]
+        memory["needs_help"] = memory["needs_help"] or any(line in said for line in self._operational)
+        return self.answer(said, voiced_state(estimate, said), memory["needs_help"], memory)

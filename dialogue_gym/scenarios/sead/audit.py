@@ -15,6 +15,9 @@ Beyond the generic library, the cheapest policies that could top a keyword-readi
 - ``walkthrough_twice`` (blind): the strongest fluent blind script found, the offer and then the
   walkthrough twice in other words.
 
+Its fair ceiling is ``informed``: the oracle's play with the hidden state replaced by what the owner's
+words voice and the concerns its public lines name (reads only its observation).
+
 The owner's side: ``data/UNDERSTANDING.md``.
 """
 
@@ -154,6 +157,10 @@ def _script_twice(observation: dict[str, Any], turn: int, rng: random.Random) ->
     return SCRIPT_TWICE[min(turn, len(SCRIPT_TWICE)) - 1]
 
 
+CEILING_DESCRIPTION = "the oracle's play on the state the owner's words voice and the concerns its public lines name"
+"""SEAD's fair ceiling, ``informed`` (:class:`~dialogue_gym.scenarios.sead.agents.InformedAgent`): reads only its observation."""
+
+
 def audits() -> list[ScenarioAudit]:
     extra = (
         AuditPolicy("fixed_script", "blind", "a fluent SOP script, one line a turn, that never reads the owner", lambda: TextPolicy(_script, str)),
@@ -176,6 +183,7 @@ def audits() -> list[ScenarioAudit]:
             fair_order=("random", "sop", "adaptive", "oracle"),
             min_gaps={("sop", "adaptive"): 0.15},
             policies=(*generic_policies(VOCABULARY), *extra),
+            ceiling={"informed": CEILING_DESCRIPTION},
         )
     ]
 

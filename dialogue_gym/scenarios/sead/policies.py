@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 from dialogue_gym.scenarios.sead.agents import (
     AdaptiveAgent,
+    InformedAgent,
     OracleAgent,
     RandomAgent,
     SopAgent,
@@ -23,6 +24,7 @@ SCRIPTED: dict[str, dict[str, Callable[[BehaviorLibrary], RolePolicy]]] = {
         "sop": lambda library: SopAgent(),
         "adaptive": lambda library: AdaptiveAgent(),
         "oracle": OracleAgent,
+        "informed": InformedAgent,
     },
     "user": {"scripted": ScriptedUser},
 }
