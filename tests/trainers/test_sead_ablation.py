@@ -59,11 +59,13 @@ def test_the_released_row_reports_both_held_out_evaluations(tmp_path, capsys):
     assert ablate.main(argv) == 0, "a finished ablation is reused, not retrained"
 
 
-def test_the_joint_row_is_the_full_curriculum_with_the_owner_trained(tmp_path):
-    joint, full = (ablate._config(mode, 3, 150, 1200, str(tmp_path)) for mode in ("joint", "full"))
-    assert (joint.curriculum, joint.user_training, joint.run_dir) == ("full", "joint", str(tmp_path / "joint-seed3"))
-    assert {k: v for k, v in joint.to_dict().items() if v != full.to_dict()[k]} == {"user_training": "joint", "run_dir": str(tmp_path / "joint-seed3")}
-    assert full.user_training == "fixed"
+def test_the_joint_row_is_the_papers_config_1_the_unstructured_curriculum_with_the_owner_trained(tmp_path):
+    # Paper 000, Table 3: Config 1 is "w/o MA + w/o PS + Train URM", Config 2 the same with the owner fixed.
+    joint, unstructured = (ablate._config(mode, 3, 150, 1200, str(tmp_path)) for mode in ("joint", "unstructured"))
+    assert (joint.curriculum, joint.user_training, joint.run_dir) == ("unstructured", "joint", str(tmp_path / "joint-seed3"))
+    changed = {k: v for k, v in joint.to_dict().items() if v != unstructured.to_dict()[k]}
+    assert changed == {"user_training": "joint", "run_dir": str(tmp_path / "joint-seed3")}
+    assert unstructured.user_training == "fixed"
 
 
 def test_a_run_saved_before_a_config_field_existed_counts_at_its_default(tmp_path):

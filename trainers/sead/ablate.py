@@ -5,8 +5,9 @@
 Trains one agent per (curriculum mode, seed) — ``full`` (the paper's formula 1 - |CR(s) - 0.5|),
 ``released`` (the reweighting of SEAD's public code: per-dimension value weights, extremes excluded;
 ``ProfileController(mode="released")``), ``uniform`` ("w/o MA") and ``unstructured`` ("w/o MA + w/o
-PS"), plus ``joint`` (the paper's "Train URM" row: the ``full`` curriculum with the owner trained
-jointly on the adversarial user reward, ``user_training="joint"``, trainers/sead/joint_user.py) — and
+PS"), plus ``joint`` (the paper's Config 1, "w/o MA + w/o PS + Train URM": the ``unstructured``
+curriculum with the owner trained jointly on the adversarial user reward, ``user_training="joint"``,
+trainers/sead/joint_user.py) — and
 prints two held-out completion rates with a 95% interval across seeds (Student t), plus a plot:
 
 * ``uniform``: the trainer's own held-out evaluation, CR on the fixed profile set (``eval_episodes``
@@ -62,8 +63,9 @@ PAPER_ORDERINGS = (("full", "uniform"), ("released", "uniform"), ("uniform", "un
 """The paper's Table 3 orderings (better, worse), checked on both held-out evaluations: its adjacent rows,
 and SEAD against the trained user (the ablation's point); ``released`` stands in for the paper's SEAD
 row as ``full`` does."""
-JOINT_CURRICULUM = "full"
-"""The ``joint`` row's curriculum: SEAD's, so the row differs from ``full`` only by the trained owner."""
+JOINT_CURRICULUM = "unstructured"
+"""The ``joint`` row's curriculum: the paper's Config 1 is "w/o MA + w/o PS + Train URM", so the row
+differs from ``unstructured`` (Config 2) only by the trained owner."""
 TAIL_ITERATIONS = 10
 """Iterations at each end of a run over which the training CR and the owner's collapse are averaged."""
 COLLAPSE_METRICS = ("user/hang_up_share", "user/accept_share", "user/deviated_share")
