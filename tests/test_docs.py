@@ -185,9 +185,12 @@ def test_every_public_module_is_in_the_api_reference():
     assert not set(blocks) - set(modules), f"docs/api.md documents modules that do not exist: {sorted(set(blocks) - set(modules))}"
 
 
-BLOCK = re.compile(r"(?:<!-- (not run|run with a tiny model): ([^\n]*?) -->\n)?```(bash|python)(?: title=\"([\w./-]+)\")?\n(.*?)```", re.S)
-NOT_RUN_REASONS = ("needs an OpenAI-compatible server",)
-"""Why a block of getting-started may go unrun: only a server the reader has and the test has not."""
+BLOCK = re.compile(r"(?:<!-- (run against a local test server|run with a tiny model): ([^\n]*?) -->\n)?```(bash|python)(?: title=\"([\w./-]+)\")?\n(.*?)```", re.S)
+AGENT_REPLY = (
+    "<response>Hello, this is Alex from FoodMap. Am I speaking with the owner?</response>"
+    "<cooperation_score>2</cooperation_score><emotion_score>2</emotion_score><trust_score>3</trust_score>"
+)
+"""What the local OpenAI-compatible test server answers getting-started's endpoint block with: a SEAD agent turn."""
 
 
 def _blocks(page: Path) -> list[tuple[str, str]]:
@@ -221,6 +224,15 @@ def _check_backend_spec(spec: dict) -> None:
     inspect.signature(getattr(importlib.import_module(module), attr)).bind(**{k: v for k, v in spec.items() if k != "name"})
 
 
+def _local_chat_server(model: str, required_key: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("getting_started_chat_server", ROOT / "tests" / "backends" / "chat_server.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ChatServer([AGENT_REPLY], model=model, required_key=required_key).start()
+
+
 def test_getting_started_runs_as_written(tmp_path, monkeypatch, capsys):
     """Every command and Python block of docs/getting-started.md, in order, in an empty folder on the
     import path (as ``python`` run there has it). A ``pip install -e`` line is checked against pyproject's
@@ -228,9 +240,10 @@ def test_getting_started_runs_as_written(tmp_path, monkeypatch, capsys):
     block titled with a file name is written to that file. Two kinds of block say before them how they
     are run: ``<!-- run with a tiny model: why -->``: its ``--agent-backend`` model is replaced by a tiny
     random chat model built here (the same code path; it needs the ``llm`` extra, else it is checked
-    but not played); ``<!-- not run: why -->``, only for a reason in NOT_RUN_REASONS: each command must
-    be a command the page runs with only ``--agent-backend`` changed, and its backend spec must fit
-    its backend's signature. Where bubblewrap cannot run, ``--isolate`` plays as ``--isolate process``,
+    but not played); ``<!-- run against a local test server: why -->``: its ``openai`` backend's
+    ``base_url`` is pointed at a real OpenAI-compatible HTTP server started here (tests/backends/chat_server.py,
+    canned replies, the key the spec's ``api_key_env`` names required), so the endpoint path runs too.
+    Where bubblewrap cannot run, ``--isolate`` plays as ``--isolate process``,
     the fallback the page names."""
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     from dialogue_gym.backends.transformers_backend import SMOLLM2_PACKAGE
@@ -243,7 +256,7 @@ def test_getting_started_runs_as_written(tmp_path, monkeypatch, capsys):
     sandbox_refused = _sandbox_refusal()
     assert sandbox_refused is None or "`--isolate process`" in page
     have_llm = _have("torch", "transformers")
-    commands, run_words, unrun, tiny = 0, [], [], None
+    commands, tiny, server = 0, None, None
     for marker, reason, language, title, body in blocks:
         if title:
             (tmp_path / title).write_text(body, encoding="utf-8")
@@ -265,17 +278,20 @@ def test_getting_started_runs_as_written(tmp_path, monkeypatch, capsys):
                 assert words[3:] == [SMOLLM2_PACKAGE], line
                 continue
             assert words[0] == "dialogue-gym", f"getting-started shows a command the test does not run: {line}"
-            if marker == "not run":
-                assert reason.startswith(NOT_RUN_REASONS), f"not run for a reason the test does not accept: {reason!r}"
-                unrun.append(words)
-                continue
+            if marker == "run against a local test server":
+                assert "OpenAI-compatible" in reason, reason
+                plain, spec = _without_backend(words)
+                assert spec["name"] == "openai" and spec.get("api_key_env") and "api_key" not in spec, spec
+                if server is None:
+                    server = _local_chat_server(spec["model"], required_key="getting-started-key")
+                monkeypatch.setenv(spec["api_key_env"], "getting-started-key")
+                words = plain[: plain.index("--agent") + 2] + ["--agent-backend", json.dumps({**spec, "base_url": server.base_url})] + plain[plain.index("--agent") + 2 :]
             if "--isolate" in words and sandbox_refused is not None:
                 words = words[: words.index("--isolate") + 1] + ["process"] + words[words.index("--isolate") + 1 :]
             if marker == "run with a tiny model":
                 assert "tiny random chat model" in reason, reason
                 plain, spec = _without_backend(words)
                 _check_backend_spec(spec)
-                run_words.append(plain)
                 if not have_llm:
                     continue
                 if tiny is None:
@@ -283,24 +299,24 @@ def test_getting_started_runs_as_written(tmp_path, monkeypatch, capsys):
 
                     tiny = str(build_tiny_chat_model(tmp_path / "tiny-chat"))
                 words = plain[: plain.index("--agent") + 2] + ["--agent-backend", json.dumps({**spec, "model": tiny})] + plain[plain.index("--agent") + 2 :]
-            else:
-                run_words.append(words)
             try:
                 code = main(words[1:])
             except SystemExit as exit_:  # --version exits through argparse
                 code = exit_.code
+            finally:
+                if server is not None and marker == "run against a local test server":
+                    server.stop()
             assert code == 0, line
             commands += 1
-    for words in unrun:
-        plain, spec = _without_backend(words)
-        _check_backend_spec(spec)
-        assert plain in run_words, f"an unrun command must be one the page runs with another --agent-backend: {shlex.join(words)}"
+    assert server is not None and server.requests, "the endpoint block was not played against the local server"
+    assert all(request["model"] == "Qwen/Qwen2.5-7B-Instruct" for request in server.requests)  # the page's spec, as written
+    assert all(headers.get("Authorization") == "Bearer getting-started-key" for headers in server.headers)
     output = capsys.readouterr().out
     assert commands >= 10 and f"dialogue-gym {dialogue_gym.__version__}" in output
     assert "sealed run ended; its secret:" in output and "B = my_agent:Greeter (sealed.json) minus A = adaptive (sealed.json)" in output
     for made in ("report.html", "run.jsonl", "my_agent.py", "sealed.json", "sealed.html"):
         assert (tmp_path / made).exists(), made
-    assert (tmp_path / "llm.json").exists() == have_llm
+    assert (tmp_path / "llm.json").exists() == have_llm and (tmp_path / "endpoint.json").exists()
 
 
 def test_the_version_has_one_source():
