@@ -80,6 +80,9 @@ class RladaTrainConfig:
     """lm customer: as agent_model."""
     device: str = "cpu"
     """lm policies: torch device."""
+    threads: int = 0
+    """lm policies: torch's intra-op threads; 0 picks the faster of 1 and all cores on a quick probe
+    (logged, saved in state/threads.json and kept on resume)."""
     lora_rank: int = 0
     """lm policies: LoRA rank via peft (0 = full fine-tuning)."""
     agent_kl_coef: float = 0.01
@@ -147,7 +150,7 @@ def _check(config: RladaTrainConfig) -> RladaTrainConfig:
     require_range(config, ("episodes_per_scenario", "gym_starts", "group_size", "patience", "recent_matches", "warmup_batch", "heldout_repeats"), 1)
     require_range(config, ("max_agent_turns", "agent_max_new_tokens", "customer_max_new_tokens"), 1)
     require_range(config, ("gym_iterations", "sft_episodes", "sft_epochs", "warmup_agent_iterations", "warmup_customer_iterations"), 0)
-    require_range(config, ("lora_rank", "agent_kl_coef", "customer_kl_coef", "stability_epsilon"), 0)
+    require_range(config, ("lora_rank", "agent_kl_coef", "customer_kl_coef", "stability_epsilon", "threads"), 0)
     require_range(config, ("win_threshold", "weaker_threshold", "clip_eps"), 0, 1)
     for name in ("agent_learning_rate", "customer_learning_rate", "temperature"):
         if getattr(config, name) <= 0:

@@ -438,6 +438,10 @@ def train(config: RladaTrainConfig, resume: bool = False) -> RunDir:
     RladaConfig(max_agent_turns=config.max_agent_turns)
     run = RunDir.resume(config.resolved_run_dir()) if resume else RunDir.create(config.resolved_run_dir(), config.to_dict())
     with run:
+        if "lm" in (config.agent_policy, config.customer_policy):
+            from trainers.common.threads import run_threads
+
+            print(run_threads(run, config.threads)[1], file=sys.stderr)
         _train(config, run, resume)
     return run
 

@@ -73,6 +73,9 @@ class TracerTrainConfig:
     """lm policy: local model folder, "smollm2", or "tiny" (a random tiny model built in the run folder)."""
     device: str = "cpu"
     """lm policy: torch device."""
+    threads: int = 0
+    """lm policy: torch's intra-op threads; 0 picks the faster of 1 and all cores on a quick probe (logged,
+    saved in state/threads.json and kept on resume)."""
     lora_rank: int = 0
     """lm policy: LoRA rank via peft (0 = full fine-tuning)."""
     kl_coef: float = 0.001
@@ -143,7 +146,7 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> TracerTrainC
     if not 0.0 <= config.l_adv <= 1.0:
         raise ConfigError(f"l_adv must be in [0, 1], got {config.l_adv!r}.")
     require_range(config, ("max_new_tokens",), 1)
-    require_range(config, ("iterations", "sft_epochs", "sft_sessions", "heldout_per_group", "eval_sessions", "lora_rank", "kl_coef", "gamma"), 0)
+    require_range(config, ("iterations", "sft_epochs", "sft_sessions", "heldout_per_group", "eval_sessions", "lora_rank", "kl_coef", "gamma", "threads"), 0)
     require_range(config, ("clip_eps",), 0, 1)
     for name in ("learning_rate", "sft_learning_rate", "temperature"):
         if getattr(config, name) <= 0:

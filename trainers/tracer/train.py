@@ -236,6 +236,10 @@ def train(config: TracerTrainConfig, resume: bool = False) -> RunDir:
     assistant = make_policy("assistant", config.assistant, config.assistant_backend)
     run = RunDir.resume(config.resolved_run_dir()) if resume else RunDir.create(config.resolved_run_dir(), config.to_dict())
     with run:
+        if config.policy == "lm":
+            from trainers.common.threads import run_threads
+
+            print(run_threads(run, config.threads)[1], file=sys.stderr)
         _train(config, run, template, assistant)
     return run
 
