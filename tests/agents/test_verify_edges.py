@@ -1,0 +1,40 @@
+"""``verify`` at its edges (issue 43, item 6): a table number edited by one part in a million is caught
+(the check is 1e-9 relative, not loose enough to hide a hand edit), and an edited field of the game's own
+meta, which no score reads, is caught by the replay."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import dialogue_gym  # noqa: F401
+from dialogue_gym.evaluation import evaluate
+from dialogue_gym.verify import verify
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("verify-edges")
+    evaluate("RLADA-Banking-v0", "keyword", 6, seed=7, out=folder / "run.jsonl", save=folder / "results.json", bootstrap=20)
+    return folder
+
+
+def test_a_table_number_edited_by_one_part_in_a_million_is_caught(saved, tmp_path):
+    results = json.loads((saved / "results.json").read_text())
+    row = results["rows"][0]
+    key = next(k for k, v in row.items() if isinstance(v, float) and v > 0 and not isinstance(v, bool))
+    row[key] *= 1 + 1e-6
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    verdict = verify(saved / "run.jsonl", tmp_path / "results.json")
+    assert not verdict.ok and verdict.mismatches[0].startswith(f"'keyword' table {key}: results say ")
+    assert verify(saved / "run.jsonl", saved / "results.json").ok
+
+
+def test_an_edited_field_of_the_games_meta_is_caught_by_the_replay(saved, tmp_path):
+    lines = [json.loads(line) for line in (saved / "run.jsonl").read_text().splitlines()]
+    lines[2]["meta"]["verdict"]["note"] = "hand-edited"
+    (tmp_path / "run.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    verdict = verify(tmp_path / "run.jsonl", saved / "results.json")
+    (mismatch,) = verdict.mismatches
+    assert f"start {lines[2]['meta']['start']} repeat 0: transcript differs from its replay: meta: recorded " in mismatch
