@@ -29,6 +29,16 @@ a first-observation fingerprint matcher, a clairvoyant selector among the fair p
 vandalises what it is handed. A sealed audit (``--sealed``) holds each to the best fair policy that
 does not read the privileged channel + ``BLIND_MARGIN``; an open one is reproducible from ``--seed``,
 so the probes may win there, and the audit reports them as *open-book* (information, not failure).
+A user's own policy (``--agent module:Class``) is played as one more probe, held to the same bound:
+a way to try an attack on the benchmark setting.
+
+**Isolated** (``--isolate``, :mod:`dialogue_gym.agents`), every player of the audit plays in a process
+of its own over the JSON-lines boundary, as ``eval --isolate`` plays an agent: the library's policies
+are named there (registered names, or :func:`audit_player` with the policy's name), a user's class is
+imported only there. Every probe works through the protocol, none needs a hook in the evaluator: the
+replaying probes read only what ``start`` and ``act`` hand them and the library's public code, so they
+play the same episodes isolated as in-process, and the data mutator vandalises its own decoded copies
+(isolated, it tests the boundary rather than the evaluator's copying).
 """
 
 from __future__ import annotations
@@ -36,12 +46,16 @@ from __future__ import annotations
 import importlib
 import itertools
 import random
+import re
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.sealing import Seal
 from dialogue_gym.simulators.base import ScriptedPolicy
+from dialogue_gym.types import Trajectory
 
 DEGENERATE_RATE_FACTOR = 0.5
 BLIND_MARGIN = 0.05
@@ -267,44 +281,123 @@ def probe_policies(audit: ScenarioAudit, episodes: int = MIN_EPISODES) -> tuple[
     )
 
 
-def probe_rows(audit: ScenarioAudit, probes: Sequence[AuditPolicy], scores: dict[str, float], sealed: bool) -> list[AuditRow]:
+def probe_rows(
+    audit: ScenarioAudit, probes: Sequence[AuditPolicy], scores: dict[str, float], sealed: bool, privileged: frozenset[str] = frozenset()
+) -> list[AuditRow]:
     """Each probe's score against the best fair policy that reads only what its role knows + ``BLIND_MARGIN``;
-    counted only in a sealed audit (an open one is reproducible from its seed: open-book)."""
+    counted only in a sealed audit (an open one is reproducible from its seed: open-book). The names in
+    ``privileged`` (a submitted agent that reads the privileged channel) are marked."""
+    from dialogue_gym.reporting import PRIVILEGED_MARK
+
     fair, _ = fair_players(audit)
     bound = max(scores[name] for name in fair) + BLIND_MARGIN
     return [
-        AuditRow(probe.name, "probe" if sealed else "open-book", scores[probe.name], bound, scores[probe.name] <= bound, probe.description, counted=sealed)
+        AuditRow(
+            probe.name + PRIVILEGED_MARK * (probe.name in privileged), "probe" if sealed else "open-book", scores[probe.name], bound,
+            scores[probe.name] <= bound, probe.description, counted=sealed,
+        )
         for probe in probes
     ]
 
 
+SUBMITTED = "your agent (--agent), held to the probes' bound: over it, it reaches what it should not or it is a fair policy stronger than the ceiling"
+"""The description of a row of an agent given to the audit (``--agent``)."""
+
+
+def registered_audit(env_id: str, learner: str) -> ScenarioAudit:
+    """The audit that ``env_id``'s registry entry declares for the ``learner`` role."""
+    from envs_registry import get, resolve
+
+    entry = get(env_id)
+    found = [audit for audit in resolve(entry.audits)() if audit.learner == learner] if entry.audits else []
+    if not found:
+        raise ConfigError(f"{env_id} declares no exploit audit of the learner role {learner!r}; `dialogue-gym audit {env_id}` lists what it audits.")
+    return found[0]
+
+
+def audit_player(env_id: str, learner: str, name: str, episodes: int = MIN_EPISODES) -> Any:
+    """The audit policy or probe called ``name`` of the registered audit of ``env_id``'s ``learner``
+    role, built. An isolated audit names its policies this way in the agent's process
+    (``{"class": "dialogue_gym.audit:audit_player", "kwargs": {...}}``): they are closures, which
+    cannot be sent, and the process builds them from the library's own code."""
+    audit = registered_audit(env_id, learner)
+    for policy in (*audit.policies, *probe_policies(audit, episodes)):
+        if policy.name == name:
+            return policy.make()
+    raise ConfigError(
+        f"{env_id}'s audit of {learner!r} has no policy or probe {name!r}; it has "
+        f"{[policy.name for policy in audit.policies] + [probe.name for probe in probe_policies(audit, episodes)]}."
+    )
+
+
+def _isolated_player(audit: ScenarioAudit, policy: AuditPolicy, episodes: int) -> dict[str, Any]:
+    """``policy`` as an isolated audit sends it: by its name in the registered audit (see :func:`audit_player`)."""
+    return {"class": f"{__name__}:audit_player", "kwargs": {"env_id": audit.env_id, "learner": audit.learner, "name": policy.name, "episodes": episodes}}
+
+
 def run_audit(
     audit: ScenarioAudit, episodes: int = MIN_EPISODES, seed: int = 0, progress: Callable[[str], None] | None = None,
-    seal: Seal | None = None, probes: bool = False, env_kwargs: dict[str, Any] | None = None,
+    seal: Seal | None = None, probes: bool = False, env_kwargs: dict[str, Any] | None = None, *,
+    agents: dict[str, Any] | None = None, isolate: bool | str = False, agent_limits: Any = None, agent_logs: str | Path | None = None,
+    on_played: Callable[[str, list[Trajectory]], None] | None = None,
 ) -> tuple[dict[str, float], list[AuditRow]]:
     """Play every fair baseline and audit policy (and with ``probes``, :func:`probe_policies`) for
     ``episodes`` episodes; returns (scores, rows). With a ``seal`` every player plays the same sealed
     episodes (:mod:`dialogue_gym.sealing`). ``env_kwargs`` are added to the audit's own for the run
     only (a private ``sessions_file``, say): the probes rebuild the game from the audit's own, the
-    public ones."""
+    public ones.
+
+    ``agents`` (row name -> a registered name, ``"module:Class"``, ``{"class": ..., "kwargs": ...}`` or
+    a policy object) are played first, as probes (:data:`SUBMITTED`). ``isolate`` plays every player in
+    a process of its own (``"process"`` or ``"sandbox"``, as :func:`~dialogue_gym.evaluation.evaluate`),
+    within ``agent_limits``, logging to a folder per player in ``agent_logs`` (a new temporary folder by
+    default); the audit's policies are then those of its registered audit, named (:func:`audit_player`).
+    ``on_played(name, trajectories)`` is called after each player's run."""
+    from dialogue_gym.agents.process import check_level
     from dialogue_gym.evaluation import evaluate
     from envs_registry import get, resolve
 
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ConfigError(f"episodes must be a positive int, got {episodes!r}; the bounds are stated for >= {MIN_EPISODES}.")
+    level = check_level(isolate)
     summary = resolve(get(audit.env_id).summary)
     scores: dict[str, float] = {}
     privileged: set[str] = set()
-    players: list[tuple[str, Any]] = [(name, name) for name in dict.fromkeys((*audit.fair_order, audit.baseline, *audit.ceiling))]
+    submitted = tuple(AuditPolicy(name, "probe", SUBMITTED, lambda agent=agent: agent) for name, agent in (agents or {}).items())
+    library = [(name, name) for name in dict.fromkeys((*audit.fair_order, audit.baseline, *audit.ceiling))]
     probing = probe_policies(audit, episodes) if probes else ()
-    players += [(policy.name, policy.make()) for policy in (*audit.policies, *probing)]
+    played = {name for name, _ in library} | {policy.name for policy in (*audit.policies, *probing)}
+    clashes = [policy.name for policy in submitted if policy.name in played]
+    if clashes:
+        raise ConfigError(f"the audit of {audit.env_id} already plays {clashes}; give your agents other names (or --agent module:Class).")
+    players = [(policy.name, policy.make()) for policy in submitted] + library  # yours first: a bad one fails at once
+    if level == "none":
+        players += [(policy.name, policy.make()) for policy in (*audit.policies, *probing)]
+    else:
+        registered = {policy.name for policy in registered_audit(audit.env_id, audit.learner).policies}
+        unknown = [policy.name for policy in audit.policies if policy.name not in registered]
+        if unknown:
+            raise ConfigError(
+                f"an isolated audit builds its policies by name from {audit.env_id}'s registered audit, which has no {unknown}; "
+                "register them in the scenario's audit module, or audit with isolate='none'."
+            )
+        players += [(policy.name, _isolated_player(audit, policy, episodes)) for policy in (*audit.policies, *probing)]
+        agent_logs = Path(agent_logs) if agent_logs is not None else Path(tempfile.mkdtemp(prefix="dialogue-gym-audit-agents-"))
     for name, agent in players:
         if progress is not None:
             progress(name)
         sealing = {"unseal": seal.hex} if seal is not None else {}
+        isolation = {}
+        if level != "none":
+            logs = agent_logs / re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+            logs.mkdir(parents=True, exist_ok=True)
+            isolation = {"isolate": level, "agent_limits": agent_limits, "agent_logs": logs}
         trajectories = evaluate(
-            audit.env_id, agent, episodes, seed, learner=audit.learner, env_kwargs={**audit.env_kwargs, **(env_kwargs or {})}, **sealing
+            audit.env_id, agent, episodes, seed, learner=audit.learner, env_kwargs={**audit.env_kwargs, **(env_kwargs or {})}, **sealing,
+            **isolation,
         )
+        if on_played is not None:
+            on_played(name, trajectories)
         scores[name] = float(summary(trajectories)[audit.score])
         if any(trajectory.meta.get("privileged") for trajectory in trajectories):
             if name in audit.ceiling:
@@ -313,7 +406,9 @@ def run_audit(
                     f"the {audit.learner!r} role knows: move it to fair_order (marked as an oracle) or drop it from ceiling."
                 )
             privileged.add(name)
-    return scores, audit_rows(audit, scores, frozenset(privileged)) + probe_rows(audit, probing, scores, seal is not None)
+    return scores, audit_rows(audit, scores, frozenset(privileged)) + probe_rows(
+        audit, (*probing, *submitted), scores, seal is not None, frozenset(privileged)
+    )
 
 
 def format_audit(audit: ScenarioAudit, rows: Sequence[AuditRow], episodes: int) -> str:

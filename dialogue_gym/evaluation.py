@@ -48,7 +48,6 @@ from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, is_privileged
 from dialogue_gym.health import UNHEALTHY_THRESHOLD, mark_unhealthy
 from dialogue_gym.agents.process import AgentProcess, Limits, check_level, in_process
-from dialogue_gym.results import check_save_suffix, now, results_of
 from dialogue_gym.sealing import Seal
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
@@ -533,6 +532,8 @@ def evaluate(
     headline intervals over ``bootstrap`` resamples of the starts, provenance), so a run evaluated from
     Python can be set beside others with ``dialogue-gym compare``.
     """
+    from dialogue_gym.results import check_save_suffix, now, results_of  # here: an agent's process builds envs without the metrics (numba)
+
     started, clock = now(), time.perf_counter()
     _check_count(episodes, "episodes", 1)
     _check_count(repeats, "repeats", 1)

@@ -215,6 +215,12 @@ def package_roots() -> list[Path]:
     return [Path(next(iter(package.__path__))) for package in (dialogue_gym, envs_registry)]
 
 
+def numba_caches() -> list[Path]:
+    """The package's in-tree numba cache folders (a ``__pycache__`` holding ``.nbi`` index files), which
+    the sandboxed agent's launcher copies where its numba can use them (:mod:`~dialogue_gym.agents.launch`)."""
+    return sorted({index.parent for root in package_roots() for index in root.rglob("__pycache__/*.nbi")})
+
+
 def sandbox_command(limits: Limits, visible: Sequence[Path]) -> list[str]:
     """The bubblewrap command line that runs the agent: its own user (uid 65534), PID, IPC, network,
     UTS and cgroup namespaces; a new root holding, read-only, only the system folders, the
@@ -266,7 +272,8 @@ class AgentProcess:
         flags = self.limits.rlimit_flags(sandbox=self.level == "sandbox")
         launch = [sys.executable, "-I", "-B", str(LAUNCH)]
         if self.level == "sandbox":
-            command = [*sandbox_command(self.limits, files), "--", *launch, *flags, "--", *runner]
+            caches = [part for cache in numba_caches() for part in ("--numba-cache", str(cache))]
+            command = [*sandbox_command(self.limits, files), "--", *launch, *flags, *caches, "--", *runner]
             environment = {}
         else:
             command = [*launch, "--guard", str(os.getpid()), *flags, "--", *runner]

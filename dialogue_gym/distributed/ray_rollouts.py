@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -69,6 +70,9 @@ class RolloutWorker:
         agent_backend_json: the agent's backend spec as JSON text (``"null"`` for none).
         batch_size: episodes in flight at once (one backend batch per round per LLM role; a slot is
             refilled as soon as its episode ends).
+        isolate: where ``agent`` plays: ``"none"`` (this worker), ``"process"`` or ``"sandbox"``
+            (:mod:`dialogue_gym.agents`, as :func:`~dialogue_gym.evaluation.evaluate`).
+        agent_limits_json: the isolated agent's limits as JSON text (``"null"``: the defaults).
 
     A configuration error while building (unknown policy name, bad backend spec, ...) is kept and
     raised by :meth:`play`, so the caller gets the typed error (Ray re-raises it as an instance of its
@@ -76,7 +80,8 @@ class RolloutWorker:
     """
 
     def __init__(
-        self, env_id: str, agent: str, learner: str, env_kwargs_json: str, agent_backend_json: str, batch_size: int
+        self, env_id: str, agent: str, learner: str, env_kwargs_json: str, agent_backend_json: str, batch_size: int,
+        isolate: str = "none", agent_limits_json: str = "null",
     ) -> None:
         self.error: DialogueGymError | None = None
         try:
@@ -87,6 +92,8 @@ class RolloutWorker:
                 env_kwargs=json.loads(env_kwargs_json),
                 agent_backend=json.loads(agent_backend_json),
                 batch_size=batch_size,
+                isolate=isolate,
+                agent_limits=json.loads(agent_limits_json),
             )
         except DialogueGymError as exc:
             self.evaluator, self.error = None, exc
@@ -170,6 +177,8 @@ def collect_rollouts(
     num_gpus_per_worker: float = 0,
     out: str | Path | None = None,
     ray_init: dict[str, Any] | None = None,
+    isolate: bool | str = False,
+    agent_limits: dict[str, Any] | None = None,
 ) -> list[Trajectory]:
     """Play ``episodes`` episodes of ``env_id`` on ``num_workers`` Ray actors; trajectories in episode order.
 
@@ -185,7 +194,15 @@ def collect_rollouts(
         out: append the trajectories to this JSONL file (as ``evaluate`` does).
         ray_init: keyword arguments for ``ray.init`` when Ray is not initialised yet (e.g.
             ``{"address": "auto"}`` on a cluster, ``{"num_cpus": 2}`` locally); Ray stays up afterwards.
+        isolate, agent_limits: as for :func:`~dialogue_gym.evaluation.evaluate`: each worker plays
+            ``agent`` (a name or ``"module:Class"``, imported only in the agent's process) in a process
+            of its own (``"process"``) or a bubblewrap sandbox (``"sandbox"``, or ``True``), within
+            ``agent_limits`` (:class:`~dialogue_gym.agents.Limits` or a dict of its fields); the trajectories
+            are those of the in-process run, with ``meta["isolation"]`` and any moves the boundary
+            refused in ``meta["agent_problems"]``.
     """
+    from dialogue_gym.agents.process import Limits, check_level
+
     import gymnasium as gym
 
     if not isinstance(env_id, str) or env_id not in gym.registry:
@@ -204,7 +221,11 @@ def collect_rollouts(
     if chunk_size is None:
         chunk_size = max(1, min(batch_size, math.ceil(episodes / num_workers)))
     _positive(chunk_size, "chunk_size")
-    worker_args = (env_id, agent, learner, _as_json(env_kwargs or {}, "env_kwargs"), _as_json(agent_backend, "agent_backend"), batch_size)
+    level = check_level(isolate)
+    limits = _as_json(asdict(Limits.of(agent_limits)), "agent_limits")  # checked here, before Ray starts
+    worker_args = (
+        env_id, agent, learner, _as_json(env_kwargs or {}, "env_kwargs"), _as_json(agent_backend, "agent_backend"), batch_size, level, limits,
+    )
 
     ray = import_ray()
     if not ray.is_initialized():

@@ -180,6 +180,14 @@ class Prober:
             children += 1
         return f"forked {children}"
 
+    def compiled_code(self) -> str:
+        """Align by DTW, the package's numba-compiled code (what a TRACER replay runs), and say where
+        numba looked for its cache and which signatures it missed there (compiled again)."""
+        from dialogue_gym.metrics.dtw import _accumulate, align
+
+        align((1, 2, 3), (1, 2))
+        return f"cache {_accumulate.stats.cache_path} misses {dict(_accumulate.stats.cache_misses)}"
+
     def forks_in_group(self) -> str:
         """Leave a process behind in the agent's process group (``target``: its marker)."""
         if os.fork() == 0:

@@ -33,6 +33,8 @@ def test_missing_ray_names_the_extra(monkeypatch):
         ({"env_kwargs": {"user_backend": object()}}, r"env_kwargs must be JSON data .*live objects cannot be rebuilt on Ray workers"),
         ({"num_workers": 0}, r"num_workers must be an int >= 1, got 0"),
         ({"chunk_size": 0}, r"chunk_size must be an int >= 1, got 0"),
+        ({"isolate": "vm"}, r"isolate must be one of 'none', 'process', 'sandbox' .*got str: 'vm'"),
+        ({"isolate": "process", "agent_limits": {"calls": 1}}, r"unknown agent limits \['calls'\]"),
     ],
 )
 def test_config_errors_before_ray_starts(monkeypatch, kwargs, message):
@@ -70,6 +72,15 @@ def test_any_policy_spec_and_role(local_ray):
     # the user as learner, played by the scripted simulator, against a scripted agent
     as_user = collect_rollouts("SEAD-Outbound-v0", "scripted", 6, learner="user", env_kwargs={"agent": "sop"}, num_workers=2)
     assert dicts(as_user) == dicts(evaluate("SEAD-Outbound-v0", "scripted", 6, learner="user", env_kwargs={"agent": "sop"}))
+
+
+def test_rollouts_that_opt_in_play_the_agent_in_a_process_of_its_own_with_the_in_process_transcripts(local_ray):
+    """Training rollouts through the agent boundary (issue 42, item 2): each worker's agent plays over JSON lines."""
+    collected = collect_rollouts(
+        "RLADA-Banking-v0", "keyword", 8, seed=3, num_workers=2, chunk_size=3, isolate="process", agent_limits={"call_seconds": 120}
+    )
+    assert all(t.meta.pop("isolation") == "process" and "agent_problems" not in t.meta for t in collected)
+    assert dicts(collected) == dicts(evaluate("RLADA-Banking-v0", "keyword", 8, seed=3))
 
 
 def test_a_worker_plays_its_chunks_as_one_stream_of_refilled_slots(local_ray, monkeypatch):
