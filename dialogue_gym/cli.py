@@ -433,7 +433,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_view(args: argparse.Namespace) -> int:
     from dialogue_gym.viewer import write_view
 
-    path, count = write_view(args.run_file, args.out, per_iteration=args.per_iteration, sample_seed=args.sample_seed)
+    path, count = write_view(args.run_file, args.out)
     print(f"{count} dialogues written to {path} ({path.stat().st_size / 1e6:.1f} MB); open it in a browser")
     return 0
 
@@ -572,15 +572,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_sealing_flags(serving)
     serving.set_defaults(run=cmd_serve)
     viewing = commands.add_parser("view", help="write a recorded run (JSONL) as one self-contained HTML page to read its dialogues")
-    viewing.add_argument(
-        "run_file", metavar="RUN.jsonl|RUN_DIR", help="trajectories, e.g. from `dialogue-gym eval --out`, or a trainer's run folder (filtered by iteration)",
-    )
-    viewing.add_argument("-o", "--out", default=None, help="the HTML file to write, overwritten (default: RUN.html beside RUN.jsonl or RUN_DIR)")
-    viewing.add_argument(
-        "--per-iteration", type=int, default=20, metavar="N",
-        help="a trainer's run folder: at most N dialogues of each iteration on the page, a seeded sample (default 20)",
-    )
-    viewing.add_argument("--sample-seed", type=int, default=0, metavar="S", help="the seed of that sample, stated on the page (default 0)")
+    viewing.add_argument("run_file", metavar="RUN.jsonl", help="trajectories, e.g. from `dialogue-gym eval --out`")
+    viewing.add_argument("-o", "--out", default=None, help="the HTML file to write, overwritten (default: RUN.html beside RUN.jsonl)")
     viewing.set_defaults(run=cmd_view)
     add_fidelity_command(commands)
     add_verify_command(commands)
