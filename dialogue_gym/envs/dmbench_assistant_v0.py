@@ -55,7 +55,8 @@ false, ``parsed["requested_intent_level"]`` kept), so ``max_user_turns`` must be
 ## Arguments
 ``learner`` ("assistant" | "user"), ``user`` ("scripted" | "random" | "flat" | "eager" | "reluctant" |
 "llm", e.g. an LLM simulator in TRACER's format), ``assistant`` ("sop" | "consultative" | "empathetic" |
-"pushy" | "random" | "llm"; plays the assistant when the user learns), ``user_backend`` /
+"pushy" | "random" | "planner" | "llm"; plays the assistant when the user learns; "planner" plans each turn with
+the user's public intent-dynamics model: the audit's fair ceiling), ``user_backend`` /
 ``assistant_backend``, ``user_sampling`` / ``assistant_sampling``, ``render_mode``, and every
 :class:`~dialogue_gym.scenarios.tracer.game.DMBenchConfig` field (those of TRACER-UserSim-v0, with
 ``judge="heuristic"`` and ``invalid_action_penalty=0.1``).

@@ -7,6 +7,7 @@ from typing import Any, Callable
 from dialogue_gym.scenarios.tracer.assistants import (
     ConsultativeAssistant,
     EmpatheticAssistant,
+    PlannerAssistant,
     PushyAssistant,
     RandomAssistant,
     SopAssistant,
@@ -29,6 +30,7 @@ SCRIPTED: dict[str, dict[str, Callable[[], RolePolicy]]] = {
         "empathetic": EmpatheticAssistant,
         "pushy": PushyAssistant,
         "random": RandomAssistant,
+        "planner": PlannerAssistant,
     },
     "user": {
         "scripted": IntentDynamicsUser,

@@ -1,0 +1,79 @@
+"""DMBench-Assistant-v0's fair ceiling (issue 42, item 7): ``planner`` plans each turn with the user's
+public intent-dynamics model, reading the user's last level off its reply (the reply templates are
+public). Written as attacks on the claim that it is fair: it never touches ``info``, the user's persona
+in its start profile changes nothing it says, and it plays the same episodes in a process of its own."""
+
+from __future__ import annotations
+
+import pytest
+
+from dialogue_gym.audit import CEILING, run_audit
+from dialogue_gym.evaluation import evaluate
+from dialogue_gym.metrics.dmbench import summary
+from dialogue_gym.scenarios.tracer.assistants import LEVEL_VALUE, PLAN_ACTS, PlannerAssistant, reply_level
+from dialogue_gym.scenarios.tracer.audit import audits
+
+MERCHANT = {
+    "id": "health-clearview", "name": "Clearview Eye Hospital", "industry": "healthcare",
+    "greeting": "Welcome to Clearview Eye Hospital, what can I do for you?",
+    "facts": ["laser surgery needs a pre-operation exam first", "the pre-operation exam takes about two hours"],
+}
+
+
+class NoPeeking(dict):
+    def __getitem__(self, key):
+        raise AssertionError(f"the fair ceiling read info[{key!r}]")
+
+    get = __getitem__
+
+
+def test_the_constants():
+    assert LEVEL_VALUE == (-3.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+    assert len(PLAN_ACTS) == 11 and all(1 <= len(acts) <= 2 for acts in PLAN_ACTS)
+
+
+@pytest.mark.parametrize(
+    "reply, level",
+    [
+        ("My phone number is 138xxxx1234.", 5),  # not the bare {phone} template's 5 by accident: the literal one
+        ("Does it hurt?", 3),
+        ("Does it hurt", 3),  # the impatient persona drops the final mark
+        ("", 0),
+        ("Can I come in on Saturday morning?", 4),
+    ],
+)
+def test_the_users_level_is_read_off_its_reply(reply, level):
+    assert reply_level(reply, "healthcare") == level
+
+
+def test_a_reply_no_template_renders_fits_the_bare_contact_template_only():
+    assert reply_level("Purple elephants dance at noon", "healthcare") == 5  # '{phone}' renders anything: the one template left
+
+
+def test_the_planner_converts_more_than_the_sop():
+    scores = {agent: float(summary(evaluate("DMBench-Assistant-v0", agent, 200, 0, learner="assistant"))["cr"]) for agent in ("sop", "planner")}
+    assert scores["planner"] > scores["sop"] + 0.04, scores
+
+
+def test_the_users_persona_changes_nothing_it_says_and_info_is_never_read():
+    observation = {"messages": [{"role": "system", "content": "You are the assistant."}, {"role": "user", "content": "Does it hurt?"}], "turn": 1}
+    replies = set()
+    for profile in ({"merchant": MERCHANT}, {"merchant": MERCHANT, "user": {"personality": "impatient and direct", "need": "price"}}):
+        agent = PlannerAssistant()
+        replies.add(agent.act(observation, NoPeeking(), agent.start(profile, 0)))
+    assert len(replies) == 1
+
+
+def test_the_planner_plays_the_same_episodes_in_a_process_of_its_own():
+    inside = evaluate("DMBench-Assistant-v0", "planner", 8, 0, learner="assistant")
+    isolated = evaluate("DMBench-Assistant-v0", "planner", 8, 0, learner="assistant", isolate="process")
+    assert [[turn.raw for turn in t.turns] for t in inside] == [[turn.raw for turn in t.turns] for t in isolated]
+    assert not any(t.meta.get("privileged") for t in inside)
+
+
+def test_the_audit_reports_the_planner_as_its_ceiling():
+    (audit,) = audits()
+    assert list(audit.ceiling) == ["planner"]
+    scores, rows = run_audit(audit, 24)
+    (row,) = [row for row in rows if row.kind == CEILING]
+    assert row.name == "planner" and row.bound is None and row.score == scores["planner"]
