@@ -322,7 +322,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     few = few_starts_note(provenance["episodes"])
     if few:
         print(few)
-    for key in ("env_kwargs", "metric_kwargs"):
+    for key in ("env_kwargs", "metric_kwargs", "agent_kwargs"):  # agent_kwargs: two settings of one module:Class have one name
         if a.provenance.get(key) != b.provenance.get(key):
             print(terminal_safe(f"note: the runs differ in {key}: {a.provenance.get(key)} vs {b.provenance.get(key)}"))
     settings = setting(a.provenance), setting(b.provenance)

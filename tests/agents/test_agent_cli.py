@@ -5,7 +5,10 @@ save=PATH)`` writes what ``eval --save`` writes; ``compare`` warns when two runs
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -48,6 +51,19 @@ def test_eval_plays_your_own_class_with_its_kwargs_importing_it_only_in_the_agen
     assert provenance["agents"] == ["greeter:Greeter"] and provenance["agent_kwargs"] == {"greeting": "Good morning"}
 
 
+def test_compare_sets_two_settings_of_your_class_side_by_side_and_names_the_kwargs_that_differ(example, capsys):
+    for greeting, path in (("Hi", "hi.json"), ("Good morning", "morning.json")):
+        command = ["eval", "SEAD-Outbound-v0", "--agent", "greeter:Greeter", "--agent-kwargs", json.dumps({"greeting": greeting}),
+                   "--episodes", "2", "--quiet", "--bootstrap", "0", "--isolate", "process", "--save", path]
+        assert main(command) == 0
+    capsys.readouterr()
+    assert main(["compare", "hi.json", "morning.json", "--bootstrap", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "B = greeter:Greeter (morning.json) minus A = greeter:Greeter (hi.json)" in out
+    assert "note: the runs differ in agent_kwargs: {'greeting': 'Hi'} vs {'greeting': 'Good morning'}" in out
+    assert "differ in setting" not in out
+
+
 def test_agent_kwargs_without_a_class_and_a_missing_class_are_refused_with_the_fix(example, capsys):
     assert main(["eval", "SEAD-Outbound-v0", "--agent", "sop", "--agent-kwargs", "{}", "--quiet"]) == 2
     assert "--agent-kwargs are the keyword arguments of an agent given as module:Class" in capsys.readouterr().err
@@ -72,3 +88,40 @@ def test_evaluate_save_writes_the_eval_save_record_and_compare_warns_of_a_differ
     capsys.readouterr()
     assert main(["compare", str(cli), str(python), "--bootstrap", "50"]) == 0
     assert "WARNING: the runs differ in setting, isolation: A none vs B process" in capsys.readouterr().out
+
+
+SCRIPT = """
+from dialogue_gym.errors import ConfigError
+from dialogue_gym.evaluation import evaluate
+from dialogue_gym.simulators.base import ScriptedPolicy
+
+
+class Mine(ScriptedPolicy):
+    def act(self, observation, info, memory):
+        return "<response>Hello</response>"
+
+
+runs = evaluate("SEAD-Outbound-v0", "sop", 2, isolate="process")
+print("played", len(runs), runs[0].meta["isolation"])
+try:
+    evaluate("SEAD-Outbound-v0", Mine(), 1, isolate="process")
+except ConfigError as exc:
+    print("refused:", exc)
+"""
+
+
+def test_a_script_without_a_main_guard_evaluates_isolated_and_a_class_of_the_script_is_refused_up_front_with_the_fix(tmp_path):
+    """The agent's process is a fresh interpreter that runs the runner, never the user's script (no
+    ``multiprocessing`` spawn re-importing ``__main__``), so no ``if __name__ == "__main__":`` guard is
+    needed; what a script cannot send is an object of a class it defines itself."""
+    (tmp_path / "script.py").write_text(SCRIPT)
+    root = str(Path(dialogue_gym.__file__).parent.parent)
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "played 2 process",
+        "refused: Mine is defined in the script being run (__main__), which the agent's process cannot import. Move the class "
+        "into a module (say myagent.py) and pass agent='myagent:Mine' (--agent myagent:Mine) with agent kwargs, or an instance "
+        "of the imported class.",
+    ]
