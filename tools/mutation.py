@@ -118,7 +118,7 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "viewer": (
         ("dialogue_gym/viewer.py",),
-        ("tests/test_viewer.py",),
+        ("tests/test_viewer.py", "tests/test_viewer_inputs.py"),
     ),
     "openenv": (
         ("dialogue_gym/integrations/openenv.py", "dialogue_gym/integrations/openenv_server.py"),
