@@ -125,9 +125,6 @@ def sft_lm(
         output_dir=str(output_dir), num_train_epochs=epochs, learning_rate=learning_rate, per_device_train_batch_size=batch_size,
         gradient_accumulation_steps=accumulation, max_steps=max_steps,
         lr_scheduler_type="cosine", warmup_steps=0.1, logging_steps=1, save_strategy="steps", save_steps=1 / SFT_SAVES,
-        # Batches of sessions of similar length: a random batch of SEAD sessions is 58% tokens and 42%
-        # padding, a length-grouped one about 95% tokens (the same steps for about 0.6x the compute).
-        train_sampling_strategy="group_by_length",
         save_total_limit=1, report_to=[], seed=seed, data_seed=seed, max_length=None, completion_only_loss=True, use_cpu=not cuda,
         # TRL's defaults (bf16 autocast, gradient checkpointing) are for GPUs; on a CPU without bf16 units
         # autocast is emulated and many times slower than float32, and a small model's activations fit.
