@@ -29,4 +29,3 @@ def test_expert_dataset_is_the_export_writers_sft_rows_and_is_reused_once_comple
     stamp = (tmp_path / "expert.jsonl").stat().st_mtime_ns
     again = expert_dataset("SEAD-Outbound-v0", "adaptive", 5, seed=3, folder=tmp_path)
     assert again["messages"] == rows["messages"] and (tmp_path / "expert.jsonl").stat().st_mtime_ns == stamp
-
