@@ -1,6 +1,7 @@
 """Transcript viewer: one self-contained HTML page from a run file.
 
     dialogue-gym view run.jsonl [-o run.html]
+    dialogue-gym view runs/sead-cpu-lm-scratch-seed0 [--per-iteration 20] [--sample-seed 0]
 
 reads the trajectories that ``dialogue-gym eval ... --out run.jsonl`` (or any view's
 ``trajectory().to_json()``) wrote, one per line, and writes a single HTML file with its CSS, script and
@@ -25,10 +26,20 @@ the blob is escaped so that no ``</script>`` or markup in a dialogue can end it,
 called ``__proto__`` or ``constructor`` is a name like any other), bidi controls are shown as visible
 marks (``⟦U+202E⟧``) rather than reordering the text, and a dialogue is drawn ``TURNS_PER_PAGE`` turns
 at a time, so a 100,000-turn dialogue opens as fast as a short one.
+
+**Training runs.** Given a trainer's run folder (``config.json`` and ``trajectories.jsonl``, whose
+records carry ``iteration`` and ``episode``: :mod:`trainers.common.rundir`), the page filters by
+iteration, names the agent as the trainer's policy (``trained agent: lm (scratch)``, from the run's
+config and each record's learner) and keeps at most ``per_iteration`` dialogues of each iteration:
+those whose ``(iteration, episode)`` hash lowest under ``sample_seed`` (:func:`sample_training_run`),
+the same ones on every machine and for any order of the file; the page states both. A run of tens of
+thousands of dialogues so gives a page of a bounded size. The trainer's own records (``learner_record``:
+token ids and log-probabilities) are left out of the page.
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import math
@@ -38,7 +49,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.health import HEALTH_KEY, UNHEALTHY_KEY
-from dialogue_gym.inputs import regular_file
+from dialogue_gym.inputs import read_utf8, regular_file
 from dialogue_gym.scenarios.common import json_depth_exceeds
 from dialogue_gym.scenarios.sead.state import STATE_DIMS, STATE_NAMES
 from dialogue_gym.scenarios.tracer.data import LEVELS as INTENT_LEVELS
@@ -56,6 +67,13 @@ PREVIEW_CHARS = 90
 """Characters of the profile shown in the list."""
 LIST_META_KEYS = ("agent", "env_id", "start", "repeat")
 """``meta`` keys shown as list columns, so left out of the dialogue's own ``meta`` block."""
+PER_ITERATION = 20
+"""Dialogues a training run's page keeps per iteration (``--per-iteration``)."""
+SAMPLE_SEED = 0
+"""The seed that picks them (``--sample-seed``)."""
+TRAINER_RECORDS = ("learner_record", "user_record")
+"""``meta`` entries a trainer keeps for its update (token ids, log-probabilities): not shown."""
+TRAINING_HINT = "give a trainer's run folder (it holds config.json and trajectories.jsonl), e.g. runs/sead-cpu-strategy-seed0"
 RUN_HINT = "give a run file written by `dialogue-gym eval ENV_ID --out RUN.jsonl` (one trajectory JSON per line)"
 
 _BIG_INT_DIGITS = 16
@@ -131,6 +149,10 @@ def _dict(value: Any) -> dict[str, Any]:
 
 def _number(value: Any) -> float | int | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _index(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _text(value: Any) -> str:
@@ -260,6 +282,8 @@ def dialogue_entry(record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
         "start": meta.get("start") if _number(meta.get("start")) is not None or isinstance(meta.get("start"), str) else None,
         "repeat": meta.get("repeat") if _number(meta.get("repeat")) is not None else None,
         "seed": record.get("seed") if _number(record.get("seed")) is not None or isinstance(record.get("seed"), str) else None,
+        "iteration": _index(record.get("iteration")),
+        "episode": _index(record.get("episode")),
         "learner": learner,
         "turns": len(turns),
         "learner_turns": sum(1 for shown in turns if learner is not None and shown["role"] == learner),
@@ -291,10 +315,11 @@ def _safe_json(value: Any) -> str:
     return _SURROGATE.sub("\\\\ufffd", text)
 
 
-def page_data(records: Iterable[dict[str, Any]], source: str = "") -> dict[str, Any]:
+def page_data(records: Iterable[dict[str, Any]], source: str = "", training: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the page embeds: ``rows`` (one per dialogue, for the list, filters and plots), ``details``
     (each dialogue's turns as a JSON string, parsed by the page when opened), ``facets`` (the sorted
-    values the filters offer) and the source's name."""
+    values the filters offer), the source's name and, for a training run, ``training``: how its
+    dialogues were sampled (:func:`sample_training_run`)."""
     rows, details, used = [], [], set()
     for record in records:
         row, detail = dialogue_entry(record)
@@ -303,9 +328,83 @@ def page_data(records: Iterable[dict[str, Any]], source: str = "") -> dict[str, 
         profile = detail["profile"]
         if row["env"].startswith("SEAD") and isinstance(profile, dict) and isinstance(profile.get("behaviors"), list):
             used.update(code for code in profile["behaviors"] if isinstance(code, str))
-    facets = {key: sorted({row[key] for row in rows}) for key in ("env", "agent", "outcome")}
+    facets: dict[str, list[Any]] = {key: sorted({row[key] for row in rows}) for key in ("env", "agent", "outcome")}
+    facets["iteration"] = sorted({row["iteration"] for row in rows if row["iteration"] is not None})
     codes = behaviour_codes(used)
-    return {"source": source, "page_size": PAGE_SIZE, "turn_page": TURNS_PER_PAGE, "rows": rows, "details": details, "facets": facets, "codes": codes}
+    return {
+        "source": source, "page_size": PAGE_SIZE, "turn_page": TURNS_PER_PAGE, "rows": rows, "details": details, "facets": facets,
+        "codes": codes, "training": training,
+    }
+
+
+# -- training runs ----------------------------------------------------------------------------------------------
+def is_training_run(path: str | Path) -> bool:
+    """Whether ``path`` is a trainer's run folder (a folder with ``trajectories.jsonl``) rather than a run file."""
+    return Path(path).is_dir() and (Path(path) / "trajectories.jsonl").exists()
+
+
+def trainer_policy(config: dict[str, Any], learner: str | None) -> str:
+    """The name the page gives the policy a trainer trains in the seat ``learner``, from the run's
+    config: ``trained agent: lm (scratch)`` (SEAD), ``trained user: strategy`` (TRACER), ``trained
+    customer: ...`` (RL-ADA, whose two seats each have a policy)."""
+    seat = learner or "learner"
+    policy = config.get(f"{seat}_policy", config.get("policy"))
+    model = config.get(f"{seat}_model", config.get("model"))
+    name = f"trained {seat}: {_text(policy) or 'policy'}"
+    return f"{name} ({_text(model)})" if policy == "lm" and model else name
+
+
+def _priority(seed: int, iteration: int | None, episode: Any) -> bytes:
+    return hashlib.blake2b(json.dumps([seed, iteration, _text(episode)]).encode(), digest_size=8).digest()
+
+
+def sample_training_run(folder: str | Path, per_iteration: int = PER_ITERATION, sample_seed: int = SAMPLE_SEED) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The records of the run folder ``folder`` the page shows, and what says how they were chosen.
+
+    Of each iteration's dialogues it keeps the ``per_iteration`` whose ``(sample_seed, iteration,
+    episode)`` hash lowest: a uniform sample without replacement that depends on neither the file's
+    order nor the machine, read in one pass holding ``per_iteration`` records per iteration. A record
+    played again after a resume (the same iteration and episode) replaces the earlier one. Each kept
+    record's agent is the trainer's policy (:func:`trainer_policy`) and its :data:`TRAINER_RECORDS` are
+    dropped. Records are returned by iteration, then episode."""
+    if isinstance(per_iteration, bool) or not isinstance(per_iteration, int) or per_iteration < 1:
+        raise ConfigError(f"--per-iteration must be an integer >= 1, got {per_iteration!r}; e.g. --per-iteration {PER_ITERATION}.")
+    folder = Path(folder)
+    config_path = folder / "config.json"
+    config: Any = {}
+    if config_path.exists():
+        text = read_utf8(config_path, f"{TRAINING_HINT}.")
+        if _deeper_than_a_record(text):
+            raise ConfigError(f"{str(config_path)!r} nests arrays/objects deeper than {MAX_RECORD_DEPTH} levels; {TRAINING_HINT}.")
+        try:
+            config = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{str(config_path)!r} is not JSON ({exc.msg}, line {exc.lineno} column {exc.colno}); {TRAINING_HINT}.") from exc
+        if not isinstance(config, dict):
+            raise ConfigError(f"{str(config_path)!r} holds a JSON {type(config).__name__}, not a trainer config object; {TRAINING_HINT}.")
+    kept: dict[int | None, dict[str, tuple[bytes, dict[str, Any]]]] = {}
+    totals: dict[int | None, set[str]] = {}
+    for record in iter_run(folder / "trajectories.jsonl"):
+        iteration = _index(record.get("iteration"))
+        episode = json.dumps(record.get("episode"))
+        totals.setdefault(iteration, set()).add(episode)
+        chosen = kept.setdefault(iteration, {})
+        priority = _priority(sample_seed, iteration, record.get("episode"))
+        chosen[episode] = (priority, record)
+        if len(chosen) > per_iteration:
+            del chosen[max(chosen, key=lambda key: chosen[key][0])]
+    records = []
+    for iteration in sorted(kept, key=lambda value: (value is None, value or 0)):
+        for _, record in sorted(kept[iteration].values(), key=lambda item: (_index(item[1].get("episode")) is None, _index(item[1].get("episode")) or 0, item[0])):
+            learner = record.get("learner") if isinstance(record.get("learner"), str) else None
+            meta = {key: value for key, value in _dict(record.get("meta")).items() if key not in TRAINER_RECORDS}
+            records.append({**record, "meta": {**meta, "agent": trainer_policy(config, learner)}})
+    iterations = [value for value in totals if value is not None]
+    training = {
+        "folder": folder.name, "per_iteration": per_iteration, "sample_seed": sample_seed, "iterations": len(iterations),
+        "dialogues": sum(map(len, totals.values())), "shown": len(records), "preset": _text(config.get("preset")),
+    }
+    return records, training
 
 
 def behaviour_codes(used: Iterable[str]) -> dict[str, str]:
@@ -336,14 +435,20 @@ def page_html(data: dict[str, Any], title: str | None = None) -> str:
 
 
 def default_output(run_path: str | Path) -> Path:
-    """``run.jsonl`` -> ``run.html`` beside it."""
-    return Path(run_path).with_suffix(".html")
+    """``run.jsonl`` -> ``run.html`` beside it; a training run's folder ``runs/x`` -> ``runs/x.html``."""
+    path = Path(run_path)
+    return path.with_name(path.name + ".html") if path.is_dir() else path.with_suffix(".html")
 
 
-def write_view(run_path: str | Path, out: str | Path | None = None) -> tuple[Path, int]:
-    """Read ``run_path`` and write its page to ``out`` (default: beside it, ``.html``), overwriting an
-    earlier page. Returns the page's path and the number of dialogues."""
-    regular_file(run_path, f"{RUN_HINT}.")  # a missing input is named before any problem with the output
+def write_view(run_path: str | Path, out: str | Path | None = None, per_iteration: int = PER_ITERATION, sample_seed: int = SAMPLE_SEED) -> tuple[Path, int]:
+    """Read ``run_path`` (a run file, or a trainer's run folder: :func:`sample_training_run` with
+    ``per_iteration`` and ``sample_seed``) and write its page to ``out`` (default: beside it, ``.html``),
+    overwriting an earlier page. Returns the page's path and the number of dialogues on it."""
+    training = is_training_run(run_path)
+    if Path(run_path).is_dir() and not training:
+        raise ConfigError(f"{str(run_path)!r} is a folder without trajectories.jsonl; {RUN_HINT}, or {TRAINING_HINT}.")
+    if not training:
+        regular_file(run_path, f"{RUN_HINT}.")  # a missing input is named before any problem with the output
     target = Path(out) if out is not None else default_output(run_path)
     if target.is_dir():
         raise ConfigError(f"-o {str(target)!r} is a folder; give a file path such as {str(target / 'report.html')!r}.")
@@ -352,7 +457,11 @@ def write_view(run_path: str | Path, out: str | Path | None = None) -> tuple[Pat
         raise ConfigError(f"-o {str(target)!r}: the folder {str(folder)!r} does not exist; create it first (mkdir -p {folder}).")
     if target.exists() and target.resolve() == Path(run_path).resolve():
         raise ConfigError(f"-o {str(target)!r} is the run file itself; give another path, e.g. {str(default_output(run_path))!r}.")
-    data = page_data(iter_run(run_path), Path(run_path).name)  # one record at a time: a big run is not held twice
+    if training:
+        records, sampled = sample_training_run(run_path, per_iteration, sample_seed)
+        data = page_data(records, Path(run_path).name, sampled)
+    else:
+        data = page_data(iter_run(run_path), Path(run_path).name)  # one record at a time: a big run is not held twice
     if not data["rows"]:
         raise ConfigError(f"{str(run_path)!r} holds no trajectories; {RUN_HINT}.")
     page = page_html(data)
@@ -439,7 +548,7 @@ function dict(from) { var d = Object.create(null); for (var key in (from || {}))
 var OUTCOME_COLORS = dict({success: "#2e7d32", hangup: "#c62828", timeout: "#ef8f00", invalid: "#6a1b9a", backend_failure: "#616161"});
 var SERIES_COLORS = ["#1a56db", "#d9480f", "#2b8a3e", "#862e9c", "#0b7285"];
 var cache = dict(), lowered = null, shown = [], page = 0, openIndex = -1, turnPage = 0;
-var filters = {env: "", agent: "", outcome: "", start: null, flagged: false, text: ""};
+var filters = {env: "", agent: "", outcome: "", start: null, iteration: null, flagged: false, text: ""};
 // Bidi controls would reorder the text around them: each is shown as a visible mark instead.
 var BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 function visible(text) { return String(text).replace(BIDI, function (c) { return "\u27e6U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "\u27e7"; }); }
@@ -488,6 +597,7 @@ function passes(i) {
   if (filters.agent && r.agent !== filters.agent) return false;
   if (filters.outcome && r.outcome !== filters.outcome) return false;
   if (filters.start && !filters.start(r.start)) return false;
+  if (filters.iteration && !filters.iteration(r.iteration)) return false;
   if (filters.flagged && !(r.invalid || r.unhealthy_turns || r.unhealthy)) return false;
   if (filters.text) {
     if (!lowered) lowered = DETAILS.map(function (d) { return d.replace(/"[a-z_]+":/g, " ").toLowerCase(); });  // values, not key names
@@ -511,19 +621,28 @@ function select(name, label, values) {
   return el("label", {}, [label, s]);
 }
 
+function rangeInput(name, label, placeholder) {
+  // "12", "10-20" or "1,5,9"; a text that is none of these marks the box and keeps the last filter
+  var input = el("input", {type: "text", id: "dg-filter-" + name, placeholder: placeholder, size: "14", "aria-label": label});
+  input.addEventListener("input", function () {
+    var test = parseStarts(input.value);
+    input.classList.toggle("bad", test === undefined);
+    if (test === undefined) return;
+    filters[name] = test; apply();
+  });
+  return el("label", {}, [label, input]);
+}
+
 function buildFilters() {
   var box = document.getElementById("dg-filters"), f = DATA.facets;
+  if (f.iteration && f.iteration.length) {
+    var its = f.iteration;
+    box.appendChild(rangeInput("iteration", "iteration", its[0] + "-" + its[its.length - 1] + ", e.g. " + its[its.length - 1]));
+  }
   if (f.env.length > 1) box.appendChild(select("env", "env id", f.env));
   box.appendChild(select("agent", "agent", f.agent));
   box.appendChild(select("outcome", "outcome", f.outcome));
-  var start = el("input", {type: "text", id: "dg-filter-start", placeholder: "e.g. 12, 10-20, 1,5", size: "14", "aria-label": "start"});
-  start.addEventListener("input", function () {
-    var test = parseStarts(start.value);
-    start.classList.toggle("bad", test === undefined);
-    if (test === undefined) return;
-    filters.start = test; apply();
-  });
-  box.appendChild(el("label", {}, ["start", start]));
+  box.appendChild(rangeInput("start", "start", "e.g. 12, 10-20, 1,5"));
   var text = el("input", {type: "text", id: "dg-filter-text", placeholder: "words in the dialogue", size: "18", "aria-label": "text"});
   var timer = null;
   text.addEventListener("input", function () {
@@ -556,7 +675,7 @@ function renderList() {
 function rowItem(i) {
   var r = ROWS[i];
   var top = el("div", {cls: "rowtop"}, [el("strong", {text: "#" + i}), badge(r.outcome), el("span", {text: r.agent}),
-    el("span", {cls: "muted small", text: "start " + fmt(r.start) + (r.repeat ? " r" + r.repeat : "") + " \u00b7 " + turnCount(r) + (r.reward !== null ? " \u00b7 R " + fmt(r.reward) : "")})]);
+    el("span", {cls: "muted small", text: (r.iteration !== null && r.iteration !== undefined ? "iteration " + r.iteration + " \u00b7 " : "") + "start " + fmt(r.start) + (r.repeat ? " r" + r.repeat : "") + " \u00b7 " + turnCount(r) + (r.reward !== null ? " \u00b7 R " + fmt(r.reward) : "")})]);
   if (r.invalid) top.appendChild(el("span", {cls: "flag bad", text: r.invalid + " invalid"}));
   if (r.unhealthy_turns) top.appendChild(el("span", {cls: "flag", text: r.unhealthy_turns + " health"}));
   if (r.unhealthy) top.appendChild(el("span", {cls: "flag bad", text: "unhealthy"}));
@@ -636,8 +755,9 @@ function open(i, part) {
   var parts = Math.max(1, Math.ceil(d.turns.length / TURN_PAGE)), first = turnPage * TURN_PAGE, part = d.turns.slice(first, first + TURN_PAGE);
   Array.prototype.forEach.call(document.querySelectorAll("#dg-list li"), function (li) { li.classList.toggle("open", li.getAttribute("data-index") === String(i)); });
   box.appendChild(el("h2", {}, ["Dialogue #" + i + " ", badge(r.outcome)]));
-  box.appendChild(el("p", {cls: "muted small", text: [r.env, "agent " + r.agent, "learner " + (r.learner || "?"), "start " + fmt(r.start),
-    "repeat " + fmt(r.repeat), "seed " + fmt(r.seed), turnCount(r)].join(" \u00b7 ")}));
+  var place = r.iteration !== null && r.iteration !== undefined ? ["iteration " + r.iteration, "episode " + fmt(r.episode)] : [];
+  box.appendChild(el("p", {cls: "muted small", text: place.concat([r.env, "agent " + r.agent, "learner " + (r.learner || "?"), "start " + fmt(r.start),
+    "repeat " + fmt(r.repeat), "seed " + fmt(r.seed), turnCount(r)]).join(" \u00b7 ")}));
   if (d.series.length) {
     box.appendChild(el("h3", {text: d.series.length > 1 ? "Hidden state per turn" : "Intent level per turn"}));
     box.appendChild(chart(d.series, part, first));
@@ -705,7 +825,12 @@ function turnItem(t, k, learner, series) {
 function renderSummary() {
   var box = clear(document.getElementById("dg-summary")), envs = dict();
   shown.forEach(function (i) {
-    var r = ROWS[i], e = envs[r.env] || (envs[r.env] = {agents: dict(), outcomes: dict()});
+    var r = ROWS[i], e = envs[r.env] || (envs[r.env] = {agents: dict(), outcomes: dict(), iterations: dict()});
+    if (r.iteration !== null && r.iteration !== undefined) {
+      var it = e.iterations[r.iteration] || (e.iterations[r.iteration] = {n: 0, success: 0, rewards: []});
+      it.n++; it.success += r.outcome === "success" ? 1 : 0;
+      if (typeof r.reward === "number") it.rewards.push(r.reward);
+    }
     var a = e.agents[r.agent] || (e.agents[r.agent] = {n: 0, out: dict(), rewards: [], invalid: 0, unhealthy: 0});
     a.n++; a.out[r.outcome] = (a.out[r.outcome] || 0) + 1; e.outcomes[r.outcome] = true;
     if (typeof r.reward === "number") a.rewards.push(r.reward);
@@ -720,6 +845,8 @@ function renderSummary() {
     var cards = el("div", {cls: "cards"});
     cards.appendChild(el("div", {cls: "card outcomes"}, [el("h3", {text: "Outcomes per agent"}), outcomeChart(order, agents, outs), legend(outs)]));
     cards.appendChild(el("div", {cls: "card rewards"}, [el("h3", {text: "Learner reward per agent"}), rewardChart(order, agents)]));
+    if (Object.keys(e.iterations).length) cards.appendChild(el("div", {cls: "card iterations"}, [el("h3", {text: "Per iteration"}), iterationChart(e.iterations),
+      el("p", {cls: "muted small", text: "Of the dialogues the filters show" + (DATA.training ? " (the page's sample)" : "") + ": success rate (green, 0 to 1) and mean learner reward (blue, its own scale on the right)."})]));
     var t = el("table", {}, [el("tr", {}, [el("th", {text: "agent"}), el("th", {cls: "num", text: "dialogues"}), el("th", {cls: "num", text: "success"}),
       el("th", {cls: "num", text: "mean reward"}), el("th", {cls: "num", text: "with invalid"}), el("th", {cls: "num", text: "health flags"})])]);
     order.forEach(function (name) {
@@ -739,6 +866,39 @@ function renderSummary() {
     group.appendChild(cards);
     box.appendChild(group);
   });
+}
+
+function iterationChart(iterations) {
+  var its = Object.keys(iterations).map(Number).sort(function (a, b) { return a - b; });
+  var left = 40, plotW = 300, h = 90, width = left + plotW + 40, height = h + 30, lo = its[0], hi = its[its.length - 1];
+  var g = sv("svg", {width: width, height: height, viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": "success rate and mean reward per iteration", "class": "iteration-chart"});
+  var means = its.map(function (k) { var rs = iterations[k].rewards; return rs.length ? rs.reduce(function (x, y) { return x + y; }, 0) / rs.length : null; });
+  var known = means.filter(function (v) { return v !== null; }), rlo = known.length ? Math.min.apply(null, known) : 0, rhi = known.length ? Math.max.apply(null, known) : 1;
+  if (rhi === rlo) { rlo -= 0.5; rhi += 0.5; }
+  function x(k) { return left + (hi === lo ? plotW / 2 : (k - lo) / (hi - lo) * plotW); }
+  function line(values, top, bottom, c, label) {
+    var path = "", pen = false;
+    values.forEach(function (v, j) {
+      if (v === null) { pen = false; return; }
+      var y = 4 + h - (v - bottom) / (top - bottom) * h;
+      path += (pen ? "L" : "M") + x(its[j]).toFixed(1) + " " + y.toFixed(1); pen = true;
+      var dot = sv("circle", {cx: x(its[j]).toFixed(1), cy: y.toFixed(1), r: 2.2, fill: c});
+      dot.appendChild(sv("title", {}, "iteration " + its[j] + ": " + label + " " + fmt(v) + " (" + iterations[its[j]].n + " dialogues)"));
+      g.appendChild(dot);
+    });
+    g.insertBefore(sv("path", {d: path, fill: "none", stroke: c, "stroke-width": 1.4}), g.firstChild);
+  }
+  g.appendChild(sv("line", {x1: left, y1: h + 4, x2: left + plotW, y2: h + 4, stroke: "#9aa4b1"}));
+  line(its.map(function (k) { return iterations[k].success / iterations[k].n; }), 1, 0, "#2e7d32", "success rate");
+  line(means, rhi, rlo, "#1a56db", "mean reward");
+  g.appendChild(sv("text", {x: left - 4, y: 10, "text-anchor": "end", "class": "tick"}, "1"));
+  g.appendChild(sv("text", {x: left - 4, y: h + 6, "text-anchor": "end", "class": "tick"}, "0"));
+  g.appendChild(sv("text", {x: left + plotW + 4, y: 10, "class": "tick"}, rhi.toFixed(2)));
+  g.appendChild(sv("text", {x: left + plotW + 4, y: h + 6, "class": "tick"}, rlo.toFixed(2)));
+  g.appendChild(sv("text", {x: left, y: h + 18, "class": "tick"}, String(lo)));
+  g.appendChild(sv("text", {x: left + plotW, y: h + 18, "text-anchor": "end", "class": "tick"}, String(hi)));
+  g.appendChild(sv("text", {x: left + plotW / 2, y: h + 28, "text-anchor": "middle"}, "iteration"));
+  return g;
 }
 
 function legend(outs) {
@@ -801,6 +961,17 @@ function rewardChart(order, agents) {
   return g;
 }
 
+function trainingNote() {
+  // A training run's page holds a sample: say which, so no reader takes it for every dialogue.
+  var t = DATA.training;
+  if (!t) return;
+  var note = "Training run " + t.folder + (t.preset ? " (preset " + t.preset + ")" : "") + ": " + t.shown + " of its " + t.dialogues +
+    " dialogues over " + t.iterations + " iterations, at most " + t.per_iteration + " per iteration, sampled with seed " + t.sample_seed +
+    " (the same dialogues on every machine; dialogue-gym view FOLDER --per-iteration N --sample-seed S picks others). The agent is the policy the trainer trains.";
+  document.querySelector("header").appendChild(el("p", {id: "dg-training", cls: "muted small", text: note}));
+}
+
+trainingNote();
 buildFilters();
 apply();
 var m = /^#d(\d+)$/.exec(location.hash);

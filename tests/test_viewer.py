@@ -90,7 +90,9 @@ def test_filter_data_rows_and_facets():
     assert [(r["agent"], r["outcome"], r["start"], r["env"]) for r in data["rows"]] == [
         ("sop", "success", 2, "SEAD-Outbound-v0"), ("random", "hangup", 10, "SEAD-Outbound-v0"), ("(none)", "(none)", None, "SEAD-Outbound-v0"),
     ]
-    assert data["facets"] == {"env": ["SEAD-Outbound-v0"], "agent": ["(none)", "random", "sop"], "outcome": ["(none)", "hangup", "success"]}
+    assert data["facets"] == {
+        "env": ["SEAD-Outbound-v0"], "agent": ["(none)", "random", "sop"], "outcome": ["(none)", "hangup", "success"], "iteration": [],
+    }
 
 
 def test_absent_fields_degrade(tmp_path):
@@ -273,3 +275,109 @@ def test_the_page_explains_codes_truth_turns_and_scales(tmp_path):
     assert "Behaviour codes (" in result["summary"] and "learner reward (bar height: dialogues)" in result["summary"]
     html = (tmp_path / "run.html").read_text(encoding="utf-8")
     assert 'laneTicks(s)' in html and '"class": "tick"' in html
+
+
+# -- training runs: a trainer's run folder, filtered by iteration, its agent the trainer's policy, sampled per iteration ---------
+def training_folder(path: Path, iterations: int, per_iteration: int, config: dict | None = None, order=None) -> Path:
+    """A run folder as trainers write it: config.json and trajectories.jsonl with ``iteration``/``episode``
+    and the trainer's ``learner_record`` in ``meta``; iteration ``i``'s episode ``e`` has reward ``i + e / 100``."""
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps(config if config is not None else {"preset": "cpu-lm-scratch", "policy": "lm", "model": "scratch"}))
+    records = [
+        hostile_record(
+            iteration=i, episode=e, learner="agent", outcome="success" if e % 2 else "hangup", rewards={"agent": i + e / 100},
+            meta={"learner_record": {"prompt_ids": list(range(50))}, "decision_point": {"turn": 1}},
+        )
+        for i in range(iterations) for e in range(per_iteration)
+    ]
+    write_jsonl(path / "trajectories.jsonl", order(records) if order else records)
+    return path
+
+
+def _lowest(seed: int, iteration: int, episodes: range, keep: int) -> list[int]:
+    import hashlib
+
+    def priority(e):  # blake2b-64 of the JSON [seed, iteration, "episode"]
+        return hashlib.blake2b(json.dumps([seed, iteration, str(e)]).encode(), digest_size=8).digest()
+
+    return sorted(sorted(episodes, key=priority)[:keep])
+
+
+def test_a_training_run_keeps_the_seeded_lowest_hashes_of_each_iteration_whatever_the_file_order(tmp_path):
+    from dialogue_gym.viewer import sample_training_run
+
+    folder = training_folder(tmp_path / "run", iterations=3, per_iteration=10)
+    records, sampled = sample_training_run(folder, per_iteration=4, sample_seed=7)
+    assert [(r["iteration"], r["episode"]) for r in records] == [(i, e) for i in range(3) for e in _lowest(7, i, range(10), 4)]
+    assert sampled == {"folder": "run", "per_iteration": 4, "sample_seed": 7, "iterations": 3, "dialogues": 30, "shown": 12, "preset": "cpu-lm-scratch"}
+    shuffled = training_folder(tmp_path / "shuffled", iterations=3, per_iteration=10, order=lambda rs: rs[::-1][5:] + rs[::-1][:5])
+    assert [(r["iteration"], r["episode"]) for r in sample_training_run(shuffled, 4, 7)[0]] == [(r["iteration"], r["episode"]) for r in records]
+    assert [r["episode"] for r in sample_training_run(folder, 4, 8)[0]] != [r["episode"] for r in records]  # the seed picks
+    assert len(sample_training_run(folder, 50, 7)[0]) == 30  # fewer than asked: every one
+
+
+def test_a_training_run_names_the_trainers_policy_drops_its_token_records_and_replaces_replayed_episodes(tmp_path):
+    from dialogue_gym.viewer import sample_training_run, trainer_policy
+
+    folder = training_folder(tmp_path / "run", iterations=1, per_iteration=3)
+    with open(folder / "trajectories.jsonl", "a", encoding="utf-8") as handle:  # episode 1 played again after a resume
+        handle.write(json.dumps(hostile_record(iteration=0, episode=1, learner="agent", outcome="timeout")) + "\n")
+    records, sampled = sample_training_run(folder, per_iteration=3)
+    assert [(r["episode"], r["outcome"]) for r in records] == [(0, "hangup"), (1, "timeout"), (2, "hangup")] and sampled["dialogues"] == 3
+    assert all(r["meta"]["agent"] == "trained agent: lm (scratch)" and "learner_record" not in r["meta"] for r in records)
+    assert records[0]["meta"]["decision_point"] == {"turn": 1}
+    assert trainer_policy({"agent_policy": "strategy", "customer_policy": "lm", "customer_model": "tiny"}, "customer") == "trained customer: lm (tiny)"
+    assert trainer_policy({"agent_policy": "strategy", "customer_policy": "lm", "customer_model": "tiny"}, "agent") == "trained agent: strategy"
+    assert trainer_policy({"policy": "strategy", "model": "x"}, "user") == "trained user: strategy"  # a model only names an lm
+    assert trainer_policy({}, None) == "trained learner: policy"
+
+
+def test_a_training_page_filters_by_iteration_and_states_its_sample(tmp_path, capsys):
+    folder = training_folder(tmp_path / "sead-run", iterations=5, per_iteration=30)
+    assert main(["view", str(folder), "--per-iteration", "3", "--sample-seed", "11"]) == 0
+    page = tmp_path / "sead-run.html"
+    assert capsys.readouterr().out.startswith(f"15 dialogues written to {page} ")
+    data = blob(page.read_text())
+    assert data["training"] == {"folder": "sead-run", "per_iteration": 3, "sample_seed": 11, "iterations": 5, "dialogues": 150, "shown": 15, "preset": "cpu-lm-scratch"}
+    assert data["facets"]["iteration"] == [0, 1, 2, 3, 4] and data["facets"]["agent"] == ["trained agent: lm (scratch)"]
+    assert [row["iteration"] for row in data["rows"]] == [0] * 3 + [1] * 3 + [2] * 3 + [3] * 3 + [4] * 3
+    assert [row["reward"] for row in data["rows"][3:6]] == [1 + e / 100 for e in _lowest(11, 1, range(30), 3)]
+    assert "learner_record" not in page.read_text() and "prompt_ids" not in page.read_text()
+
+
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        (lambda f: (f / "trajectories.jsonl").unlink(), "is a folder without trajectories.jsonl; give a run file"),
+        (lambda f: (f / "config.json").write_text('{"policy": '), "config.json' is not JSON (Expecting value, line 1 column 12)"),
+        (lambda f: (f / "config.json").write_text("[1]"), "config.json' holds a JSON list, not a trainer config object"),
+        (lambda f: (f / "config.json").write_bytes(b'{"policy": "\xff"}'), "config.json: line 1: not UTF-8 text"),
+        (lambda f: (f / "config.json").write_text("[" * 5000 + "]" * 5000), "nests arrays/objects deeper than 100 levels"),
+    ],
+)
+def test_a_bad_training_run_folder_is_one_line(tmp_path, capsys, setup, message):
+    folder = training_folder(tmp_path / "run", iterations=1, per_iteration=2)
+    setup(folder)
+    assert main(["view", str(folder)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+
+
+def test_per_iteration_below_one_is_refused(tmp_path, capsys):
+    folder = training_folder(tmp_path / "run", iterations=1, per_iteration=2)
+    assert main(["view", str(folder), "--per-iteration", "0"]) == 2
+    assert "--per-iteration must be an integer >= 1, got 0" in capsys.readouterr().err
+
+
+def test_a_training_page_is_bounded_by_iterations_not_by_dialogues(tmp_path):
+    """Tens of thousands of dialogues: the page holds per_iteration x iterations of them, so 40,000
+    dialogues give the same page size as 4,000 (each record ~1.5 kB, the page ~3 MB at 20 per iteration)."""
+    small = training_folder(tmp_path / "small", iterations=100, per_iteration=40)
+    large = training_folder(tmp_path / "large", iterations=100, per_iteration=400)
+    pages = {}
+    for folder in (small, large):
+        path, count = write_view(folder, per_iteration=20)
+        assert count == 2000
+        pages[folder.name] = path.stat().st_size
+    assert (large / "trajectories.jsonl").stat().st_size > 10 * pages["large"]
+    assert pages["large"] <= 1.05 * pages["small"] and pages["large"] < 8_000_000
