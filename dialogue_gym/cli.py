@@ -322,7 +322,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     few = few_starts_note(provenance["episodes"])
     if few:
         print(few)
-    for key in ("env_kwargs", "metric_kwargs"):
+    for key in ("env_kwargs", "metric_kwargs", "agent_kwargs"):  # agent_kwargs: two settings of one module:Class have one name
         if a.provenance.get(key) != b.provenance.get(key):
             print(terminal_safe(f"note: the runs differ in {key}: {a.provenance.get(key)} vs {b.provenance.get(key)}"))
     settings = setting(a.provenance), setting(b.provenance)
@@ -346,18 +346,31 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(f"warning: the audit's bounds are stated for >= {MIN_EPISODES} episodes, got {args.episodes}", file=sys.stderr)
     seal = sealing_of(args.sealed, args.unseal, args.seed)
     env_kwargs = _json_object(args.env_kwargs, "--env-kwargs")
-    print(f"{args.env_id}: {seeding(seal, args.seed)}")
+    agents = _agents(_agent_names(args.agent, "", entry.agents) if args.agent is not None else [], args.agent_kwargs)
+    limits = Limits.of(_json_object(args.agent_limits, "--agent-limits"))
+    print(f"{args.env_id}: {seeding(seal, args.seed, args.unseal)}, {ISOLATION[args.isolate]}")
     failed = 0
     for audit in resolve(entry.audits)():
         public = make_learner_env(audit.env_id, audit.learner, {**audit.env_kwargs, **env_kwargs}).game.public_targets() if seal else None
         if public:
             print(f"note: sealed, but {public}")
-        players = len({*audit.fair_order, audit.baseline, *audit.ceiling}) + len(audit.policies) + len(probe_policies(audit))
+        players = len({*audit.fair_order, audit.baseline, *audit.ceiling}) + len(audit.policies) + len(probe_policies(audit)) + len(agents)
+        refused: dict[str, list[dict]] = {}
+
+        def played(name: str, trajectories: list) -> None:
+            problems = [problem for trajectory in trajectories for problem in trajectory.meta.get("agent_problems", [])]
+            if problems:
+                refused[name] = problems
+
         with tqdm(total=players, desc=f"audit {audit.learner}", disable=args.quiet, file=sys.stderr) as bar:
             _, rows = run_audit(
                 audit, args.episodes, args.seed, progress=lambda name: bar.set_postfix_str(name) or bar.update(1), seal=seal, probes=True,
-                env_kwargs=env_kwargs,
+                env_kwargs=env_kwargs, agents=agents, isolate=args.isolate, agent_limits=limits, agent_logs=args.agent_logs, on_played=played,
             )
+        for name, problems in refused.items():
+            print(terminal_safe(
+                f"WARNING: {name}: {len(problems)} moves refused at the agent boundary and played as invalid moves (first: {problems[0]['problem']})"
+            ), file=sys.stderr)
         print(f"\n{format_audit(audit, rows, args.episodes)}")
         failed += sum(row.counted and not row.passed for row in rows)
     for role in unaudited_roles(entry.audits):
@@ -520,6 +533,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="JSON object of env keyword arguments for the audited runs only (a private sessions_file, say); the probes do not know them (default: {})",
     )
     add_sealing_flags(audit)
+    add_isolation_flags(audit)
+    audit.add_argument(
+        "--agent", default=None,
+        help="your own agent(s), comma-separated (module:Class or registered names), played beside the audit's policies and held "
+             "to the probes' bound (default: none)",
+    )
+    audit.add_argument(
+        "--agent-kwargs", default=None, help='JSON object of keyword arguments for the agents given as module:Class, e.g. \'{"patience": 3}\' (default: none)'
+    )
     audit.add_argument("--quiet", action="store_true", help="no progress bar")
     audit.set_defaults(run=cmd_audit)
     export = commands.add_parser("export", help="write a recorded run (JSONL) as a Hugging Face dataset: sft, preference or rollouts")
