@@ -100,7 +100,8 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "sealing": (
         ("dialogue_gym/sealing.py", "dialogue_gym/seeding.py", "dialogue_gym/probes.py"),
-        ("tests/test_sealing.py", "tests/test_sealing_behaviours.py", "tests/test_cli_sealed.py", "tests/test_probes.py"),
+        ("tests/test_sealing.py", "tests/test_sealing_behaviours.py", "tests/test_cli_sealed.py", "tests/test_probes.py",
+         "tests/test_probes_edges.py", "tests/envs/test_handed_data.py"),
     ),
     "sealed_runs": (
         ("dialogue_gym/evaluation.py", "dialogue_gym/envs/driver.py"),
