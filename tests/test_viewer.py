@@ -12,7 +12,7 @@ from dialogue_gym.cli import main
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.viewer import health_flags, load_run, page_data, render_html, state_series, write_view
 from envs_registry import REGISTRY
-from viewer_runs import HOSTILE_TEXT, hostile_record, play, write_jsonl
+from viewer_runs import HOSTILE_TEXT, hostile_record, play, training_folder, write_jsonl
 
 DATA_BLOB = re.compile(r'<script type="application/json" id="dg-data">(.*?)</script>', re.S)
 
@@ -278,22 +278,6 @@ def test_the_page_explains_codes_truth_turns_and_scales(tmp_path):
 
 
 # -- training runs: a trainer's run folder, filtered by iteration, its agent the trainer's policy, sampled per iteration ---------
-def training_folder(path: Path, iterations: int, per_iteration: int, config: dict | None = None, order=None) -> Path:
-    """A run folder as trainers write it: config.json and trajectories.jsonl with ``iteration``/``episode``
-    and the trainer's ``learner_record`` in ``meta``; iteration ``i``'s episode ``e`` has reward ``i + e / 100``."""
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "config.json").write_text(json.dumps(config if config is not None else {"preset": "cpu-lm-scratch", "policy": "lm", "model": "scratch"}))
-    records = [
-        hostile_record(
-            iteration=i, episode=e, learner="agent", outcome="success" if e % 2 else "hangup", rewards={"agent": i + e / 100},
-            meta={"learner_record": {"prompt_ids": list(range(50))}, "decision_point": {"turn": 1}},
-        )
-        for i in range(iterations) for e in range(per_iteration)
-    ]
-    write_jsonl(path / "trajectories.jsonl", order(records) if order else records)
-    return path
-
-
 def _lowest(seed: int, iteration: int, episodes: range, keep: int) -> list[int]:
     import hashlib
 

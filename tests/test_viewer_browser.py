@@ -22,7 +22,7 @@ import pytest
 
 from dialogue_gym.viewer import page_data, write_view
 from envs_registry import REGISTRY
-from viewer_runs import hostile_record, play
+from viewer_runs import hostile_record, play, training_folder
 
 try:
     from playwright.sync_api import sync_playwright
@@ -231,4 +231,26 @@ def test_the_docs_screenshots_come_from_this_page(browser, tmp_path):
     for shot in (overview, dialogue):
         assert shot.stat().st_size > 10_000
         keep(shot)
+    view.page.close()
+
+
+def test_a_training_run_filters_by_iteration_and_says_it_is_a_sample(browser, tmp_path):
+    folder = training_folder(tmp_path / "sead-run", iterations=5, per_iteration=30)
+    html, count = write_view(folder, per_iteration=3, sample_seed=11)
+    view = Opened(browser, html)
+    note = view.page.inner_text("#dg-training")
+    assert count == 15 and note.startswith("Training run sead-run (preset cpu-lm-scratch): 15 of its 150 dialogues over 5 iterations")
+    assert "at most 3 per iteration, sampled with seed 11" in note
+    assert view.range() == "1\u201315 of 15" and all("trained agent: lm (scratch)" in item for item in view.items())
+    assert view.page.locator("#dg-summary svg.iteration-chart circle").count() == 10  # success and mean reward at 5 iterations
+    view.page.fill("#dg-filter-iteration", "2")
+    assert view.range() == "1\u20133 of 3" and all("iteration 2 \u00b7" in item for item in view.items())
+    assert view.page.locator("#dg-summary svg.iteration-chart circle").count() == 2  # the chart follows the filters
+    view.page.fill("#dg-filter-iteration", "3-4")
+    assert view.range() == "1\u20136 of 6"
+    view.page.fill("#dg-filter-iteration", "3-")
+    assert "bad" in view.page.get_attribute("#dg-filter-iteration", "class") and view.range() == "1\u20136 of 6"  # kept until valid
+    view.page.click("#dg-list li >> nth=0")
+    assert view.page.inner_text("#dg-detail p.muted").startswith("iteration 3 \u00b7 episode ")
+    view.check_clean()
     view.page.close()

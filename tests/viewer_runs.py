@@ -1,8 +1,9 @@
-"""Run files for the viewer's tests: played ones, and a hostile record with every flag set."""
+"""Run files for the viewer's tests: played ones, a hostile record with every flag set, and a trainer's run folder."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from dialogue_gym.evaluation import Evaluator
 from envs_registry import REGISTRY
@@ -40,3 +41,19 @@ def hostile_record(**changes) -> dict:
 def write_jsonl(path, records) -> None:
     # json.dumps escapes a lone surrogate as \ud800, as Trajectory.to_json writes it
     path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+
+
+def training_folder(path: Path, iterations: int, per_iteration: int, config: dict | None = None, order=None) -> Path:
+    """A run folder as trainers write it: config.json and trajectories.jsonl with ``iteration``/``episode``
+    and the trainer's ``learner_record`` in ``meta``; iteration ``i``'s episode ``e`` has reward ``i + e / 100``."""
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps(config if config is not None else {"preset": "cpu-lm-scratch", "policy": "lm", "model": "scratch"}))
+    records = [
+        hostile_record(
+            iteration=i, episode=e, learner="agent", outcome="success" if e % 2 else "hangup", rewards={"agent": i + e / 100},
+            meta={"learner_record": {"prompt_ids": list(range(50))}, "decision_point": {"turn": 1}},
+        )
+        for i in range(iterations) for e in range(per_iteration)
+    ]
+    write_jsonl(path / "trajectories.jsonl", order(records) if order else records)
+    return path
