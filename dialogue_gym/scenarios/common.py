@@ -28,11 +28,11 @@ from dialogue_gym.types import finite_number
 
 
 def read_json(path: Path) -> Any:
-    """A scenario data file; errors name the file and, for bad JSON, the line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(f"Cannot read scenario file {str(path)!r}: {exc}. Pass an existing JSON file.") from exc
+    """A scenario data file; errors name the file and, for bad JSON or bytes that are not UTF-8, the line.
+    A FIFO or device is refused unopened (reading one would wait for a writer)."""
+    from dialogue_gym.inputs import read_utf8  # inputs imports this module
+
+    text = read_utf8(path, "pass an existing UTF-8 JSON file.", ScenarioError)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

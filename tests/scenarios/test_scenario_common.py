@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
 
 import pytest
@@ -206,3 +208,28 @@ def test_matching_patterns_is_exactly_searching_each_pattern(text):
     assert matching_patterns(GATED_PATTERNS, text) == expected
     assert matching_patterns(list(GATED_PATTERNS), text) == expected
     assert any_pattern_matches(GATED_PATTERNS, text) is bool(expected)
+
+
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (lambda path: path.write_bytes(b'{"categories":\n {"\xff": 1}}'), "behaviors.json: line 2: not UTF-8 text (byte b'\\xff' at column 4)"),
+        (lambda path: os.mkfifo(path), "behaviors.json' is a FIFO (named pipe), not a regular file"),
+        (lambda path: path.mkdir(), "behaviors.json' is a folder, not a regular file"),
+        (lambda path: None, "behaviors.json' does not exist"),
+    ],
+)
+def test_a_scenario_file_that_is_not_utf8_or_not_a_file_is_one_line_exit_2(tmp_path, capsys, make, says):
+    """A data file given to an env (here SEAD's behaviors_file) with invalid UTF-8, or a FIFO (read
+    unopened: reading one would wait for a writer), is one line and exit 2 from the CLI."""
+    from dialogue_gym.cli import main
+    from dialogue_gym.errors import ScenarioError
+    from dialogue_gym.scenarios.common import read_json
+
+    path = tmp_path / "behaviors.json"
+    make(path)
+    with pytest.raises(ScenarioError, match="pass an existing UTF-8 JSON file"):
+        read_json(path)
+    code = main(["eval", "SEAD-Outbound-v0", "--agent", "sop", "--episodes", "1", "--env-kwargs", json.dumps({"behaviors_file": str(path)})])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and says in err[0] and "Traceback" not in err[0], err
