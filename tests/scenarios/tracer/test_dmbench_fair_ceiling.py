@@ -77,3 +77,25 @@ def test_the_audit_reports_the_planner_as_its_ceiling():
     scores, rows = run_audit(audit, 24)
     (row,) = [row for row in rows if row.kind == CEILING]
     assert row.name == "planner" and row.bound is None and row.score == scores["planner"]
+
+
+def test_tracers_ceiling_is_its_scripted_user_and_the_most_likely_level_user_scores_below_it():
+    """TRACER's audit names ``scripted`` (it samples the references' generating model) as its fair ceiling;
+    the variant the docs quote, the model's most likely level every turn, is below it."""
+    import numpy as np
+
+    from dialogue_gym.metrics.tracer import summary as tracer_summary
+    from dialogue_gym.scenarios.tracer.audit import tracer_audits
+    from dialogue_gym.scenarios.tracer.users import IntentDynamicsUser
+
+    class MostLikely(IntentDynamicsUser):
+        def level(self, observation, info, memory):
+            return int(np.argmax(self.logits(self.context(observation, info, memory), memory)))
+
+    (audit,) = tracer_audits()
+    assert list(audit.ceiling) == ["scripted"] and audit.fair_order[-1] == "scripted"
+    scores = {
+        name: float(tracer_summary(evaluate("TRACER-UserSim-v0", agent, 200, 0, learner="user"))["reward"])
+        for name, agent in (("scripted", "scripted"), ("most_likely", MostLikely()))
+    }
+    assert scores == pytest.approx({"scripted": 0.5891, "most_likely": 0.5057}, abs=5e-5)
