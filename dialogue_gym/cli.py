@@ -357,7 +357,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         players = len({*audit.fair_order, audit.baseline, *audit.ceiling}) + len(audit.policies) + len(probe_policies(audit)) + len(agents)
         refused: dict[str, list[dict]] = {}
 
-        def played(name: str, trajectories: list) -> None:
+        def played(name: str, trajectories: list, refused: dict[str, list[dict]] = refused) -> None:
             problems = [problem for trajectory in trajectories for problem in trajectory.meta.get("agent_problems", [])]
             if problems:
                 refused[name] = problems

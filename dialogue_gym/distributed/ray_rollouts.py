@@ -201,9 +201,9 @@ def collect_rollouts(
             are those of the in-process run, with ``meta["isolation"]`` and any moves the boundary
             refused in ``meta["agent_problems"]``.
     """
-    from dialogue_gym.agents.process import Limits, check_level
-
     import gymnasium as gym
+
+    from dialogue_gym.agents.process import Limits, check_level
 
     if not isinstance(env_id, str) or env_id not in gym.registry:
         raise ConfigError(f"collect_rollouts: {env_id!r} is not a registered id; `dialogue-gym list` shows them.")

@@ -10,11 +10,10 @@ import sys
 
 import pytest
 from attackers import Prober
-from test_agent_cli import EXAMPLE
 from test_agent_sandbox import needs_bwrap
 
 import dialogue_gym  # noqa: F401
-from dialogue_gym.audit import SUBMITTED, audit_player, format_audit, registered_audit, run_audit
+from dialogue_gym.audit import SUBMITTED, audit_player, registered_audit, run_audit
 from dialogue_gym.cli import main
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.probes import GarbageCollectorSnoop
@@ -67,14 +66,6 @@ def test_an_attacker_finds_the_live_game_in_process_and_nothing_in_a_sealed_sand
     open_scores, open_rows = run_audit(audit, episodes=12, seal=seal, agents={"gc_snoop": GarbageCollectorSnoop(*SNOOP)})
     snoop = {row.name: row for row in open_rows}["gc_snoop"]
     assert open_scores["gc_snoop"] > snoop.bound and snoop.counted and not snoop.passed
-
-
-@pytest.fixture
-def example(tmp_path, monkeypatch):
-    (tmp_path / "greeter.py").write_text(EXAMPLE)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delitem(sys.modules, "greeter", raising=False)
-    return tmp_path
 
 
 def test_an_isolated_audit_plays_your_own_class_without_importing_it_and_scores_every_player_as_in_process(example, capsys):
