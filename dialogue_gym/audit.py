@@ -50,12 +50,15 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.sealing import Seal
 from dialogue_gym.simulators.base import ScriptedPolicy
 from dialogue_gym.types import Trajectory
+
+if TYPE_CHECKING:
+    from dialogue_gym.agents.process import Limits
 
 DEGENERATE_RATE_FACTOR = 0.5
 BLIND_MARGIN = 0.05
@@ -338,7 +341,7 @@ def _isolated_player(audit: ScenarioAudit, policy: AuditPolicy, episodes: int) -
 def run_audit(
     audit: ScenarioAudit, episodes: int = MIN_EPISODES, seed: int = 0, progress: Callable[[str], None] | None = None,
     seal: Seal | None = None, probes: bool = False, env_kwargs: dict[str, Any] | None = None, *,
-    agents: dict[str, Any] | None = None, isolate: bool | str = False, agent_limits: Any = None, agent_logs: str | Path | None = None,
+    agents: dict[str, Any] | None = None, isolate: bool | str = False, agent_limits: Limits | dict[str, Any] | None = None, agent_logs: str | Path | None = None,
     on_played: Callable[[str, list[Trajectory]], None] | None = None,
 ) -> tuple[dict[str, float], list[AuditRow]]:
     """Play every fair baseline and audit policy (and with ``probes``, :func:`probe_policies`) for

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 
 import pytest
 from attackers import Prober
@@ -31,7 +32,7 @@ def test_an_isolated_audit_builds_only_the_registered_audits_policies_and_they_a
         audit_player("RLADA-Banking-v0", "agent", "nobody")
     with pytest.raises(ConfigError, match=r"RLADA-Banking-v0 declares no exploit audit of the learner role 'customer'"):
         registered_audit("RLADA-Banking-v0", "customer")
-    renamed = type(audit)(**{**audit.__dict__, "policies": (type(audit.policies[0])("mine", "degenerate", "", audit.policies[0].make),)})
+    renamed = replace(audit, policies=(replace(audit.policies[0], name="mine"),))
     with pytest.raises(ConfigError, match=r"builds its policies by name from RLADA-Banking-v0's registered audit, which has no \['mine'\]"):
         run_audit(renamed, episodes=1, isolate="process")
     with pytest.raises(ConfigError, match=r"already plays \['keyword'\]; give your agents other names"):
@@ -50,7 +51,7 @@ def test_an_attacker_finds_the_live_game_in_process_and_nothing_in_a_sealed_sand
     (and fails the sealed audit); sandboxed it finds no game, plays keyword's very episodes, and the
     reader is refused."""
     audit = registered_audit("RLADA-Banking-v0", "agent")
-    audit = type(audit)(**{**audit.__dict__, "policies": ()})  # the library's policies are the other test's; here the fair ones
+    audit = replace(audit, policies=())  # the library's policies are the other tests'; here the fair ones
     seal = Seal.parse(SECRET)
     kept: dict[str, list] = {}
     agents = {"gc_snoop": GarbageCollectorSnoop(*SNOOP), "proc_reader": Prober("evaluator_memory", str(os.getpid()))}
