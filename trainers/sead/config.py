@@ -152,9 +152,13 @@ PRESETS: dict[str, dict[str, Any]] = {
     # and 400 steps reached 0.435 and 0.237; docs/training.md),
     # then decision-point GRPO (phase rl); every phase's held-out evaluation on the same 240 starts. RL at 3e-4:
     # the trivial-reward check (tests/trainers/test_grpo_trivial_reward.py, docs/training.md) moves greedy
-    # decoding in 3 iterations, where the old 1e-5 does not move it in 15.
+    # decoding in 3 iterations, where the old 1e-5 does not move it in 15. Decision points are cut from the
+    # clone's own greedy dialogues (prefix "lm": the states it reaches when evaluated; issue 41) and adaptive
+    # finishes each copy: on 16 such points of a 1,200-step clone, G = 8 copies differed in reward at 1 point with
+    # adaptive or sop finishing and at 8 with the LM finishing, but at 7 of those the same sampled turn got
+    # different rewards (continuation noise) and a group cost 8.5x as long (docs/training.md).
     "cpu-lm-scratch": {
-        "policy": "lm", "model": "scratch", "scratch_layers": 4, "sft_steps": 800, "sft_learning_rate": 5e-3, "rl_mode": "decision_point", "iterations": 30,
+        "policy": "lm", "model": "scratch", "scratch_layers": 4, "sft_steps": 800, "sft_learning_rate": 5e-3, "rl_mode": "decision_point", "prefix": "lm", "iterations": 30,
         "batch_size": 32, "group_size": 8, "learning_rate": 3e-4, "temperature": 1.0, "max_new_tokens": 24, "eval_episodes": 240, "kl_coef": 0.0,
     },
     # The same pipeline at GPU batch sizes (benchmarks/gpu_lm_check.sh, about 8 minutes on one H100):
