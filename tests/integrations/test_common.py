@@ -120,3 +120,36 @@ def test_every_role_of_every_id_can_be_the_learner(env_id, role):
     assert episodes.done(0) and trajectory.learner == role and trajectory.outcome is not None
     assert episodes.reward(0) == trajectory.rewards[role]
     assert replay(trajectory).trajectory().to_dict()["turns"] == trajectory.to_dict()["turns"]
+
+
+class LetterTokenizer:
+    """A duck-typed chat tokenizer with one id per character: ``<r>content</e>`` per message, ``<assistant>``
+    as the generation prompt, a BOS id (0) only when special tokens are asked for, and a template keyword
+    (``strip``) that rewrites the assistant's earlier turns, as some templates do."""
+
+    eos_token = "</e>"
+
+    def apply_chat_template(self, messages, add_generation_prompt=False, tokenize=True, strip=False):
+        text = "".join(f"<{m['role']}>{m['content'].strip() if strip and m['role'] == 'assistant' else m['content']}</e>" for m in messages)
+        text += "<assistant>" if add_generation_prompt else ""
+        return self(text)["input_ids"] if tokenize else text
+
+    def __call__(self, text, add_special_tokens=True):
+        return {"input_ids": ([0] if add_special_tokens else []) + [ord(c) for c in text]}
+
+
+def test_heard_tokens_are_the_template_between_a_turn_and_the_next_opening():
+    """By hand: after the learner said ``yo`` (its last generated token the eos), what it hears next is the
+    user's reply and its own next opening, without the eos it already generated and without a BOS."""
+    from dialogue_gym.integrations.common import encode, heard_tokens, render
+
+    tokenizer = LetterTokenizer()
+    seen = [{"role": "user", "content": "hi"}]
+    now = seen + [{"role": "assistant", "content": "yo "}, {"role": "user", "content": "ok"}]
+    assert render(tokenizer, seen) == "<user>hi</e><assistant>"
+    assert encode(tokenizer, "ab") == [97, 98]
+    assert heard_tokens(tokenizer, seen, "yo ", now, ended_with_eos=True) == encode(tokenizer, "<user>ok</e><assistant>")
+    assert heard_tokens(tokenizer, seen, "yo ", now, ended_with_eos=False) == encode(tokenizer, "</e><user>ok</e><assistant>")
+    # a template that rewrites the learner's turn once more follows: no one sequence holds both
+    assert heard_tokens(tokenizer, seen, "yo ", now, ended_with_eos=True, strip=True) is None
+    assert heard_tokens(tokenizer, seen, "yo", [*seen, {"role": "assistant", "content": "yo "}, {"role": "user", "content": "ok"}], True, strip=True) == encode(tokenizer, "<user>ok</e><assistant>")
