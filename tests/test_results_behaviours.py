@@ -5,6 +5,7 @@ one dialogue is a prefix of the other. Every number is worked out by hand in the
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -141,3 +142,14 @@ def test_compare_refuses_two_sealed_runs_of_different_secrets():
         compare(a, b, resamples=10)
     b.provenance["secret"] = "0" * 32
     assert compare(a, b, resamples=10)[0]["difference"] == -1.0
+
+
+@pytest.mark.parametrize("pair", [[1, 0], [-0.5, 0], [2, -1]])
+def test_a_saved_score_pair_with_a_numerator_over_a_zero_or_negative_denominator_is_refused(tmp_path, pair):
+    """[1, 0] would count a success in no episode (a left-out episode is [0, 0])."""
+    path = run(agent("a", [(1, 1), (0, 1)])).save(tmp_path / "results.json")
+    text = path.read_text().replace('"scores":{"cr":[0.0,1.0]}', '"scores":{"cr":' + json.dumps(pair).replace(" ", "") + "}")
+    assert text != path.read_text()
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=r"field episodes\['a'\]\[1\]\.scores\['cr'\] must be a \[numerator, denominator\] pair"):
+        Results.load(path)
