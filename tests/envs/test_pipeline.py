@@ -3,6 +3,7 @@ episodes of the plain loop, for every id; ``step_subset`` of a partition is one 
 once per step equal Gymnasium's ``_add_info`` merged sub-env by sub-env."""
 
 import functools
+import gc
 
 import gymnasium as gym
 import numpy as np
@@ -61,6 +62,38 @@ def test_pipelined_rollouts_play_the_sequential_episodes(entry, groups):
     actions = ["Thank you, goodbye."] * 7
     a, b = plain.step(actions), piped.step(actions)
     assert np.array_equal(a[1], b[1]) and np.array_equal(a[2], b[2]) and a[0]["messages"] == b[0]["messages"]
+
+
+@pytest.mark.parametrize("loop", ["sequential", "pipelined"])
+def test_both_loops_freeze_the_heap_while_they_run_and_unfreeze_it_after(loop):
+    def steps(envs, **kwargs):
+        if loop == "sequential":
+            return sequential_steps(envs, acting("SEAD-Outbound-v0"), 3, seed=0, **kwargs)
+        return pipelined_steps(envs, acting("SEAD-Outbound-v0"), 3, seed=0, **kwargs)
+
+    envs = gym.make_vec("SEAD-Outbound-v0", num_envs=2)
+    assert gc.get_freeze_count() == 0
+    seen = [gc.get_freeze_count() for _ in steps(envs)]
+    assert min(seen) > 0 and gc.get_freeze_count() == 0
+    # left early, the loop still gives the objects back to the collector
+    early = steps(envs)
+    next(early)
+    early.close()
+    assert gc.get_freeze_count() == 0
+    assert [gc.get_freeze_count() for _ in steps(envs, freeze_gc=False)] == [0, 0, 0] * (1 if loop == "sequential" else 2)
+
+
+def test_a_callers_own_freezing_is_left_as_it_is():
+    envs = gym.make_vec("SEAD-Outbound-v0", num_envs=2)
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        for _ in pipelined_steps(envs, acting("SEAD-Outbound-v0"), 2, seed=0):
+            pass
+        # not unfrozen by the loop, nor frozen again (frozen objects freed on the way leave the count)
+        assert 0 < gc.get_freeze_count() <= frozen
+    finally:
+        gc.unfreeze()
 
 
 def test_step_subset_of_contiguous_groups_in_turn_is_one_step():
