@@ -383,10 +383,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def _check_run_file(path: str) -> None:
     """``path`` is a file holding at least one non-blank line (records are read by the export)."""
-    source = Path(path)
-    if not source.is_file():
-        what = "a folder" if source.is_dir() else "no such file"
-        raise ConfigError(f"{path}: {what}; {RUN_FILE_FIX}")
+    from dialogue_gym.inputs import regular_file
+
+    source = regular_file(path, RUN_FILE_FIX)  # a FIFO is named, not opened (reading one waits for a writer)
     try:
         with open(source, "rb") as handle:
             if not any(line.strip() for line in handle):
@@ -401,7 +400,10 @@ def _check_dataset_folder(out: str) -> None:
     while not existing.exists():
         existing = existing.parent
     if not existing.is_dir():
-        raise ConfigError(f"-o {out!r}: {str(existing)!r} is a file, so the dataset folder cannot be made there; pass a new folder path.")
+        from dialogue_gym.inputs import kind_of
+
+        kind = kind_of(existing.stat().st_mode).replace("a regular file", "a file")
+        raise ConfigError(f"-o {out!r}: {str(existing)!r} is {kind}, so the dataset folder cannot be made there; pass a new folder path.")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ConfigError(f"-o {out!r}: the folder {str(existing)!r} is not writable; pass a folder you can write.")
 

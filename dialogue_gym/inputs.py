@@ -56,11 +56,15 @@ def regular_file(path: str | Path, fix: str, error: type[Exception] = ConfigErro
         raise error(f"{str(path)!r} cannot be read ({exc.strerror or exc}); {fix}") from None
     if stat.S_ISREG(mode):
         return target
-    kind = (
-        "a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
-        else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+    raise error(f"{str(path)!r} is {kind_of(mode)}, not a regular file; {fix}")
+
+
+def kind_of(mode: int) -> str:
+    """What a file of ``mode`` (``os.stat``'s ``st_mode``) is, in words: "a regular file", "a folder", "a FIFO (named pipe)", ..."""
+    return (
+        "a regular file" if stat.S_ISREG(mode) else "a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+        else "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
     )
-    raise error(f"{str(path)!r} is {kind}, not a regular file; {fix}")
 
 
 def not_utf8(path: str | Path, data: bytes, exc: UnicodeDecodeError, fix: str) -> str:

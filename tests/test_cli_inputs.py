@@ -3,6 +3,8 @@ names the file, the field and the fix; never a traceback."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import dialogue_gym
@@ -31,7 +33,7 @@ def run_file(tmp_path_factory):
 
 
 EXPORT_INPUTS = [
-    ("missing.jsonl", None, r"missing\.jsonl: no such file; pass the JSONL file of trajectories that `dialogue-gym eval --out RUN\.jsonl` wrote\."),
+    ("missing.jsonl", None, r"missing\.jsonl' does not exist; pass the JSONL file of trajectories that `dialogue-gym eval --out RUN\.jsonl` wrote\."),
     ("empty.jsonl", b"", r"empty\.jsonl: the run file holds no trajectory \(it is empty\); pass the JSONL"),
     ("blank.jsonl", b"\n \n\t\n", r"blank\.jsonl: the run file holds no trajectory"),
     ("latin1.jsonl", b'{"scenario": "caf\xe9"}\n', r"latin1\.jsonl: line 1: not UTF-8 text \(byte b'\\xe9' at column 18\); pass the JSONL"),
@@ -54,11 +56,17 @@ def test_export_refuses_a_bad_run_file_with_one_line(tmp_path, capsys, name, con
 
 def test_export_refuses_a_folder_as_run_file_and_unwritable_outputs(tmp_path, capsys, run_file, monkeypatch):
     err = _one_line_error(capsys, ["export", str(tmp_path), "--format", "sft", "-o", str(tmp_path / "out")])
-    assert f"{tmp_path}: a folder; pass the JSONL file" in err
+    assert f"'{tmp_path}' is a folder, not a regular file; pass the JSONL file" in err
     err = _one_line_error(capsys, ["export", str(run_file), "--format", "sft", "-o", str(run_file / "out")])
     assert f"-o '{run_file / 'out'}': '{run_file}' is a file, so the dataset folder cannot be made there; pass a new folder path." in err
-    import os
-
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)  # the export's writer: named, never opened (opening a FIFO waits for a reader)
+    err = _one_line_error(capsys, ["export", str(run_file), "--format", "sft", "-o", str(fifo / "out")])
+    assert f"-o '{fifo / 'out'}': '{fifo}' is a FIFO (named pipe), so the dataset folder cannot be made there; pass a new folder path." in err
+    err = _one_line_error(capsys, ["export", str(run_file), "--format", "sft", "-o", str(fifo)])
+    assert f"'{fifo}' is a FIFO (named pipe), so the dataset folder cannot be made there" in err
+    err = _one_line_error(capsys, ["export", str(fifo), "--format", "sft", "-o", str(tmp_path / "out")])
+    assert f"'{fifo}' is a FIFO (named pipe), not a regular file; pass the JSONL file" in err
     real_access = os.access
     monkeypatch.setattr(os, "access", lambda path, mode: False if str(path) == str(tmp_path) else real_access(path, mode))
     err = _one_line_error(capsys, ["export", str(run_file), "--format", "sft", "-o", str(tmp_path / "a" / "b")])
