@@ -30,8 +30,8 @@ def test_every_field_has_a_docstring_and_a_default_in_help(name):
     text = _help(module)
     presets = {
         "sead": "{cpu-strategy,cpu-strategy-plus,cpu-strategy-plus-long,cpu-tiny-lm,cpu-lm-scratch,gpu-lm}",
-        "tracer": "{cpu-strategy,cpu-tiny-lm,cpu-smollm2,gpu-lm}",
-        "rlada": "{cpu-strategy,cpu-tiny-lm,gpu-lm}",
+        "tracer": "{cpu-strategy,cpu-tiny-lm,cpu-smollm2,cpu-lm-scratch,gpu-lm}",
+        "rlada": "{cpu-strategy,cpu-tiny-lm,cpu-lm-scratch,gpu-lm}",
     }
     assert f"[--preset {presets[name]}]" in text
     assert text.count("Default: ") == len(fields(config_class))

@@ -75,7 +75,9 @@ class RladaTrainConfig:
     customer_learning_rate: float = 3.0
     """As agent_learning_rate, for the customer."""
     agent_model: str = ""
-    """lm agent: local model folder, "smollm2", or "tiny" (a random tiny model built in the run folder)."""
+    """lm agent: local model folder, "smollm2", "tiny" (a random tiny model built in the run folder) or
+    "scratch" (a random model of SEAD's SCRATCH_MODEL shape whose tokenizer is trained on the keyword
+    router's dialogues, so every recurring sentence and action is one token)."""
     customer_model: str = ""
     """lm customer: as agent_model."""
     device: str = "cpu"
@@ -122,6 +124,15 @@ PRESETS: dict[str, dict[str, Any]] = {
         "sft_episodes": 4, "sft_epochs": 1, "warmup_agent_iterations": 1, "warmup_customer_iterations": 1, "warmup_batch": 4,
         "max_agent_turns": 3, "heldout_repeats": 1, "temperature": 1.0,
     },
+    # An agent LM trained from scratch on 2 CPU cores (issue 41, item 5): behaviour cloning of the keyword
+    # router (sft_epochs optimizer steps), GRPO warm-up, then matches against the strategy customer with
+    # gyms between them; strict PASS on the held-out scenarios after the warm-up and at the end, paired.
+    "cpu-lm-scratch": {
+        "agent_policy": "lm", "agent_model": "scratch", "agent_learning_rate": 1e-3, "agent_kl_coef": 0.0, "agent_max_new_tokens": 32,
+        "sft_episodes": 200, "sft_epochs": 300, "warmup_agent_iterations": 3, "warmup_customer_iterations": 2, "warmup_batch": 16,
+        "group_size": 4, "episodes_per_scenario": 2, "min_matches": 2, "max_matches": 2, "gym_iterations": 2, "gym_starts": 4,
+        "heldout_repeats": 2, "temperature": 1.0,
+    },
     "gpu-lm": {
         "agent_policy": "lm", "agent_model": "/models/Qwen2.5-3B-Instruct", "customer_policy": "lm",
         "customer_model": "/models/Qwen2.5-7B-Instruct", "device": "cuda", "lora_rank": 16, "agent_learning_rate": 5e-6,
@@ -130,7 +141,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 """``cpu-strategy``: both sides are strategy policies (a full co-evolution on a CPU in minutes).
-``cpu-tiny-lm``: a random tiny causal LM as the agent (plumbing check). ``gpu-lm``: RL-ADA's setting,
+``cpu-tiny-lm``: a random tiny causal LM as the agent (plumbing check). ``cpu-lm-scratch``: an agent LM
+trained from scratch, SFT then RL. ``gpu-lm``: RL-ADA's setting,
 a 3B agent and a 7B customer with LoRA on one GPU (set the model folders)."""
 
 
@@ -140,7 +152,7 @@ def _check(config: RladaTrainConfig) -> RladaTrainConfig:
         if policy not in POLICIES:
             raise ConfigError(f"{side}_policy={policy!r}; use one of {POLICIES}.")
         if policy == "lm" and not model:
-            raise ConfigError(f"{side}_policy='lm' needs {side}_model=... (a local folder, 'smollm2' or 'tiny').")
+            raise ConfigError(f"{side}_policy='lm' needs {side}_model=... (a local folder, 'smollm2', 'tiny' or 'scratch').")
     if config.advantage not in CHOICES["advantage"]:
         raise ConfigError(f"advantage={config.advantage!r}; use group_standardized or batch_mean.")
     if not 0.0 <= config.failure_fraction <= 1.0:

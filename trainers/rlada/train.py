@@ -61,17 +61,49 @@ def _lm_policy(config: RladaTrainConfig, side: str, run: RunDir, checkpoint: Pat
     from trainers.grpo.lm import CausalLMPolicy, GRPOConfig
 
     model = getattr(config, f"{side}_model")
-    if model == "tiny":
+    if model in ("tiny", "scratch"):
         from dialogue_gym.backends.tiny import build_tiny_chat_model
+        from trainers.common.atomic import saved_folder
 
-        model = str(run.path / "tiny_model")
+        name, model = model, str(run.path / f"{side}_{model}_model" if model == "scratch" else run.path / "tiny_model")
         if not Path(model, "config.json").exists():
-            build_tiny_chat_model(model, seed=config.seed, max_position_embeddings=4096)
+            shape: dict[str, Any] = {"seed": config.seed, "max_position_embeddings": 4096}
+            if name == "scratch":
+                from trainers.sead.config import SCRATCH_MODEL
+
+                shape.update(SCRATCH_MODEL, num_hidden_layers=SCRATCH_LAYERS, corpus=router_text(config, side))
+            saved_folder(model, lambda folder: build_tiny_chat_model(folder, **shape))
     grpo = GRPOConfig(
         learning_rate=getattr(config, f"{side}_learning_rate"), kl_coef=getattr(config, f"{side}_kl_coef"), clip_eps=config.clip_eps,
         lora_rank=config.lora_rank, temperature=config.temperature, max_new_tokens=getattr(config, f"{side}_max_new_tokens"),
     )
     return CausalLMPolicy(model, grpo, device=config.device, checkpoint=str(checkpoint) if checkpoint else None, seed=config.seed)
+
+
+SCRATCH_LAYERS = 4
+"""Depth of ``model="scratch"``: SEAD's cpu-lm-scratch depth (4 layers fitted its expert where 2 underfit)."""
+CORPUS_STREAM = 5
+"""Seed stream of the dialogues the scratch tokenizer learns from (apart from every step's seeds)."""
+
+
+def router_text(config: RladaTrainConfig, side: str) -> list[str]:
+    """What ``side`` sees and says in ``sft_episodes`` taxonomy calls of the keyword router and the
+    scripted customer (the SFT phase's teacher and counterpart, on starts of their own): the corpus the
+    scratch model's tokenizer learns its sentences from."""
+    from trainers.rlada.sft import DemoRecorder
+
+    domain = load_domain()
+    intents, rng = domain.intents, random.Random(mix_seed(config.seed, CORPUS_STREAM))
+    plan = [
+        ({"profile": {"intent": intents[rng.randrange(len(intents))].name, "concealment": LEVELS[rng.randrange(3)], "bank_seed": rng.getrandbits(62)}},
+         mix_seed(config.seed, CORPUS_STREAM, episode))
+        for episode in range(max(1, config.sft_episodes))
+    ]
+    players = {"agent": KeywordRouterAgent(domain), "customer": ScriptedCustomer(domain)}
+    players[side] = DemoRecorder(players[side])
+    pairs: list[list[Any]] = []
+    play(RladaConfig(max_agent_turns=config.max_agent_turns), players, plan, [side], lambda _, trajectory: pairs.extend(trajectory.meta["records"][side]["pairs"]))
+    return [text for messages, said in pairs for text in (*(m["content"] for m in messages), said)]
 
 
 def make_side(config: RladaTrainConfig, side: str, domain: Domain, run: RunDir, checkpoint: Path | None):
@@ -392,7 +424,33 @@ def heldout_result(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
         "episodes": len(trajectories),
         "per_scenario": {k: v["strict_pass_rate"] for k, v in groups.items()},
         "per_scenario_routing": {k: v["routing_accuracy"] for k, v in groups.items()},
+        "passed": [int(rlada_metrics.passed(t)) for t in trajectories],
+        "scenarios": [str(t.profile.get("scenario")) for t in trajectories],
     }
+
+
+def paired_strict_pass(before: dict[str, Any], after: dict[str, Any], resamples: int = 1000, seed: int = 0) -> dict[str, float]:
+    """The change of strict PASS from the held-out result ``before`` to ``after`` (:func:`heldout_result`
+    of the same held-out episodes), with the percentile bootstrap interval of the paired change: a
+    resample draws held-out scenarios (a scenario's repeats go together) once for both sides."""
+    from dialogue_gym.errors import ConfigError
+    from dialogue_gym.metrics.core import bootstrap_resamples, percentile_interval, ratio_of_sums, resampled_ratios
+
+    if before.get("scenarios") != after.get("scenarios") or "passed" not in before or "passed" not in after:
+        raise ConfigError(
+            "paired_strict_pass needs two held-out results of the same episodes, each with 'passed' and 'scenarios' "
+            f"({len(before.get('passed', []))} and {len(after.get('passed', []))} episodes given); evaluate both on heldout_plan."
+        )
+    scenarios = sorted(set(before["scenarios"]))
+    rows = bootstrap_resamples(len(scenarios), resamples, seed)
+    sides = {}
+    for name, result in (("before", before), ("after", after)):
+        passes = [sum(p for p, s in zip(result["passed"], result["scenarios"]) if s == scenario) for scenario in scenarios]
+        counts = [result["scenarios"].count(scenario) for scenario in scenarios]
+        sides[name] = (ratio_of_sums(passes, counts), resampled_ratios(passes, counts, rows))
+    low, high = percentile_interval(sides["after"][1] - sides["before"][1])
+    return {"before": sides["before"][0], "after": sides["after"][0], "change": sides["after"][0] - sides["before"][0],
+            "change_low": low, "change_high": high, "episodes": len(before["passed"])}
 
 
 def new_state() -> dict[str, Any]:
@@ -466,6 +524,9 @@ def _train(config: RladaTrainConfig, run: RunDir, resume: bool) -> None:
     bar.close()
     if run.load_state("heldout_baseline", BASELINE_FIELDS) is None:
         run.save_state("heldout_baseline", evolution.heldout_baseline())
+    before, after = run.load_state("heldout_before", HELDOUT_FIELDS), run.load_state("heldout_after", HELDOUT_FIELDS)
+    if before and after and "passed" in before and run.load_state("heldout_change", {}) is None:
+        run.save_state("heldout_change", paired_strict_pass(before, after, seed=config.seed))
     if config.plots:
         from trainers.rlada.plots import plot_run
 
@@ -490,6 +551,12 @@ def main(argv: list[str] | None = None) -> int:
                 if baseline else ""
             )
             print(f"held-out routing {before['routing_accuracy']:.3f} -> {after['routing_accuracy']:.3f}, strict PASS {before['strict_pass']:.3f} -> {after['strict_pass']:.3f}{beside}")
+        change = run.load_state("heldout_change", {})
+        if change:
+            print(
+                f"held-out strict PASS after the warm-up {change['before']:.3f} -> at the end {change['after']:.3f}: change {change['change']:+.3f} "
+                f"[{change['change_low']:+.3f}, {change['change_high']:+.3f}] (paired over the same {change['episodes']} episodes, resampling scenarios)"
+            )
         print(f"run folder: {run.path}")
         return 0
 

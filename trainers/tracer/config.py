@@ -33,6 +33,10 @@ class TracerTrainConfig:
     """Stage 1 step size (strategy: Adam on the log-likelihood; lm: TRL SFTTrainer's learning rate)."""
     sft_sessions: int = 0
     """Reference sessions used by stage 1 (0: all)."""
+    sft_steps: int = 0
+    """lm policy: stage 1 stops after this many optimizer steps (0: after sft_epochs epochs)."""
+    sft_batch_size: int = 0
+    """lm policy: sessions per stage-1 step, padded together (0: one at a time, accumulated over SFT_BATCH of trainers/common/sft.py)."""
     heldout_per_group: int = 0
     """Sessions of every reference group (its last ones) kept out of SFT and RL and used only to evaluate
     (0: every session trains and evaluates, as the strategy presets' in-distribution numbers)."""
@@ -70,7 +74,9 @@ class TracerTrainConfig:
     assistant_backend: dict | None = None
     """Backend spec when assistant is llm."""
     model: str = ""
-    """lm policy: local model folder, "smollm2", or "tiny" (a random tiny model built in the run folder)."""
+    """lm policy: local model folder, "smollm2", "tiny" (a random tiny model built in the run folder) or
+    "scratch" (a random model of SEAD's SCRATCH_MODEL shape whose tokenizer is trained on the training
+    sessions' text, so every recurring sentence is one token)."""
     device: str = "cpu"
     """lm policy: torch device."""
     threads: int = 0
@@ -122,6 +128,15 @@ PRESETS: dict[str, dict[str, Any]] = {
         "iterations": 0, "eval_before": True, "eval_sessions": 20, "eval_rollouts": 1, "eval_batch": 10, "max_new_tokens": 64,
         "temperature": 1.0,
     },
+    # A user LM trained from scratch on 2 CPU cores (issue 41, item 5): SFT on the training sessions (the
+    # last session of every group held out), then GRPO at the rate that moved SEAD's scratch clone
+    # (trainers/sead/config.py); the untuned, SFT and RL models play the same 40 held-out sessions twice,
+    # and the run reports the paired changes of Group-dPCR, intent DTW and W1-Turns between them.
+    "cpu-lm-scratch": {
+        "policy": "lm", "model": "scratch", "sft_epochs": 1, "sft_steps": 300, "sft_batch_size": 16, "sft_learning_rate": 5e-3,
+        "heldout_per_group": 1, "eval_before": True, "eval_rollouts": 2, "eval_batch": 40, "iterations": 10, "sessions_per_iteration": 4,
+        "group_size": 4, "learning_rate": 3e-4, "max_new_tokens": 48, "temperature": 1.0, "eval_every": 5, "rollout_batch": 16,
+    },
     "gpu-lm": {
         "policy": "lm", "model": "/path/to/Qwen2.5-7B-Instruct", "device": "cuda", "sft_epochs": 2, "sft_learning_rate": 1e-5,
         "iterations": 300, "sessions_per_iteration": 4, "group_size": 8, "learning_rate": 1e-6, "max_new_tokens": 256,
@@ -138,7 +153,7 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> TracerTrainC
     if config.policy not in CHOICES["policy"]:
         raise ConfigError(f"policy={config.policy!r}; use strategy or lm.")
     if config.policy == "lm" and not config.model:
-        raise ConfigError("policy='lm' needs model=... (a local folder, 'smollm2' or 'tiny').")
+        raise ConfigError("policy='lm' needs model=... (a local folder, 'smollm2', 'tiny' or 'scratch').")
     for name in ("sessions_per_iteration", "group_size", "rollout_batch", "eval_every", "eval_rollouts", "eval_batch"):
         value = getattr(config, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -146,7 +161,7 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> TracerTrainC
     if not 0.0 <= config.l_adv <= 1.0:
         raise ConfigError(f"l_adv must be in [0, 1], got {config.l_adv!r}.")
     require_range(config, ("max_new_tokens",), 1)
-    require_range(config, ("iterations", "sft_epochs", "sft_sessions", "heldout_per_group", "eval_sessions", "lora_rank", "kl_coef", "gamma", "threads"), 0)
+    require_range(config, ("iterations", "sft_epochs", "sft_sessions", "heldout_per_group", "eval_sessions", "lora_rank", "kl_coef", "gamma", "threads", "sft_steps", "sft_batch_size"), 0)
     require_range(config, ("clip_eps",), 0, 1)
     for name in ("learning_rate", "sft_learning_rate", "temperature"):
         if getattr(config, name) <= 0:

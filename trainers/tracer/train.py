@@ -72,14 +72,36 @@ def make_learner(config: TracerTrainConfig, checkpoint: Path | None, base_model:
 
 
 def base_model_path(config: TracerTrainConfig, run: RunDir) -> str:
-    if config.model != "tiny":
+    """The lm policy's starting weights: ``config.model``, or the "tiny" or "scratch" model built in the
+    run folder (whole or not at all)."""
+    if config.model not in ("tiny", "scratch"):
         return config.model
     from dialogue_gym.backends.tiny import build_tiny_chat_model
+    from trainers.common.atomic import saved_folder
 
-    path = run.path / "tiny_model"
+    path = run.path / f"{config.model}_model"
     if not (path / "config.json").exists():
-        build_tiny_chat_model(path, seed=config.seed)
+        shape = {"seed": config.seed}
+        if config.model == "scratch":
+            from trainers.sead.config import SCRATCH_MODEL
+
+            shape.update(SCRATCH_MODEL, num_hidden_layers=SCRATCH_LAYERS, corpus=training_text(config))
+        saved_folder(path, lambda folder: build_tiny_chat_model(folder, **shape))
     return str(path)
+
+
+SCRATCH_LAYERS = 4
+"""Depth of ``model="scratch"``: SEAD's cpu-lm-scratch depth (4 layers fitted its expert where 2 underfit)."""
+
+
+def training_text(config: TracerTrainConfig) -> list[str]:
+    """Every message of the training sessions as the user LM sees and says them (its prompts and its
+    rendered turns): the corpus the scratch model's tokenizer learns its sentences from. Held-out
+    sessions stay out, so their new sentences cost what they would cost a model never shown them."""
+    game = TracerGame(TracerConfig(sessions_file=config.sessions_file))
+    train_ids, _ = split_sessions(game.references, config.heldout_per_group)
+    rows = [row for session in lm_sessions(game, [game.references[i] for i in train_ids]) for row in session]
+    return [message["content"] for row in rows for message in (*row["prompt"], *row["completion"])]
 
 
 def split_sessions(references: ReferenceSet, heldout_per_group: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -119,7 +141,11 @@ def supervised_stage(config: TracerTrainConfig, run: RunDir, game: TracerGame, s
         metrics = policy.fit(x, levels, config.sft_epochs, config.sft_learning_rate, seed=config.seed)
         policy.save(run.path / name)
     else:
-        metrics = sft_lm(base_model_path(config, run), lm_sessions(game, sessions), run.path / name, config.sft_epochs, config.sft_learning_rate, config.seed)
+        batching = {"batch_size": config.sft_batch_size, "accumulation": 1} if config.sft_batch_size else {}
+        metrics = sft_lm(
+            base_model_path(config, run), lm_sessions(game, sessions), run.path / name, config.sft_epochs, config.sft_learning_rate, config.seed,
+            max_steps=config.sft_steps or -1, **batching,
+        )
     return {**metrics, "checkpoint": name, "sessions": len(sessions)}
 
 
@@ -213,6 +239,17 @@ def untuned_policy(config: TracerTrainConfig, run: RunDir) -> Any:
     return make_learner(config, None, base_model_path(config, run))
 
 
+def sft_policy(config: TracerTrainConfig, run: RunDir, sft: dict[str, Any]) -> Any:
+    """The policy stage 1 produced, as the RL stage starts from it."""
+    checkpoint = run.path / sft["checkpoint"]
+    return make_learner(config, None, str(checkpoint)) if config.policy == "lm" else make_learner(config, checkpoint, None)
+
+
+PAIRED_CHANGES = (("eval_change_sft", "untuned -> SFT"), ("eval_change_rl", "SFT -> RL"), ("eval_change", "untuned -> trained"))
+"""The paired changes a run with ``eval_before`` reports (state file, what lies between its two ends);
+the first two only when both stages ran."""
+
+
 def rollout_metrics(trajectories: Sequence[Trajectory], advantages: Sequence[np.ndarray]) -> dict[str, float]:
     terms = [t.meta.get("tracer_reward", {}) for t in trajectories]
     return {
@@ -256,6 +293,10 @@ def _train(config: TracerTrainConfig, run: RunDir, template: TracerGame, assista
         game = TracerGame(TracerConfig(sessions_file=config.sessions_file))
         sft = supervised_stage(config, run, game, spread([game.references[i] for i in train_ids], config.sft_sessions))
         run.save_state("sft", sft)
+    tuned = None
+    if before is not None and sft is not None and config.iterations:
+        # Both stages' effects, paired: the SFT model plays the same sessions and seeds as the untuned one.
+        tuned = saved_evaluation(config, run, "eval_sft", lambda: sft_policy(config, run, sft), eval_ids, "SFT evaluation")
     progress = run.load_state("progress", PROGRESS_FIELDS)
     start, checkpoint = 0, None
     if progress is not None:
@@ -303,6 +344,9 @@ def _train(config: TracerTrainConfig, run: RunDir, template: TracerGame, assista
     after = saved_evaluation(config, run, "eval", lambda: policy, eval_ids, "final evaluation")
     if before is not None and run.load_state("eval_change", {}) is None:
         run.save_state("eval_change", tracer_metrics.paired_change(before, after, seed=config.seed))
+    if tuned is not None and run.load_state("eval_change_rl", {}) is None:
+        run.save_state("eval_change_sft", tracer_metrics.paired_change(before, tuned, seed=config.seed))
+        run.save_state("eval_change_rl", tracer_metrics.paired_change(tuned, after, seed=config.seed))
     if run.load_state("eval_baselines", {}) is None:
         baselines = fair_baselines("TRACER-UserSim-v0")
         run.save_state("eval_baselines", {name: evaluation(config, name, eval_ids, label=f"baseline {name}") for name in baselines})
@@ -397,11 +441,12 @@ def main(argv: list[str] | None = None) -> int:
                     beside = f"; best scripted baseline {best} {value:.3f}" + (f" (real {real:.3f})" if name == "pcr" and real is not None else "")
                 start = f"{points[0][1]:.3f} (iteration {points[0][0]}) -> " if len(points) > 1 else ""
                 print(f"{label}: {start}{points[-1][1]:.3f} (after training){beside}")
-        for name, values in (run.load_state("eval_change", {}) or {}).items():
-            print(
-                f"{name} untuned {values['before']:.3f} -> trained {values['after']:.3f}: change {values['change']:+.3f} "
-                f"[{values['change_low']:+.3f}, {values['change_high']:+.3f}] (paired over groups)"
-            )
+        for state, phase in PAIRED_CHANGES:
+            for name, values in (run.load_state(state, {}) or {}).items():
+                print(
+                    f"{name} {phase}: {values['before']:.3f} -> {values['after']:.3f}, change {values['change']:+.3f} "
+                    f"[{values['change_low']:+.3f}, {values['change_high']:+.3f}] (paired over groups)"
+                )
         print(f"run folder: {run.path}")
         return 0
 
