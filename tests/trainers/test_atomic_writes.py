@@ -53,6 +53,9 @@ def test_a_safetensors_file_is_whole_only_at_exactly_the_length_its_header_gives
     assert safetensors_problem(path) == f"{path} is truncated or damaged ({len(whole) + 4} bytes; its header says {len(whole)})"
     path.write_bytes(whole[:20])  # cut inside the header
     assert safetensors_problem(path) == f"{path} is truncated (20 bytes; its header alone says {len(whole) - 8})"
+    header_end = len(whole) - 8  # 8 length bytes + the header; a cut 4 bytes short of it still holds more than the header's length
+    path.write_bytes(whole[: header_end - 4])
+    assert safetensors_problem(path) == f"{path} is truncated ({header_end - 4} bytes; its header alone says {header_end})"
     path.write_bytes(whole[:5])
     assert safetensors_problem(path) == f"{path} is truncated (5 bytes, shorter than a safetensors header)"
 
