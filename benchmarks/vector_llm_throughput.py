@@ -18,7 +18,11 @@ Decoding is greedy, so both modes play the same dialogues. Per row it prints
   uncached part of each prompt, plus each shared prefix once), and their ratio (target: <= 25% at T = 6),
 * generated tokens/s and learner turns/s of each mode, and their ratio (target: >= 8x at N = 32, T = 6),
 * orchestration efficiency: the share of the batched run's wall time spent inside the backend's
-  ``generate``; the rest is the env, prompt rendering and parsing (target: >= 0.9).
+  ``generate``; the rest is the env, prompt rendering and parsing (target: >= 0.9),
+* then the batched run again with the prefix cache off: ``decode on/off``, the CPU milliseconds of the
+  thread per decode step (one forward pass of the batch for one new token; the load stretches CPU
+  time least) with the cache on and off (target: on no slower than off at every N), ``cache``, the
+  cache-off run's wall time over the cache-on run's, and ``same0``, whether it played the same dialogues.
 
 Then (``--ceiling``, on by default) the bare model is timed on the last row's mean request (its context,
 prefilled and generated tokens; random cached keys/values, greedy steps, no ``generate`` bookkeeping),
@@ -42,6 +46,7 @@ prefix exactly when the re-rendered chat reproduces its tokens, as here.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import os
 import tempfile
@@ -140,11 +145,60 @@ def play(backend: OneAtATime, num_envs: int, max_agent_turns: int, seed: int = 0
     }
 
 
+class ForwardTimer:
+    """Times the model's forward passes while in a ``with`` block, in CPU seconds of the calling thread
+    (what the machine's load stretches least): decode steps (one new token per row) and prefills apart."""
+
+    def __init__(self, model: Any):
+        self.model = model
+        self.decode_seconds = self.prefill_seconds = 0.0
+        self.decode_steps = 0
+
+    def __enter__(self) -> "ForwardTimer":
+        forward = self.model.forward
+
+        @functools.wraps(forward)  # generate reads forward's signature to choose the arguments it passes
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.thread_time()
+            output = forward(*args, **kwargs)
+            seconds = time.thread_time() - start
+            if kwargs["input_ids"].shape[1] == 1:
+                self.decode_seconds += seconds
+                self.decode_steps += 1
+            else:
+                self.prefill_seconds += seconds
+            return output
+
+        self.model.forward = timed
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        del self.model.forward  # the class's forward again
+
+    @property
+    def decode_ms(self) -> float:
+        return 1000 * self.decode_seconds / max(1, self.decode_steps)
+
+
 def measure(model: Any, n: int, max_agent_turns: int) -> dict[str, Any]:
-    """One row: prefill per request and throughput of both modes for N dialogues of ``max_agent_turns``."""
-    batched = play(Batched(model), n, max_agent_turns)
+    """One row: prefill per request and throughput of both modes for N dialogues of ``max_agent_turns``,
+    then the batched mode again with the prefix cache off (decode per step and wall time of both)."""
+    with ForwardTimer(model.model) as cache_on:
+        batched = play(Batched(model), n, max_agent_turns)
     single = play(OneAtATime(model), n, max_agent_turns)
+    model.prefix_cache = False
+    try:
+        with ForwardTimer(model.model) as cache_off:
+            plain = play(Batched(model), n, max_agent_turns)
+    finally:
+        model.prefix_cache = True
     return {
+        "decode_ms_cache_on": cache_on.decode_ms,
+        "decode_ms_cache_off": cache_off.decode_ms,
+        "decode_steps": (cache_on.decode_steps, cache_off.decode_steps),
+        "prefill_cpu_s": (cache_on.prefill_seconds, cache_off.prefill_seconds),
+        "cache_wall_gain": plain["seconds"] / batched["seconds"],
+        "same_without_cache": plain["transcripts"] == batched["transcripts"],
         "turns": max_agent_turns,
         "n": n,
         "learner_turns": batched["learner_turns"],
@@ -232,10 +286,12 @@ def compare(model: Any, sizes: Sequence[int], turns: Sequence[int]) -> list[dict
 
 def format_row(row: dict[str, Any]) -> str:
     calls = f"{row['batched_calls']}/{row['single_calls']}"
+    decode = f"{row['decode_ms_cache_on']:.1f}/{row['decode_ms_cache_off']:.1f}"
     return (f"{row['turns']:2d} {row['n']:3d} {row['learner_turns']:5d} {row['requests']:5d} {row['prompt_per_request']:10.1f} "
             f"{row['prefill_per_request']:11.1f} {100 * row['prefill_share']:7.1f}% {row['tokens_per_s']:9.1f} "
             f"{row['batched_turns_per_s']:9.3f} {row['single_turns_per_s']:9.3f} {row['ratio']:6.2f} "
-            f"{row['orchestration']:5.2f} {calls:>10s} {str(row['same_dialogues']):>5s} {row['load']:5.1f}")
+            f"{row['orchestration']:5.2f} {calls:>10s} {str(row['same_dialogues']):>5s} {decode:>11s} "
+            f"{row['cache_wall_gain']:6.2f} {str(row['same_without_cache']):>5s} {row['load']:5.1f}")
 
 
 def load_model(name: str, max_new_tokens: int, prefix_cache: bool = True) -> Any:
@@ -271,7 +327,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     warm_up(model)
     print(f"{'T':>2s} {'N':>3s} {'turns':>5s} {'reqs':>5s} {'prompt/req':>10s} {'prefill/req':>11s} {'prefill%':>8s} "
           f"{'gen tok/s':>9s} {'turns/s b':>9s} {'turns/s 1':>9s} {'ratio':>6s} {'orch':>5s} {'calls b/1':>10s} "
-          f"{'same':>5s} {'load':>5s}")
+          f"{'same':>5s} {'decode on/off':>11s} {'cache':>6s} {'same0':>5s} {'load':>5s}")
     rows = []
     for max_agent_turns in turns:
         for n in sizes:
@@ -285,7 +341,11 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
               f"context, {bound['prefill']} prefilled, {bound['generated']} generated): prefill {bound['prefill_gain']:.2f}x, "
               f"decode {bound['decode_gain']:.2f}x, whole request {bound['ratio']:.2f}x (the env reached {last['ratio']:.2f}x)")
     print("load average (1/5/15 min) after: " + "/".join(f"{x:.2f}" for x in os.getloadavg()))
-    checks = [("prefill <= 25% of the prompt", last["prefill_share"] <= 0.25),
+    slower = [row for row in rows if row["decode_ms_cache_on"] > row["decode_ms_cache_off"]]
+    print("decode CPU ms per step with the prefix cache on / off: "
+          + ", ".join(f"T={row['turns']} N={row['n']} {row['decode_ms_cache_on']:.1f}/{row['decode_ms_cache_off']:.1f}" for row in rows))
+    checks = [("cache-on decode per step no slower than cache-off on every row", not slower),
+              ("prefill <= 25% of the prompt", last["prefill_share"] <= 0.25),
               ("batched / one-at-a-time >= 8x", last["ratio"] >= 8.0),
               ("orchestration efficiency >= 0.9", last["orchestration"] >= 0.9)]
     print(f"\nat T={last['turns']}, N={last['n']}: " + "; ".join(f"{name}: {'met' if ok else 'MISSED'}" for name, ok in checks))

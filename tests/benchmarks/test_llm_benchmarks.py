@@ -29,6 +29,10 @@ def test_vector_llm_benchmark_batches_reuses_prefixes_and_plays_the_same_dialogu
         assert row["same_dialogues"] and row["batched_turns_per_s"] > 0 and row["single_turns_per_s"] > 0
         assert 0 < row["orchestration"] <= 1 and row["tokens_per_s"] > 0
         assert 0 < row["prefill_per_request"] < row["prompt_per_request"]
+        # the cache-off run plays the same dialogues, so the same decode steps, timed apart
+        assert row["same_without_cache"] and row["decode_steps"][0] == row["decode_steps"][1] > 0
+        assert row["decode_ms_cache_on"] > 0 and row["decode_ms_cache_off"] > 0 and row["cache_wall_gain"] > 0
+        assert model.prefix_cache and "forward" not in vars(model.model)  # both put back
     # the bare model's ceiling: a whole request's gain is a mix of the prefill and decode gains
     bound = bench.ceiling(model, rows[-1])
     assert (bound["context"], bound["prefill"]) == (round(rows[-1]["prompt_per_request"]), round(rows[-1]["prefill_per_request"]))
@@ -59,8 +63,23 @@ def test_vector_llm_benchmark_pins_threads():
 def test_ray_benchmark_reproduces_the_in_process_run():
     pytest.importorskip("ray")
     rows = load("ray_rollouts").main(["--episodes", "60", "--workers", "1,2", "--num-cpus", "2", "--chunk-size", "16"])
-    assert [row["path"] for row in rows] == ["in-process evaluate()", "Ray, 1 worker", "Ray, 2 workers"]
-    assert all(row["identical"] for row in rows)
+    assert [row["path"] for row in rows] == ["in-process evaluate()", "Ray, 1 worker", "Ray, 2 workers", "crossover"]
+    assert all(row["identical"] for row in rows[:3])
+    assert all(0 < row["worker_per_episode"] and 0 < row["worker_startup"] for row in rows[1:3])
+
+
+def test_ray_crossover_counts_the_cores_that_beat_in_process():
+    crossover = load("ray_rollouts").crossover
+    # 10,000 episodes: in-process 10 s of CPU; Ray 2 s start-up, 13 s in workers, 2 s in the driver:
+    # C cores take 2 + 13 / C + 2 s, under 10 s from C > 13 / 6 = 2.17; long runs 1.3 / (1 - 0.2) = 1.625
+    cross = crossover(10_000, 0.001, 2.0, 0.0013, 0.0002)
+    assert cross["run"] == pytest.approx(13 / 6) and cross["run_cores"] == 3
+    assert cross["long_runs"] == pytest.approx(1.625) and cross["long_run_cores"] == 2
+    # 1,000 episodes: 1 s in-process cannot pay for 2 s of start-up on any number of cores
+    short = crossover(1_000, 0.001, 2.0, 0.0013, 0.0002)
+    assert short["run"] == short["run_cores"] == float("inf") and short["long_run_cores"] == 2
+    # a driver that spends as much per episode as playing in-process: never
+    assert crossover(10_000, 0.001, 0.0, 0.0005, 0.001)["long_runs"] == float("inf")
 
 
 def test_hostile_input_benchmark_steps_every_shape_of_oversized_action():
