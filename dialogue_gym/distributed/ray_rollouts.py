@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterator
@@ -84,6 +85,8 @@ class RolloutWorker:
         isolate: str = "none", agent_limits_json: str = "null",
     ) -> None:
         self.error: DialogueGymError | None = None
+        self.play_cpu_seconds = 0.0
+        self.episodes = 0
         try:
             self.evaluator: Evaluator | None = Evaluator(
                 env_id,
@@ -106,6 +109,7 @@ class RolloutWorker:
         start, so the episodes not yet started stay with the dealer for whichever worker frees first."""
         if self.evaluator is None:
             raise self.error
+        cpu = time.process_time()
         ray = import_ray()
         evaluator = self.evaluator
         chunks: list[list[dict[str, Any] | None]] = []
@@ -124,7 +128,15 @@ class RolloutWorker:
         for position, trajectory in evaluator.play(stream(), seed):
             taken, offset = places[position]
             chunks[taken][offset] = trajectory.to_dict()
+        self.play_cpu_seconds += time.process_time() - cpu
+        self.episodes += len(places)
         return list(zip(indices, chunks))
+
+    def usage(self) -> dict[str, float]:
+        """CPU seconds this worker's process has used: ``total`` (start-up included: imports, building the
+        env and policies), ``play`` (inside :meth:`play`, dealing and serialising included), and the
+        ``episodes`` it played, so that a caller can tell a worker's fixed cost from its cost per episode."""
+        return {"total": time.process_time(), "play": self.play_cpu_seconds, "episodes": self.episodes}
 
 
 class ChunkDealer:
@@ -179,6 +191,7 @@ def collect_rollouts(
     ray_init: dict[str, Any] | None = None,
     isolate: bool | str = False,
     agent_limits: dict[str, Any] | None = None,
+    usage: list[dict[str, float]] | None = None,
 ) -> list[Trajectory]:
     """Play ``episodes`` episodes of ``env_id`` on ``num_workers`` Ray actors; trajectories in episode order.
 
@@ -200,6 +213,9 @@ def collect_rollouts(
             ``agent_limits`` (:class:`~dialogue_gym.agents.Limits` or a dict of its fields); the trajectories
             are those of the in-process run, with ``meta["isolation"]`` and any moves the boundary
             refused in ``meta["agent_problems"]``.
+        usage: a list to append each worker's :meth:`RolloutWorker.usage` to (CPU seconds in all and in
+            play, episodes played), read before the workers stop; ``benchmarks/ray_rollouts.py`` uses it
+            to find from how many cores Ray pays.
     """
     import gymnasium as gym
 
@@ -239,6 +255,8 @@ def collect_rollouts(
         for taken in ray.get([actor.play.remote(dealer, seed) for actor in actors]):
             for index, chunk in taken:
                 results[index] = chunk
+        if usage is not None:
+            usage.extend(ray.get([actor.usage.remote() for actor in actors]))
     finally:
         for actor in [*actors, dealer]:
             ray.kill(actor)

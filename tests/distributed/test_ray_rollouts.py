@@ -57,8 +57,12 @@ def local_ray():
 
 def test_two_workers_reproduce_evaluate_exactly(local_ray, tmp_path):
     out = tmp_path / "ray.jsonl"
-    collected = collect_rollouts("SEAD-Outbound-v0", "adaptive", 45, seed=7, num_workers=2, chunk_size=4, out=out)
+    usage = []
+    collected = collect_rollouts("SEAD-Outbound-v0", "adaptive", 45, seed=7, num_workers=2, chunk_size=4, out=out, usage=usage)
     assert [t.seed for t in collected] == [7 + t.meta["start"] for t in collected] and len({t.seed for t in collected}) == 45
+    # each worker's CPU: its start-up and its play apart, and the episodes it played (all 45 between them)
+    assert len(usage) == 2 and sum(u["episodes"] for u in usage) == 45
+    assert all(0 < u["play"] < u["total"] for u in usage if u["episodes"])
     assert dicts(collected) == dicts(evaluate("SEAD-Outbound-v0", "adaptive", 45, seed=7))
     assert dicts(load_trajectories(out)) == dicts(collected)
 
