@@ -123,7 +123,8 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "openenv": (
         ("dialogue_gym/integrations/openenv.py", "dialogue_gym/integrations/openenv_server.py"),
-        ("tests/integrations/test_openenv.py", "tests/integrations/test_openenv_sealed.py", "tests/integrations/test_openenv_server.py"),
+        ("tests/integrations/test_openenv.py", "tests/integrations/test_openenv_sealed.py", "tests/integrations/test_openenv_server.py",
+         "tests/integrations/test_openenv_guard.py"),
     ),
     "run_folders": (
         ("trainers/common/atomic.py", "trainers/common/rundir.py", "trainers/common/dagger.py", "trainers/common/threads.py"),
