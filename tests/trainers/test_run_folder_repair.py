@@ -113,7 +113,13 @@ def test_a_truncated_file_of_a_strategy_run_is_one_line_and_exit_2(tmp_path, cap
     assert code == 2 and len(err) == 1 and str(folder / name) in err[0] and ("restore" in err[0] or "start again" in err[0])
 
 
-def test_safetensors_torch_and_json_files_are_checked_whole(tmp_path):
+CHATML = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+
+def test_safetensors_torch_json_and_template_files_are_checked_whole(tmp_path):
     torch = pytest.importorskip("torch")
     from safetensors.torch import save_file
 
@@ -122,8 +128,12 @@ def test_safetensors_torch_and_json_files_are_checked_whole(tmp_path):
     save_file({"w": torch.ones(64)}, folder / "model.safetensors")
     torch.save({"step": torch.ones(64)}, folder / "optimizer.pt")
     (folder / "config.json").write_text('{"a": 1}')
+    (folder / "chat_template.jinja").write_text(CHATML)
     assert folder_problem(folder) is None
-    for name, says in (("model.safetensors", "is truncated or damaged"), ("optimizer.pt", "not a whole torch archive"), ("config.json", "not valid JSON")):
+    for name, says in (
+        ("model.safetensors", "is truncated or damaged"), ("optimizer.pt", "not a whole torch archive"), ("config.json", "not valid JSON"),
+        ("chat_template.jinja", "not a whole Jinja template"),
+    ):
         broken = tmp_path / f"broken-{name}"
         shutil.copytree(folder, broken)
         _truncate(broken / name)

@@ -202,14 +202,31 @@ def json_file_problem(path: Path) -> str | None:
     return None
 
 
+def chat_template_problem(path: Path) -> str | None:
+    """Why the Jinja chat template ``path`` (``chat_template.jinja``, saved beside a tokenizer) does not
+    parse, or None: a cut-short template mostly ends inside a tag or before its ``endfor``, and would
+    otherwise fail as a Jinja traceback at the first prompt the model is given."""
+    try:
+        import jinja2
+    except ImportError:  # no tokenizer can use it then either
+        return None
+    try:
+        jinja2.Environment().parse(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, jinja2.TemplateSyntaxError, RecursionError) as exc:
+        return f"{path} is truncated or damaged (not a whole Jinja template: {' '.join(str(exc).split())[:80]})"
+    return None
+
+
 def file_problem(path: Path) -> str | None:
-    """Why ``path`` (a safetensors, torch or JSON file) is not whole, or None (other kinds are not checked)."""
+    """Why ``path`` (a safetensors, torch, JSON or Jinja template file) is not whole, or None (other kinds are not checked)."""
     if path.name.endswith(".safetensors"):
         return safetensors_problem(path)
     if TORCH_FILES.match(path.name):
         return torch_file_problem(path)
     if path.name.endswith(".json"):
         return json_file_problem(path)
+    if path.name.endswith(".jinja"):
+        return chat_template_problem(path)
     return None
 
 
