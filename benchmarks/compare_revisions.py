@@ -12,7 +12,8 @@ benchmark module and package, threads pinned to one. It prints learner turns per
 
 First it plays, in each tree, every fair baseline and audit policy of every ID's exploit audits
 (``--fingerprint-episodes``, 120 each, seed 7) and prints a SHA-256 of their trajectories (strict
-JSON): a speed change that keeps the rules must keep it equal. The script exits 1 when it differs.
+JSON) over the IDs both trees register (an ID only one has, a new version say, is named and left
+out): a speed change that keeps the rules must keep it equal. The script exits 1 when it differs.
 
 ``--instructions`` counts instead of timing (needs ``valgrind``): CPU instructions per learner turn
 of every engine row in each tree under callgrind, the warm-up's count taken away (a run of the
@@ -43,20 +44,41 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 VECTOR_SIZES = (1, 64)
 
 
-def fingerprint(episodes: int) -> str:
-    """SHA-256 over the trajectories of every audit player of every registered ID (in this process's tree)."""
+def fingerprints(episodes: int) -> dict[str, str]:
+    """``{env id: SHA-256}`` over the trajectories of every audit player of each registered ID (in this
+    process's tree), so a tree that registers an ID the other lacks is compared on the IDs both have."""
     from dialogue_gym.evaluation import evaluate
     from envs_registry import REGISTRY, resolve
 
-    digest = hashlib.sha256()
+    digests: dict[str, Any] = {}
     for entry in REGISTRY:
         for audit in resolve(entry.audits)():
+            digest = digests.setdefault(audit.env_id, hashlib.sha256())
             players = [(name, name) for name in dict.fromkeys((*audit.fair_order, audit.baseline))]
             players += [(policy.name, policy.make()) for policy in audit.policies]
             for _, agent in players:
                 for trajectory in evaluate(audit.env_id, agent, episodes, 7, learner=audit.learner, env_kwargs=audit.env_kwargs):
                     digest.update(trajectory.to_json().encode())
-    return digest.hexdigest()
+    return {env_id: digest.hexdigest() for env_id, digest in digests.items()}
+
+
+def compared(prints: dict[str, dict[str, str]]) -> tuple[bool, list[str]]:
+    """Whether both trees play the same episodes on every ID they both have, and the lines that say so:
+    one SHA-256 per tree over those IDs' fingerprints, then the IDs only one tree has (not compared)."""
+    shared = sorted(set.intersection(*(set(found) for found in prints.values())))
+    combined = {
+        name: hashlib.sha256("".join(f"{env_id} {found[env_id]}\n" for env_id in shared).encode()).hexdigest()
+        for name, found in prints.items()
+    }
+    lines = [f"trajectories of every audit player of the {len(shared)} ids in both trees, {name}: sha256 {value}" for name, value in combined.items()]
+    for name, found in prints.items():
+        only = sorted(set(found) - set(shared))
+        if only:
+            lines.append(f"only {name} has {', '.join(only)} (not compared)")
+    same = len(set(combined.values())) == 1
+    differing = [env_id for env_id in shared if len({found[env_id] for found in prints.values()}) > 1]
+    lines.append("the same episodes" if same else f"THE EPISODES DIFFER ({', '.join(differing)})")
+    return same, lines
 
 
 def rows() -> list[str]:
@@ -117,7 +139,7 @@ def child(argv: list[str]) -> None:
     import dialogue_gym  # noqa: F401  (registers the ids)
 
     if argv[0] == "fingerprint":
-        print(json.dumps(fingerprint(int(argv[1]))))
+        print(json.dumps(fingerprints(int(argv[1]))))
     elif argv[0] == "rows":
         print(json.dumps(rows()))
     elif argv[0] == "turns":
@@ -233,11 +255,8 @@ def main(argv: list[str] | None = None) -> int:
             trees = {args.revision: worktree, "this tree": ROOT}
             same = True
             if args.fingerprint_episodes:
-                prints = {name: run_in(tree, "fingerprint", str(args.fingerprint_episodes)) for name, tree in trees.items()}
-                same = len(set(prints.values())) == 1
-                for name, value in prints.items():
-                    print(f"trajectories of every audit player, {name}: sha256 {value}")
-                print("the same episodes" if same else "THE EPISODES DIFFER")
+                same, lines = compared({name: run_in(tree, "fingerprint", str(args.fingerprint_episodes)) for name, tree in trees.items()})
+                print("\n".join(lines))
             if args.instructions:
                 print(f"\nCPU instructions per learner turn under callgrind, {args.episodes} episodes a row after {args.warmup} warm-up; "
                       "ratio: the revision's count over this tree's\n")

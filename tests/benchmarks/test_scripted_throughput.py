@@ -95,7 +95,7 @@ def test_other_episodes_exit_1_and_the_ratio_is_this_tree_over_the_revision(monk
     def fake_run_in(tree, mode, *args):
         mine = tree == module.ROOT
         if mode == "fingerprint":
-            return "mine" if mine else "theirs"
+            return {"SEAD-Outbound-v0": "mine" if mine else "theirs", "TRACER-UserSim-v0": "same"}
         if mode == "rows":
             return ["SEAD-Outbound-v0 agent"]
         return 300.0 if mine else 100.0
@@ -103,8 +103,28 @@ def test_other_episodes_exit_1_and_the_ratio_is_this_tree_over_the_revision(monk
     monkeypatch.setattr(module, "run_in", fake_run_in)
     assert module.main(["HEAD", "--quick", "--fingerprint-episodes", "1"]) == 1
     out = capsys.readouterr().out
-    assert "THE EPISODES DIFFER" in out
+    assert "THE EPISODES DIFFER (SEAD-Outbound-v0)" in out
     assert out.splitlines()[-1].split() == ["SEAD-Outbound-v0", "agent", "100", "300", "3.00"]
+
+
+def test_the_fingerprints_compare_the_ids_both_trees_register():
+    """A new id (a -v1 version) in one tree is named and left out; the rest must match id by id."""
+    import hashlib
+
+    module = load_compare()
+    same, lines = module.compared({"abc123": {"A-v0": "1", "B-v0": "2"}, "this tree": {"A-v0": "1", "B-v0": "2", "B-v1": "3"}})
+    expected = hashlib.sha256(b"A-v0 1\nB-v0 2\n").hexdigest()
+    assert same and lines == [
+        f"trajectories of every audit player of the 2 ids in both trees, abc123: sha256 {expected}",
+        f"trajectories of every audit player of the 2 ids in both trees, this tree: sha256 {expected}",
+        "only this tree has B-v1 (not compared)",
+        "the same episodes",
+    ]
+    same, lines = module.compared({"abc123": {"A-v0": "1", "B-v0": "2"}, "this tree": {"A-v0": "1", "B-v0": "9"}})
+    assert not same and lines[-1] == "THE EPISODES DIFFER (B-v0)"
+    # an id's fingerprint moved onto another id's name is no match either
+    same, _ = module.compared({"abc123": {"A-v0": "1", "B-v0": "2"}, "this tree": {"A-v0": "2", "B-v0": "1"}})
+    assert not same
 
 
 def test_instructions_are_per_learner_turn_less_the_warm_up_and_the_ratio_is_the_revision_over_this_tree(monkeypatch, capsys):
@@ -118,7 +138,7 @@ def test_instructions_are_per_learner_turn_less_the_warm_up_and_the_ratio_is_the
         return 7_000_000 + per_turn * turns, turns  # warm-up alone: 7M in both trees
 
     def fake_run_in(tree, mode, *args):
-        return {"fingerprint": "same", "rows": ["SEAD-Outbound-v0 agent", "SEAD gym.make unwrapped", "SEAD gym.make_vec K=1"]}[mode]
+        return {"fingerprint": {"SEAD-Outbound-v0": "same"}, "rows": ["SEAD-Outbound-v0 agent", "SEAD gym.make unwrapped", "SEAD gym.make_vec K=1"]}[mode]
 
     monkeypatch.setattr(module, "callgrind_count", fake_callgrind_count)
     monkeypatch.setattr(module, "run_in", fake_run_in)
