@@ -172,7 +172,8 @@ def test_cli_bad_output_paths(tmp_path, capsys):
     assert main(["view", str(run), "-o", str(run)]) == 2
     assert "is the run file itself" in capsys.readouterr().err
     assert main(["view", str(tmp_path)]) == 2
-    assert "is a folder, not a regular file; give a run file" in capsys.readouterr().err
+    err = capsys.readouterr().err  # a folder that is no training run either: both ways named
+    assert "is a folder without trajectories.jsonl; give a run file" in err and "or give a trainer's run folder (it holds config.json" in err
     with pytest.raises(ConfigError, match="a results .json from `eval --save` is read by `compare`"):
         (tmp_path / "results.json").write_text('{\n  "provenance": {}\n}\n')
         load_run(tmp_path / "results.json")
