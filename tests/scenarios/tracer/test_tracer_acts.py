@@ -388,3 +388,6 @@ def test_a_dialogues_history_grows_a_turn_at_a_time_and_only_while_short():
     assert len(long_turn) > acts.MAX_CACHED_TEXT_CHARS
     read_turn("Laser surgery needs a pre-operation exam first.", FACTS, "What do I need?", [long_turn] * 3)
     assert acts._history_cached.cache_info().currsize == 2 and acts._echoes_cached.cache_info().currsize == 3
+    at_the_limit = ("We offer laser surgery. " * 200)[: acts.MAX_CACHED_TEXT_CHARS]
+    read_turn("Laser surgery needs a pre-operation exam first.", FACTS, "", [at_the_limit, "Hello."])
+    assert acts._history_cached.cache_info().currsize == 3, "a prefix of exactly MAX_CACHED_TEXT_CHARS is memoised"
