@@ -23,9 +23,12 @@ Each :class:`~dialogue_gym.backends.base.GenerationOutput` carries
 reply, so the backend keeps the attention keys/values of every sequence it ran (prompt plus generated
 tokens) in a :class:`~dialogue_gym.backends.prefix_cache.PrefixKVStore` keyed by token ids, and encodes
 only what follows a prompt's longest cached prefix. Requests with different cached lengths still share
-one ``model.generate`` call: each row's cached keys/values are left-padded to the batch's longest cached
-prefix and its uncached tokens to the longest remainder, and the attention mask hides both paddings
-(positions come from the mask, so every token keeps the position it had when it was cached). A prefix
+one ``model.generate`` call, left-padded as without the cache (so decoding attends over no more columns
+than without it): the last columns, as many as the longest uncached remainder, are encoded and the
+columns before them come from the cache; a row whose cached prefix reaches into the encoded columns
+re-encodes that part with the others, since those columns are computed for every row anyway (positions
+come from the mask, so every token keeps the position it had when it was cached). Decoding writes into
+key/value buffers sized for the whole call (:mod:`~dialogue_gym.backends.kv_buffers`). A prefix
 that the prompts of a batch have in common (a shared system prompt) is encoded once and reused by every
 row. Reuse changes only floating-point rounding: greedy outputs equal those of ``prefix_cache=False``
 except where two tokens are near-tied (seen with SmolLM2), so trainers that divide by recorded
@@ -530,9 +533,9 @@ class TransformersBackend:
         base = store.match(tokens, limit=len(tokens) - 1)
         # generate's prefill fills the cache; the one greedy token it then picks is discarded
         one_greedy_step = {"max_new_tokens": 1, "do_sample": False, "return_dict_in_generate": True}
-        result, cached_width, new_width = self._run([tokens], [base], one_greedy_step)
-        self._prefix_counts["prefilled_tokens"] += len(tokens) - base[1]
-        entries = self._entries(result, [tokens], [base], cached_width, new_width, [[]], shared=True)
+        result, used, width = self._run([tokens], [base], one_greedy_step)
+        self._prefix_counts["prefilled_tokens"] += len(tokens) - used[0][1]
+        entries = self._entries(result, [tokens], width, [[]], shared=True)
         if entries is None:
             return None
         store.put(entries[0])
@@ -569,27 +572,24 @@ class TransformersBackend:
 
     def _run(
         self, prompts: list[list[int]], matches: list[tuple[PrefixEntry | None, int]], kwargs: dict[str, Any]
-    ) -> tuple[Any, int, int]:
-        """One ``model.generate`` over ``prompts``, each reusing its matched cached prefix.
+    ) -> tuple[Any, list[tuple[PrefixEntry | None, int]], int]:
+        """One ``model.generate`` over ``prompts``, each reusing (part of) its matched cached prefix.
 
-        Row layout: ``[pad | cached prefix | pad | uncached rest]``, the cached columns (the longest
-        cached prefix wide) filled from the cache, the rest (the longest remainder wide) encoded now.
-        Without cached prefixes this is plain left padding. Returns the result, the cached width and
-        the new width."""
+        Row layout: ``[pad | prompt]``, left padding as without the cache, so decoding attends over the
+        longest prompt's width and no more. The last ``new_width`` columns (the longest uncached rest)
+        are encoded now and the columns before them come from the cache: a row whose cached prefix
+        reaches into those columns re-encodes that part with the others (those columns are computed for
+        every row anyway). Returns the result, each row's ``(entry, tokens reused)`` and the width."""
         torch = self._torch
-        cached_width = max(cached for _, cached in matches)
+        width = max(map(len, prompts))
         new_width = max(len(ids) - cached for ids, (_, cached) in zip(prompts, matches))
-        width = cached_width + new_width
+        cached_width = width - new_width
+        used = [(entry, len(ids) - new_width) if len(ids) > new_width else (None, 0) for ids, (entry, _) in zip(prompts, matches)]
         input_ids = torch.full((len(prompts), width), self._pad_id, dtype=torch.long)
         attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, (ids, (_, cached)) in enumerate(zip(prompts, matches)):
-            if cached:
-                input_ids[row, cached_width - cached : cached_width] = torch.tensor(ids[:cached], dtype=torch.long)
-                attention_mask[row, cached_width - cached : cached_width] = 1
-            rest = ids[cached:]
-            if rest:
-                input_ids[row, width - len(rest) :] = torch.tensor(rest, dtype=torch.long)
-                attention_mask[row, width - len(rest) :] = 1
+        for row, ids in enumerate(prompts):
+            input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+            attention_mask[row, width - len(ids) :] = 1
         call: dict[str, Any] = {
             "input_ids": input_ids.to(self.device),
             "attention_mask": attention_mask.to(self.device),
@@ -600,10 +600,10 @@ class TransformersBackend:
         }
         capacity = width + kwargs["max_new_tokens"]
         if cached_width:
-            call[self._cache_kwarg] = self._batched_cache(matches, cached_width, capacity)
+            call[self._cache_kwarg] = self._batched_cache(used, cached_width, capacity)
         elif self._preallocated_layers:
             call[self._cache_kwarg] = self._decode_cache(capacity)
-        return self.model.generate(**call), cached_width, new_width
+        return self.model.generate(**call), used, width
 
     def _row_cut_layers(self) -> tuple[type, ...]:
         """The cache layer types whose keys/values can be cut per row: ``DynamicLayer`` and the in-place
@@ -616,9 +616,7 @@ class TransformersBackend:
         self,
         result: Any,
         prompts: list[list[int]],
-        matches: list[tuple[PrefixEntry | None, int]],
-        cached_width: int,
-        new_width: int,
+        width: int,
         produced: list[list[int]],
         shared: bool = False,
     ) -> list[PrefixEntry] | None:
@@ -637,14 +635,11 @@ class TransformersBackend:
             )
             self._store.clear()
             return None
-        width = cached_width + new_width
         fed_back = cache.get_seq_length() - width
         entries = []
-        for row, (ids, (_, cached)) in enumerate(zip(prompts, matches)):
+        for row, ids in enumerate(prompts):
             kept = min(len(produced[row]), fed_back)
-            columns = torch.cat(
-                [torch.arange(cached_width - cached, cached_width), torch.arange(width - (len(ids) - cached), width + kept)]
-            ).to(self.device)
+            columns = torch.arange(width - len(ids), width + kept, device=self.device)
             layers = [
                 (layer.keys[row].index_select(1, columns), layer.values[row].index_select(1, columns)) for layer in cache.layers
             ]
@@ -658,12 +653,11 @@ class TransformersBackend:
         result: Any,
         prompts: list[list[int]],
         matches: list[tuple[PrefixEntry | None, int]],
-        cached_width: int,
-        new_width: int,
+        width: int,
         produced: list[list[int]],
     ) -> None:
-        """Cache every row's sequence; drop the dialogue entry a row continued (its prompt fully reused)."""
-        entries = self._entries(result, prompts, matches, cached_width, new_width, produced)
+        """Cache every row's sequence; drop the dialogue entry a row continued (its prompt fully matched)."""
+        entries = self._entries(result, prompts, width, produced)
         for entry, (previous, cached) in zip(entries or [], matches):
             store.put(entry)
             if previous is not None and not previous.shared and cached >= previous.prompt_length:
@@ -695,15 +689,14 @@ class TransformersBackend:
                 matches = self._match(store, prompts) if store is not None else [(None, 0)] * len(prompts)
                 if seed is not None:
                     torch.manual_seed(seed)
-                result, cached_width, new_width = self._run(prompts, matches, kwargs)
+                result, used, width = self._run(prompts, matches, kwargs)
         except (RuntimeError, ValueError) as exc:
             raise BackendError(f"TransformersBackend: model.generate failed on a batch of {len(prompts)}: {exc}") from exc
-        cached = [count for _, count in matches]
+        cached = [count for _, count in used]
         self._prefix_counts["prompt_tokens"] += sum(map(len, prompts))
         self._prefix_counts["cached_tokens"] += sum(cached)
         self._prefix_counts["prefilled_tokens"] += sum(map(len, prompts)) - sum(cached)
 
-        width = cached_width + new_width
         generated = result.sequences[:, width:].cpu()
         steps = generated.shape[1]
         if steps:
@@ -748,7 +741,7 @@ class TransformersBackend:
             )
         if store is not None:
             with torch.inference_mode():
-                self._remember(store, result, prompts, matches, cached_width, new_width, produced)
+                self._remember(store, result, prompts, matches, width, produced)
         return outputs
 
     def __repr__(self) -> str:
