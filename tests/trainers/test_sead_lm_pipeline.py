@@ -44,15 +44,23 @@ def test_the_scratch_pipeline_writes_every_phase_and_paired_results(tmp_path):
     assert run.load_state("threads")["chosen"] == "torch threads: 1 (--threads)"
     records = run.read_trajectories()
     assert len(records) == 4 and [r.meta["decision_point"]["copy"] for r in records] == [0, 1, 0, 1]
-    saved = {name: Results.load(run.path / "results" / f"{name}.json") for name in ("untrained", "before", "after", "baselines", "teacher")}
+    saved = {
+        name: Results.load(run.path / "results" / f"{name}.json")
+        for name in ("untrained", "before", "after", "baselines", "teacher", "before_sampled", "after_sampled")
+    }
     assert [a.name for a in saved["teacher"].agents] == ["adaptive"] and saved["teacher"].agents[0].summary["cr"] == saved["baselines"].agent("adaptive").summary["cr"]
     assert [a.name for a in saved["baselines"].agents] == ["sop", "random", "adaptive"]
-    for name in ("untrained", "before", "after"):
+    for name in ("untrained", "before", "after", "before_sampled", "after_sampled"):
         assert saved[name].provenance["episodes"] == 6 and saved[name].provenance["seed"] == 10_000
+    # The sampled evaluation plays the same model on the same starts sampling (T = 1): other turns, other
+    # token counts, where a greedy one in disguise would repeat the greedy run exactly.
+    for greedy, sampled in (("before", "before_sampled"), ("after", "after_sampled")):
+        assert saved[sampled].agents[0].summary["tokens_per_dialogue"] != saved[greedy].agents[0].summary["tokens_per_dialogue"]
+    assert run.load_state("eval_sampled")["cr"] == saved["after_sampled"].agents[0].summary["cr"]
     row = next(r for r in compare(saved["before"], saved["after"]) if r["key"] == "cr")
     assert row["a"] == pytest.approx(run.load_state("eval_before")["cr"]) and row["b"] == pytest.approx(run.load_state("eval")["cr"])
     lines = paired_changes(run)
-    assert [line.split(":")[0] for line in lines] == ["SFT", "SFT model vs its teacher", "RL", "RL model vs the teacher"]
+    assert [line.split(":")[0] for line in lines] == ["SFT", "SFT model vs its teacher", "RL", "RL model vs the teacher", "RL, sampled at the rollout temperature"]
     assert "dialogue-gym compare" in lines[2]
 
 

@@ -348,6 +348,11 @@ def _train(config: SeadTrainConfig, run: RunDir, controller: ProfileController, 
     driver = CounterpartDriver({"agent": policy, "user": trained_user or user}, learner=None)
     if config.eval_episodes and config.before_and_baselines and start == 0 and run.load_state("eval_before", EVAL_FIELDS) is None:
         run.save_state("eval_before", held_out_evaluation(config, policy, "held-out before", run, "before"))
+    # A language model is also evaluated sampling as in its rollouts: RL moves the tail of the distribution
+    # before it moves the argmax (issue 41), which greedy decoding alone does not see.
+    sampled = config.policy == "lm" and config.eval_episodes and config.before_and_baselines
+    if sampled and start == 0 and run.load_state("eval_before_sampled", EVAL_FIELDS) is None:
+        run.save_state("eval_before_sampled", held_out_evaluation(config, policy, "held-out before, sampled", run, "before_sampled", greedy=False))
 
     bar = tqdm(range(start, config.iterations), initial=start, total=config.iterations, desc="SEAD", file=sys.stderr)
     for iteration in bar:
@@ -403,6 +408,8 @@ def _train(config: SeadTrainConfig, run: RunDir, controller: ProfileController, 
 
     if config.eval_episodes and run.load_state("eval", EVAL_FIELDS) is None:
         run.save_state("eval", held_out_evaluation(config, policy, "held-out after", run, "after"))
+    if sampled and run.load_state("eval_sampled", EVAL_FIELDS) is None:
+        run.save_state("eval_sampled", held_out_evaluation(config, policy, "held-out after, sampled", run, "after_sampled", greedy=False))
     if config.eval_episodes and config.before_and_baselines and run.load_state("eval_baseline", BASELINE_FIELDS) is None:
         run.save_state("eval_baseline", baseline_evaluation(config, run))
     if config.plots:
@@ -411,21 +418,24 @@ def _train(config: SeadTrainConfig, run: RunDir, controller: ProfileController, 
         plot_run(run)
 
 
-def held_out_evaluation(config: SeadTrainConfig, policy: Any, label: str, run: RunDir | None = None, name: str | None = None) -> dict[str, Any]:
+def held_out_evaluation(
+    config: SeadTrainConfig, policy: Any, label: str, run: RunDir | None = None, name: str | None = None, greedy: bool = True,
+) -> dict[str, Any]:
     """CR on the fixed held-out profile set (stratified over the 120 states, eval_seed), a trainable
-    policy played greedily: before training, after it, and for the scripted baselines alike. With
-    ``run`` and ``name`` the episodes are also saved as ``results/<name>.json`` in the ``eval --save``
-    format, so any two of a run's evaluations compare with ``dialogue-gym compare``."""
-    trajectories = held_out_trajectories(config, policy, label)
+    policy played greedily (``greedy=False``: sampling as in its rollouts): before training, after it,
+    and for the scripted baselines alike. With ``run`` and ``name`` the episodes are also saved as
+    ``results/<name>.json`` in the ``eval --save`` format, so any two of a run's evaluations compare
+    with ``dialogue-gym compare``."""
+    trajectories = held_out_trajectories(config, policy, label, greedy)
     if run is not None and name is not None:
         save_results(config, run, name, {name: trajectories})
     return held_out_summary(trajectories)
 
 
-def held_out_trajectories(config: SeadTrainConfig, policy: Any, label: str) -> list[Trajectory]:
-    greedy = getattr(policy, "greedy", None)
-    if greedy is not None:
-        policy.greedy = True
+def held_out_trajectories(config: SeadTrainConfig, policy: Any, label: str, greedy: bool = True) -> list[Trajectory]:
+    was = getattr(policy, "greedy", None)
+    if was is not None:
+        policy.greedy = greedy
     try:
         with tqdm(total=config.eval_episodes, desc=label, file=sys.stderr) as bar:
             trajectories = evaluate(
@@ -433,8 +443,8 @@ def held_out_trajectories(config: SeadTrainConfig, policy: Any, label: str) -> l
                 env_kwargs=eval_env_kwargs(config),
             )
     finally:
-        if greedy is not None:
-            policy.greedy = greedy
+        if was is not None:
+            policy.greedy = was
     return trajectories
 
 
@@ -470,7 +480,8 @@ def baseline_evaluation(config: SeadTrainConfig, run: RunDir | None = None) -> d
     return {"agent": best, **results[best], "cr_per_agent": {name: result["cr"] for name, result in results.items()}}
 
 
-PAIRED = (("untrained", "before", "SFT"), ("teacher", "before", "SFT model vs its teacher"), ("before", "after", "RL"), ("teacher", "after", "RL model vs the teacher"))
+PAIRED = (("untrained", "before", "SFT"), ("teacher", "before", "SFT model vs its teacher"), ("before", "after", "RL"), ("teacher", "after", "RL model vs the teacher"),
+          ("before_sampled", "after_sampled", "RL, sampled at the rollout temperature"))
 """The paired changes a run reports: (A, B, what lies between them), each a results/<name>.json."""
 
 
