@@ -114,7 +114,7 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "results": (
         ("dialogue_gym/results.py", "dialogue_gym/inputs.py", "dialogue_gym/reporting.py"),
-        ("tests/test_results.py", "tests/test_results_behaviours.py", "tests/test_reporting.py", "tests/test_inputs.py",
+        ("tests/test_results.py", "tests/test_results_behaviours.py", "tests/test_reporting.py", "tests/test_inputs.py", "tests/test_inputs_edges.py",
          "tests/test_cli_inputs.py", "tests/metrics/test_reproducible.py"),
     ),
     "viewer": (
