@@ -233,7 +233,7 @@ class CausalLMPolicy:
         prompt is then rendered from the messages."""
         if not memory["turns"]:
             return None
-        from dialogue_gym.integrations.verl import heard_tokens  # pure token assembly; imports no verl
+        from dialogue_gym.integrations.common import heard_tokens
 
         seen, said = memory["chat"]
         if len(messages) <= len(seen) or list(messages[: len(seen)]) != seen or messages[len(seen)].get("content") != said:
