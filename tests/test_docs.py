@@ -54,6 +54,18 @@ def test_a_hand_edit_inside_a_block_is_stale(tmp_path, monkeypatch):
     assert docs_tables.stale() == [f"page.md: baselines SEAD-Outbound-v0 (made by: python tools/docs_tables.py --eval SEAD-Outbound-v0 -- {arguments})"]
 
 
+def test_a_failing_benchmark_shows_its_output_and_saves_nothing(tmp_path, monkeypatch, capsys):
+    """The README-commands benchmark runs the whole suite: when it fails, what it printed is the only
+    record of why, so it goes to the terminal, and no half result is saved."""
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "failing.py").write_text("import sys\nprint('3 failed')\nsys.exit('the tail')\n", encoding="utf-8")
+    monkeypatch.setattr(docs_tables, "ROOT", tmp_path)
+    monkeypatch.setattr(docs_tables, "BENCHMARKS", tmp_path / "saved")
+    with pytest.raises(SystemExit, match="benchmarks/failing.py exited 1 .*nothing was saved"):
+        docs_tables.run_benchmark("failing", [])
+    assert "3 failed" in capsys.readouterr().err and not (tmp_path / "saved").exists()
+
+
 def test_each_kind_of_block_names_the_command_that_makes_its_file(tmp_path, monkeypatch):
     assert docs_tables.regenerate("benchmark", "scripted_throughput") == "python tools/docs_tables.py --benchmark scripted_throughput"
     (tmp_path / "quick.txt").write_text("$ python benchmarks/quick.py --quick --seconds 2\n# header\n", encoding="utf-8")

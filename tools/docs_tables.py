@@ -283,7 +283,10 @@ def run_benchmark(name: str, arguments: list[str]) -> None:
     if not script.exists():
         known = sorted(path.stem for path in (ROOT / "benchmarks").glob("*.py"))
         raise SystemExit(f"no benchmark {name!r}; known: {known}.")
-    done = subprocess.run([sys.executable, str(script), *arguments], cwd=ROOT, check=True, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, str(script), *arguments], cwd=ROOT, capture_output=True, text=True)
+    if done.returncode:
+        sys.stderr.write(done.stdout + done.stderr)
+        raise SystemExit(f"benchmarks/{name}.py exited {done.returncode} (its output is above); nothing was saved.")
     revision = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     header = (
         f"$ python benchmarks/{name}.py {shlex.join(arguments)}".rstrip() + "\n"
