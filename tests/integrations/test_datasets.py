@@ -16,6 +16,8 @@ from dialogue_gym.integrations.datasets import build_rows, export, trajectories_
 from envs_registry import REGISTRY
 
 RUNS = {entry.id: entry.agents[:2] for entry in REGISTRY}
+EPISODES = 6 * sum(len(agents) for agents in RUNS.values())
+"""Every id's first two agents, 6 episodes each: 72 rows for six ids, one per played episode."""
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +32,7 @@ def run_file(tmp_path_factory):
 
 def test_rollouts_round_trip_through_load_from_disk(run_file, tmp_path, capsys):
     assert main(["export", str(run_file), "--format", "rollouts", "-o", str(tmp_path / "ds")]) == 0
-    assert "60 rollouts rows written" in capsys.readouterr().out
+    assert f"{EPISODES} rollouts rows written" in capsys.readouterr().out
     loaded = datasets.load_from_disk(str(tmp_path / "ds"))
     original = load_trajectories(run_file)
     assert [t.to_dict() for t in trajectories_from_dataset(loaded)] == [t.to_dict() for t in original]
@@ -86,7 +88,7 @@ def test_a_start_state_whose_dialogues_tie_gives_no_pair(run_file):
 def test_parquet_export_loads_with_datasets(run_file, tmp_path):
     export(run_file, "sft", tmp_path / "pq", parquet=True)
     loaded = datasets.load_dataset("parquet", data_files=str(tmp_path / "pq" / "sft.parquet"), split="train")
-    assert len(loaded) == 60 and loaded.column_names[:3] == ["env_id", "env_kwargs", "learner"]
+    assert len(loaded) == EPISODES == 72 and loaded.column_names[:3] == ["env_id", "env_kwargs", "learner"]
 
 
 def test_a_record_the_env_kwargs_do_not_replay_is_refused_with_the_fix(tmp_path):
