@@ -76,6 +76,7 @@ def load_compare():
     return module
 
 
+@pytest.mark.slow  # checks HEAD out and plays every audit player in both trees (48 s on a fresh clone)
 def test_comparing_with_head_finds_the_same_episodes_and_prints_every_row(capsys):
     module = load_compare()
     # HEAD against this tree: the suite runs on a clean checkout in CI, where both play the same episodes.
