@@ -222,10 +222,15 @@ def train_with_environments(env_id, tool_call, model_dir, tmp_path):
     return trainer
 
 
-def test_grpo_trainer_routes_the_banking_agents_tool_calls_through_the_env(scenario_model_dir, tmp_path):
+BANK_TOOL_IDS = [entry.id for entry in REGISTRY if entry.default_learner == "agent" and "customer" in entry.roles]
+"""The ids whose learner is the bank's support agent: its environment offers the bank's tools, not ``respond``."""
+
+
+@pytest.mark.parametrize("env_id", [env_id if env_id == "RLADA-Banking-v0" else pytest.param(env_id, marks=pytest.mark.slow) for env_id in BANK_TOOL_IDS])
+def test_grpo_trainer_routes_the_banking_agents_tool_calls_through_the_env(env_id, scenario_model_dir, tmp_path):
     assert supports_environment_factory()
     call = '<tool_call>\n{"name": "lookup_account", "arguments": {"account_id": "ACC-000001"}}\n</tool_call>'
-    trainer = train_with_environments("RLADA-Banking-v0", call, scenario_model_dir, tmp_path)
+    trainer = train_with_environments(env_id, call, scenario_model_dir, tmp_path)
     for environment in trainer.environments:
         trajectory = environment.trajectory
         first = json.loads(trajectory.turns_of("agent")[0].raw)
@@ -237,7 +242,7 @@ def test_grpo_trainer_routes_the_banking_agents_tool_calls_through_the_env(scena
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("env_id", [entry.id for entry in REGISTRY if entry.id != "RLADA-Banking-v0"])
+@pytest.mark.parametrize("env_id", [entry.id for entry in REGISTRY if entry.id not in BANK_TOOL_IDS])
 def test_grpo_trainer_with_every_environment(env_id, scenario_model_dir, tmp_path):
     call = '<tool_call>\n{"name": "respond", "arguments": {"message": "Hello, could you tell me more?"}}\n</tool_call>'
     trainer = train_with_environments(env_id, call, scenario_model_dir, tmp_path)
