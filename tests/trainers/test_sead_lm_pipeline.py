@@ -41,6 +41,12 @@ def test_the_scratch_pipeline_writes_every_phase_and_paired_results(tmp_path):
     assert [stage["stage"] for stage in agreement["stages"]] == ["sft", "dagger_0"] and agreement["expert"] == "adaptive"
     assert agreement["stages"][1]["labelled_states"] == sum(map(len, labelled)) and sft["sft/agreement"] == agreement["stages"][1]["agreement"]
     assert sum(agreement["stages"][0]["turns_per_turn"]) == agreement["stages"][0]["turns"] > 0
+    from trainers.common.sft import teacher_forced_agreement
+    from transformers import AutoModelForCausalLM
+
+    final = run.path / "checkpoints" / "sft_dagger_0"
+    on_training = teacher_forced_agreement(AutoModelForCausalLM.from_pretrained(str(final)), AutoTokenizer.from_pretrained(str(final)), rows[:6]["messages"], 8, "</response>")
+    assert agreement["stages"][1]["train_agreement_per_turn"] == on_training["agreement_per_turn"]  # the first 6 (eval_episodes) training chats
     assert run.load_state("threads")["chosen"] == "torch threads: 1 (--threads)"
     records = run.read_trajectories()
     assert len(records) == 4 and [r.meta["decision_point"]["copy"] for r in records] == [0, 1, 0, 1]
@@ -94,3 +100,27 @@ def test_lm_pipeline_config_errors_name_the_fix():
         build_config("cpu-lm-scratch", continuation="oracle")
     with pytest.raises(ConfigError, match="group_size"):
         build_config("cpu-lm-scratch", group_size=0)
+
+
+def test_agreement_is_measured_on_held_out_and_on_as_many_training_chats(tmp_path, monkeypatch):
+    """Each stage's agreement is scored twice: on the held-out chats (``agreement``) and on training chats
+    (``train_*``), which tells under-fitting (both low) from over-fitting (only the held-out one low)."""
+    from types import SimpleNamespace
+
+    import trainers.common.sft as common_sft
+    import trainers.sead.train as sead_train
+    from trainers.common import RunDir
+
+    scored = []
+
+    def fake(model, tokenizer, chats, max_new_tokens, utterance_end=None):
+        scored.append(chats)
+        return {"agreement": len(chats) / 10, "utterance_agreement": len(chats) / 20, "agreement_per_turn": [len(chats) / 10], "turns": len(chats)}
+
+    monkeypatch.setattr(common_sft, "teacher_forced_agreement", fake)
+    monkeypatch.setattr(sead_train, "make_policy_for", lambda *args, **kwargs: SimpleNamespace(model=None, tokenizer=None))
+    config, run, held, fitted = build_config("cpu-lm-scratch"), RunDir(tmp_path), [[{"role": "user", "content": "held"}]] * 2, [[{"role": "user", "content": "fit"}]] * 3
+    result = sead_train.agreement_of(config, run, tmp_path, held, fitted)
+    assert scored == [held, fitted]
+    assert (result["agreement"], result["train_agreement"], result["train_utterance_agreement"], result["train_agreement_per_turn"]) == (0.2, 0.3, 0.15, [0.3])
+    assert "train_agreement" not in sead_train.agreement_of(config, run, tmp_path, held) and sead_train.agreement_of(config, run, tmp_path, None, fitted) == {}

@@ -192,16 +192,20 @@ def sft_phase(config: SeadTrainConfig, run: RunDir) -> None:
         untrained = make_policy_for(config, run, None, model)
         run.save_state("eval_untrained", held_out_evaluation(config, untrained, "held-out untrained", run, "untrained"))
     held_out = teacher_chats(config, run) if config.eval_episodes else None
+    # As many of the expert's training dialogues as held-out ones: agreement on both tells a clone that
+    # has not fit its data (both low: more steps or capacity) from one that does not generalise (only the
+    # held-out one low: more or other data).
+    fitted = [chats[index] for index in range(min(len(held_out), len(chats)))] if held_out is not None else None
     sessions = [conversation_rows(chat) for chat in chats]
     checkpoint = run.path / "checkpoints" / "sft"
     metrics = sft_lm(
         model, sessions, checkpoint, epochs=1, learning_rate=config.sft_learning_rate,
         seed=config.seed, batch_size=config.sft_batch_size, accumulation=1, max_steps=config.sft_steps,
     )
-    stages = [{"stage": "sft", "steps": metrics["sft/steps"], **agreement_of(config, run, checkpoint, held_out)}]
+    stages = [{"stage": "sft", "steps": metrics["sft/steps"], **agreement_of(config, run, checkpoint, held_out, fitted)}]
     for round_ in range(config.dagger_rounds):
         checkpoint, dagger = dagger_round(config, run, round_, checkpoint, sessions)
-        stages.append({"stage": f"dagger_{round_}", **dagger, **agreement_of(config, run, checkpoint, held_out)})
+        stages.append({"stage": f"dagger_{round_}", **dagger, **agreement_of(config, run, checkpoint, held_out, fitted)})
     if held_out is not None:
         (run.path / "results" / "agreement.json").write_text(json.dumps({"expert": config.sft_expert, "stages": stages}, indent=1))
     last = stages[-1]
@@ -229,14 +233,20 @@ def teacher_chats(config: SeadTrainConfig, run: RunDir) -> list[list[dict[str, s
     return [row["messages"] for row in build_rows(trajectories, "sft", eval_env_kwargs(config))]
 
 
-def agreement_of(config: SeadTrainConfig, run: RunDir, checkpoint: Path, held_out: list | None) -> dict[str, Any]:
-    """Teacher-forced agreement of the model in ``checkpoint`` on the expert's held-out states (empty without them)."""
+def agreement_of(config: SeadTrainConfig, run: RunDir, checkpoint: Path, held_out: list | None, fitted: list | None = None) -> dict[str, Any]:
+    """Teacher-forced agreement of the model in ``checkpoint`` on the expert's held-out states (empty
+    without them); with ``fitted`` (chats it was trained on) also ``train_agreement``,
+    ``train_utterance_agreement`` and ``train_agreement_per_turn`` on those."""
     if held_out is None:
         return {}
     from trainers.common.sft import teacher_forced_agreement
 
     policy = make_policy_for(config, run, None, str(checkpoint))
-    return teacher_forced_agreement(policy.model, policy.tokenizer, held_out, config.max_new_tokens, utterance_end=UTTERANCE_END)
+    result = teacher_forced_agreement(policy.model, policy.tokenizer, held_out, config.max_new_tokens, utterance_end=UTTERANCE_END)
+    if fitted:
+        train = teacher_forced_agreement(policy.model, policy.tokenizer, fitted, config.max_new_tokens, utterance_end=UTTERANCE_END)
+        result.update({f"train_{key}": train[key] for key in ("agreement", "utterance_agreement", "agreement_per_turn")})
+    return result
 
 
 UTTERANCE_END = "</response>"
