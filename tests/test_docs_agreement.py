@@ -34,3 +34,17 @@ def test_a_missing_agreement_file_names_what_to_copy(tmp_path, monkeypatch):
     monkeypatch.setattr(docs_tables, "RESULTS", tmp_path)
     with pytest.raises(SystemExit, match="no saved agreement file docs/results/gone/agreement.json; copy the run's results/agreement.json there"):
         docs_tables.render("<!-- generated: agreement gone/agreement.json -->\n<!-- end generated -->")
+
+
+def test_a_stage_scored_on_training_chats_too_gets_a_second_row(tmp_path, monkeypatch):
+    monkeypatch.setattr(docs_tables, "RESULTS", tmp_path)
+    (tmp_path / "run").mkdir()
+    # on training chats: turn 1 at 0.75; turns 8 and 9 agree 1.0 of 6 and 0.5 of 2 turns: (6 + 1) / 8 = 0.875
+    train = {"train_agreement": 0.9, "train_utterance_agreement": 0.95, "train_turns": 30,
+             "train_agreement_per_turn": [1.0, 0.75, 1, 1, 1, 1, 1, 1, 1.0, 0.5], "train_turns_per_turn": [2, 2, 2, 2, 2, 2, 2, 2, 6, 2]}
+    (tmp_path / "run" / "agreement.json").write_text(json.dumps({"expert": "adaptive", "stages": [{**STAGE, **train}]}))
+    rows = docs_tables.render("<!-- generated: agreement run/agreement.json -->\n<!-- end generated -->").splitlines()[3:5]
+    assert rows == [
+        "| run | sft | 800 | 0.500 | 0.750 | 0.250 | 0.625 | 40 |",
+        "| run | sft (training chats) | 800 | 0.900 | 0.950 | 0.750 | 0.875 | 30 |",
+    ]

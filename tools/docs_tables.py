@@ -20,7 +20,8 @@ A generated block in a Markdown page is the text between ``<!-- generated: KIND 
 * ``compare A.json[#agent] B.json[#agent]``: what ``dialogue-gym compare`` prints for two saved runs
   under ``docs/results/`` (a trainer's held-out before and after files, or two agents of one run).
 * ``agreement RUN/agreement.json ...``: a trainer's teacher-forced agreement with its expert, one row per
-  stage (behaviour cloning, each DAgger round) of each file.
+  stage (behaviour cloning, each DAgger round) of each file, and one more where the stage was also scored
+  on training dialogues.
 
 Tables are rendered by the CLI's own functions, so a change of the table code or of a saved file shows
 up as a stale block in ``tests/test_docs.py``; rerun this script (and commit both) to refresh them.
@@ -165,12 +166,17 @@ def agreement(files: str) -> str:
         if not path.exists():
             raise SystemExit(f"no saved agreement file docs/results/{file}; copy the run's results/agreement.json there.")
         for stage in json.loads(path.read_text(encoding="utf-8"))["stages"]:
-            per_turn, counts = stage["agreement_per_turn"], stage["turns_per_turn"]
-            late = sum(a * n for a, n in zip(per_turn[8:], counts[8:])) / max(1, sum(counts[8:]))
-            lines.append(
-                f"| {Path(file).parent.name} | {stage['stage']} | {int(stage['steps']) if 'steps' in stage else ''} | {stage['agreement']:.3f} | "
-                f"{stage.get('utterance_agreement', float('nan')):.3f} | {per_turn[1]:.3f} | {late:.3f} | {stage['turns']} |"
-            )
+            # A stage scored on training chats too (``train_*``) gets a second row: both low is under-fitting,
+            # only the held-out one low is over-fitting.
+            for prefix, label in (("", stage["stage"]), ("train_", f"{stage['stage']} (training chats)")):
+                if f"{prefix}agreement" not in stage:
+                    continue
+                per_turn, counts = stage[f"{prefix}agreement_per_turn"], stage[f"{prefix}turns_per_turn"]
+                late = sum(a * n for a, n in zip(per_turn[8:], counts[8:])) / max(1, sum(counts[8:]))
+                lines.append(
+                    f"| {Path(file).parent.name} | {label} | {int(stage['steps']) if 'steps' in stage else ''} | {stage[f'{prefix}agreement']:.3f} | "
+                    f"{stage.get(f'{prefix}utterance_agreement', float('nan')):.3f} | {per_turn[1]:.3f} | {late:.3f} | {stage[f'{prefix}turns']} |"
+                )
     return "\n".join(lines) + "\n"
 
 

@@ -115,7 +115,7 @@ def test_agreement_is_measured_on_held_out_and_on_as_many_training_chats(tmp_pat
 
     def fake(model, tokenizer, chats, max_new_tokens, utterance_end=None):
         scored.append(chats)
-        return {"agreement": len(chats) / 10, "utterance_agreement": len(chats) / 20, "agreement_per_turn": [len(chats) / 10], "turns": len(chats)}
+        return {"agreement": len(chats) / 10, "utterance_agreement": len(chats) / 20, "agreement_per_turn": [len(chats) / 10], "turns_per_turn": [len(chats)], "turns": len(chats)}
 
     monkeypatch.setattr(common_sft, "teacher_forced_agreement", fake)
     monkeypatch.setattr(sead_train, "make_policy_for", lambda *args, **kwargs: SimpleNamespace(model=None, tokenizer=None))
@@ -123,4 +123,5 @@ def test_agreement_is_measured_on_held_out_and_on_as_many_training_chats(tmp_pat
     result = sead_train.agreement_of(config, run, tmp_path, held, fitted)
     assert scored == [held, fitted]
     assert (result["agreement"], result["train_agreement"], result["train_utterance_agreement"], result["train_agreement_per_turn"]) == (0.2, 0.3, 0.15, [0.3])
+    assert (result["turns"], result["train_turns"], result["train_turns_per_turn"]) == (2, 3, [3])
     assert "train_agreement" not in sead_train.agreement_of(config, run, tmp_path, held) and sead_train.agreement_of(config, run, tmp_path, None, fitted) == {}

@@ -236,7 +236,8 @@ def teacher_chats(config: SeadTrainConfig, run: RunDir) -> list[list[dict[str, s
 def agreement_of(config: SeadTrainConfig, run: RunDir, checkpoint: Path, held_out: list | None, fitted: list | None = None) -> dict[str, Any]:
     """Teacher-forced agreement of the model in ``checkpoint`` on the expert's held-out states (empty
     without them); with ``fitted`` (chats it was trained on) also ``train_agreement``,
-    ``train_utterance_agreement`` and ``train_agreement_per_turn`` on those."""
+    ``train_utterance_agreement``, ``train_agreement_per_turn``, ``train_turns_per_turn`` and
+    ``train_turns`` on those."""
     if held_out is None:
         return {}
     from trainers.common.sft import teacher_forced_agreement
@@ -245,7 +246,7 @@ def agreement_of(config: SeadTrainConfig, run: RunDir, checkpoint: Path, held_ou
     result = teacher_forced_agreement(policy.model, policy.tokenizer, held_out, config.max_new_tokens, utterance_end=UTTERANCE_END)
     if fitted:
         train = teacher_forced_agreement(policy.model, policy.tokenizer, fitted, config.max_new_tokens, utterance_end=UTTERANCE_END)
-        result.update({f"train_{key}": train[key] for key in ("agreement", "utterance_agreement", "agreement_per_turn")})
+        result.update({f"train_{key}": train[key] for key in ("agreement", "utterance_agreement", "agreement_per_turn", "turns_per_turn", "turns")})
     return result
 
 
