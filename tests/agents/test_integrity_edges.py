@@ -5,6 +5,7 @@ loaded module of the package comes from one of its sources."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import py_compile
 import sys
 import types
@@ -118,3 +119,43 @@ def test_every_loaded_module_of_the_package_must_come_from_one_of_its_sources(tm
     )
     # given roots, only the files under them are checked, not what this interpreter loaded
     assert bytecode_problems([tmp_path]) == []
+
+
+def test_a_pyc_beside_the_sources_is_a_problem(package):
+    (package / "evil.pyc").write_bytes(b"\0" * 32)
+    assert bytecode_problems([package]) == ["pkg/evil.pyc: bytecode beside the sources (importable with no source)"]
+
+
+def test_a_cache_whose_header_no_longer_matches_the_source_is_never_loaded(tmp_path, package):
+    source = package / "mod.py"
+    cache = Path(importlib.util.cache_from_source(str(source)))
+    py_compile.compile(str(source), cfile=str(cache), doraise=True)
+    cache.write_bytes(cache.read_bytes()[:HEADER] + _bytecode(tmp_path, "X = 2\n")[HEADER:])
+    assert len(bytecode_problems([package])) == 1  # the header matches: loaded, foreign
+    status = source.stat()
+    for mtime, text in ((status.st_mtime + 10, SOURCE), (status.st_mtime, SOURCE + "#")):  # a newer source; one byte longer
+        source.write_text(text)
+        os.utime(source, (mtime, mtime))
+        assert bytecode_problems([package]) == []
+        source.write_text(SOURCE)
+        os.utime(source, (status.st_mtime, status.st_mtime))
+    assert len(bytecode_problems([package])) == 1
+
+
+def test_a_cache_of_a_deleted_source_is_never_loaded(tmp_path, package):
+    source = package / "mod.py"
+    cache = Path(importlib.util.cache_from_source(str(source)))
+    py_compile.compile(str(source), cfile=str(cache), doraise=True)
+    cache.write_bytes(cache.read_bytes()[:HEADER] + _bytecode(tmp_path, "X = 2\n")[HEADER:])
+    source.unlink()
+    assert bytecode_problems([package]) == []
+
+
+def test_the_digest_reads_every_file_by_content_but_not_the_caches(package):
+    (package / "data.json").write_text('{"a": 1}')
+    before = code_digest([package])
+    (package / "data.json").write_text('{"a": 2}')
+    assert code_digest([package]) != before
+    (package / "data.json").write_text('{"a": 1}')
+    py_compile.compile(str(package / "mod.py"), cfile=importlib.util.cache_from_source(str(package / "mod.py")), doraise=True)
+    assert code_digest([package]) == before
