@@ -30,8 +30,6 @@ import copy
 import gc
 import json
 import os
-import re
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -47,7 +45,7 @@ from dialogue_gym.envs.single import DialogueEnv
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, is_privileged
 from dialogue_gym.health import UNHEALTHY_THRESHOLD, mark_unhealthy
-from dialogue_gym.agents.process import AgentProcess, Limits, check_level, in_process
+from dialogue_gym.agents.process import AgentProcess, Limits, check_level, in_process, safe_file_part
 from dialogue_gym.sealing import Seal
 from dialogue_gym.seeding import mix_seed
 from dialogue_gym.types import Trajectory
@@ -233,7 +231,7 @@ class Evaluator:
     :meth:`plays` and :meth:`play` is not used, every seed comes from the seal's secret instead.
     With ``isolate`` (``"sandbox"`` or ``"process"``) the agent plays in a process of its own
     (:mod:`dialogue_gym.agents`) within ``agent_limits``, printing to a log file in ``agent_logs``
-    (a fresh temporary folder by default); call :meth:`close` (of this evaluator and of each
+    (by default a temporary file, removed at the end if the agent printed nothing); call :meth:`close` (of this evaluator and of each
     :meth:`for_agent` one) to end it.
     """
 
@@ -281,9 +279,7 @@ class Evaluator:
         self.agent_name = agent if isinstance(agent, str) else agent["class"] if isinstance(agent, dict) else type(agent).__name__
         self.isolated = None
         if self.isolation != "none":
-            if self.agent_logs is None:
-                self.agent_logs = Path(tempfile.mkdtemp(prefix="dialogue-gym-agents-"))
-            log = self.agent_logs / f"{self.env_id}.{self.learner}.{re.sub(r'[^A-Za-z0-9_.-]', '_', self.agent_name)}.{os.getpid()}.{id(self)}.log"
+            log = None if self.agent_logs is None else self.agent_logs / f"{safe_file_part(f'{self.env_id}.{self.learner}.{self.agent_name}')}.{os.getpid()}.{id(self)}.log"
             self.isolated = AgentProcess(
                 self.env_id, self.learner, self.env_kwargs, agent, agent_backend, level=self.isolation, limits=self.agent_limits, log=log
             )

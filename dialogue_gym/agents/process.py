@@ -28,6 +28,7 @@ import importlib.machinery
 import json
 import os
 import pickle
+import re
 import shutil
 import signal
 import subprocess
@@ -266,8 +267,10 @@ class AgentProcess:
             raise ConfigError("AgentProcess plays an agent in a process of its own; level 'none' is the evaluator's own process.")
         self.limits = Limits.of(limits)
         described, files = agent_message(agent)
-        self.log = Path(log) if log is not None else Path(tempfile.mkstemp(prefix="dialogue-gym-agent-", suffix=".log")[1])
-        """The agent's stdout and stderr (what it prints, its tracebacks)."""
+        self.log = Path(log) if log is not None else temporary_log(env_id, learner, described)
+        """The agent's stdout and stderr (what it prints, its tracebacks). One this process chose (no
+        ``log`` given) is removed when the agent ends if it is empty, so that evaluations run for days do
+        not fill the temporary folder; one with something in it is kept, since errors name it."""
         runner = [sys.executable, "-I", "-B", "-c", RUNNER, *(str(root.parent) for root in package_roots())]
         flags = self.limits.rlimit_flags(sandbox=self.level == "sandbox")
         launch = [sys.executable, "-I", "-B", str(LAUNCH)]
@@ -283,7 +286,7 @@ class AgentProcess:
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log_file, env=environment,
                 close_fds=True, start_new_session=True, cwd=tempfile.gettempdir(),
             )
-        self._finalizer = weakref.finalize(self, _kill_group, self._process)
+        self._finalizer = weakref.finalize(self, _end_agent, self._process, None if log is not None else self.log)
         self._input = self._process.stdin.fileno()
         fcntl.fcntl(self._input, fcntl.F_SETFL, fcntl.fcntl(self._input, fcntl.F_GETFL) | os.O_NONBLOCK)
         self._reader = LineReader(self._process.stdout.fileno())
@@ -304,23 +307,28 @@ class AgentProcess:
         deadline = time.monotonic() + self.limits.start_seconds
         line = write_all(self._input, encode(hello), deadline) or self._reader.line(READY_BYTES, deadline)
         if isinstance(line, Broken):
-            self.close()
-            raise AgentError(
+            raise self._failed_start(AgentError(
                 f"the agent {agent!r} did not start in its process ({line.problem}, start limit {self.limits.start_seconds:g} s); "
                 f"read its log {self.log} for why."
-            )
+            ))
         try:
             ready = json.loads(line)
         except (UnicodeDecodeError, ValueError, RecursionError):
             ready = None
         ready = ready if isinstance(ready, dict) else {}
         if ready.get("type") == "error":
-            self.close()
-            raise ConfigError(f"the agent {agent!r} could not be built in its process: {error_text(ready.get('message'))} (its log: {self.log})")
+            raise self._failed_start(ConfigError(f"the agent {agent!r} could not be built in its process: {error_text(ready.get('message'))} (its log: {self.log})"))
         if ready.get("type") != "ready" or not isinstance(ready.get("privileged"), bool):
-            self.close()
-            raise AgentError(f"the agent {agent!r} answered its start with {line[:80]!r}, not the runner's ready message; its log: {self.log}")
+            raise self._failed_start(AgentError(f"the agent {agent!r} answered its start with {line[:80]!r}, not the runner's ready message; its log: {self.log}"))
         return ready["privileged"]
+
+    def _failed_start(self, error: Exception) -> Exception:
+        """End the agent and add ``error`` to the end of its log, which the error names (so a log the
+        agent left empty says why, and is kept)."""
+        self.close()
+        with open(self.log, "a", encoding="utf-8") as log:
+            log.write(f"[dialogue_gym] {error}\n")
+        return error
 
     def _send(self, message: dict[str, Any], seconds: float) -> Broken | None:
         if self.ended is not None:
@@ -385,10 +393,31 @@ class AgentProcess:
             stream.close()
 
 
-def _kill_group(process: subprocess.Popen) -> None:
-    """Kill every process left in the agent's process group (its own session), then reap the agent."""
+def temporary_log(env_id: str, learner: str, described: dict[str, Any]) -> Path:
+    """A new empty log file in the temporary folder, named after the game, the role and the agent."""
+    name = described.get("class") or described.get("name") or "agent"
+    handle, path = tempfile.mkstemp(prefix=f"dialogue-gym-agent-{safe_file_part(f'{env_id}.{learner}.{name}')}.", suffix=".log")
+    os.close(handle)
+    return Path(path)
+
+
+def safe_file_part(text: str) -> str:
+    """``text`` with every character that is not a letter, digit, ``_``, ``.`` or ``-`` replaced by ``_``
+    (agent names are user text; a file name must not reach into other folders), at most 80 characters."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:80]
+
+
+def _end_agent(process: subprocess.Popen, temporary_log: Path | None) -> None:
+    """Kill every process left in the agent's process group (its own session), reap the agent, and
+    remove its log if this process chose it and the agent wrote nothing to it."""
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
     process.wait()
+    if temporary_log is not None:
+        try:
+            if temporary_log.stat().st_size == 0:
+                temporary_log.unlink()
+        except FileNotFoundError:
+            pass

@@ -18,6 +18,7 @@ import os
 import pickle
 import sys
 import traceback
+import warnings
 from typing import Any, BinaryIO
 
 from dialogue_gym.agents.process import agent_class
@@ -43,9 +44,12 @@ def build(hello: dict[str, Any]) -> Any:
         spec = agent_class(agent["class"])(**agent.get("kwargs", {}))
     else:
         spec = agent["name"]
-    return make_learner_env(hello["env_id"], hello["learner"], hello["env_kwargs"]).make_role_policy(
-        hello["learner"], spec, hello.get("agent_backend")
-    )
+    with warnings.catch_warnings():
+        # Gymnasium's "out of date" warning for an id with a newer version was shown by the evaluator,
+        # which chose the id; here it would only fill the agent's log.
+        warnings.filterwarnings("ignore", message=r".*is out of date", category=DeprecationWarning)
+        environment = make_learner_env(hello["env_id"], hello["learner"], hello["env_kwargs"])
+    return environment.make_role_policy(hello["learner"], spec, hello.get("agent_backend"))
 
 
 def serve(requests: BinaryIO, answers: BinaryIO) -> None:

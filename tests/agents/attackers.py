@@ -13,6 +13,7 @@ import pickle
 import socket
 import sys
 import time
+import warnings
 from typing import Any, Sequence
 
 from dialogue_gym.evaluation import make_learner_env
@@ -52,7 +53,9 @@ class Saboteur:
     @property
     def fair(self) -> Any:
         if self._fair is None:  # built in the agent's process, not pickled with the agent
-            self._fair = make_learner_env("RLADA-Banking-v0", "agent", {}).make_role_policy("agent", "keyword")
+            with warnings.catch_warnings():  # v0's "out of date" warning would be all its log holds
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self._fair = make_learner_env("RLADA-Banking-v0", "agent", {}).make_role_policy("agent", "keyword")
         return self._fair
 
     def start(self, profile: dict[str, Any], seed: int) -> Any:

@@ -129,3 +129,48 @@ def test_an_agent_defined_in_the_script_or_with_bad_limits_is_refused_up_front_w
 def test_an_agent_that_never_says_ready_is_a_typed_error_naming_its_log():
     with pytest.raises(AgentError, match=r"did not start in its process \(no answer within the time limit.*start limit 0.01 s\); read its log"):
         AgentProcess("RLADA-Banking-v0", "agent", {}, "keyword", level="process", limits={"start_seconds": 0.01})
+
+
+def test_a_log_left_to_the_library_is_removed_if_empty_and_kept_if_the_agent_printed(tmp_path, monkeypatch):
+    import gc
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    quiet = AgentProcess("RLADA-Banking-v0", "agent", {}, "keyword", level="process")
+    assert quiet.log.parent == tmp_path and quiet.log.name.startswith("dialogue-gym-agent-RLADA-Banking-v0.agent.keyword.")
+    log = quiet.log
+    quiet.close()
+    assert not log.exists()
+    named = AgentProcess("RLADA-Banking-v0", "agent", {}, "keyword", level="process", log=tmp_path / "mine.log")
+    named.close()
+    assert (tmp_path / "mine.log").read_bytes() == b""  # a log the caller named is theirs: kept, even empty
+    forgotten = AgentProcess("RLADA-Banking-v0", "agent", {}, "keyword", level="process")
+    log = forgotten.log
+    del forgotten
+    gc.collect()
+    assert not log.exists()
+    evaluate("RLADA-Banking-v0", Saboteur("prints"), EPISODES, isolate="process")
+    (kept,) = tmp_path.glob("dialogue-gym-agent-*.log")
+    assert "this is not an answer" in kept.read_text()
+    kept.unlink()
+    with pytest.raises(AgentError, match=r"read its log (\S+) for why") as raised:
+        AgentProcess("RLADA-Banking-v0", "agent", {}, "keyword", level="process", limits={"start_seconds": 0.01})
+    (failed,) = tmp_path.glob("dialogue-gym-agent-*.log")
+    assert str(failed) in str(raised.value) and failed.read_text().startswith("[dialogue_gym] the agent 'keyword' did not start")
+    assert live_children() == []  # the agent that failed to start was ended, not left running
+
+
+def live_children() -> list[int]:
+    """The processes this one started that are still running (not zombies)."""
+    import os
+    from pathlib import Path
+
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, parent = stat.read_text().rsplit(")", 1)[1].split()[:2]
+        except OSError:
+            continue
+        if int(parent) == os.getpid() and state != "Z":
+            children.append(int(stat.parent.name))
+    return children

@@ -103,3 +103,22 @@ def test_a_script_without_a_main_guard_evaluates_isolated_and_a_class_of_the_scr
         "of the imported class."
     )
     assert done.stdout.splitlines() == ["played 2 process", refusal]
+
+
+@pytest.mark.parametrize(("mode", "log_kept"), [("non_strings", False), ("raises", True)])
+def test_eval_names_the_agents_log_when_it_printed_and_says_it_printed_nothing_otherwise(mode, log_kept, tmp_path, monkeypatch, capsys):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.chdir(Path(__file__).parent)  # the agent's module is found in the working folder
+    command = ["eval", "RLADA-Banking-v0", "--agent", "attackers:Saboteur", "--agent-kwargs", json.dumps({"mode": mode}),
+               "--episodes", "2", "--quiet", "--bootstrap", "0", "--isolate", "process"]
+    assert main(command) == 0
+    warning = capsys.readouterr().err
+    logs = list(tmp_path.glob("dialogue-gym-agent-*.log"))
+    assert "moves refused at the agent boundary" in warning
+    if log_kept:
+        (log,) = logs
+        assert f"its log: {log}" in warning and "ValueError: the agent gave up" in log.read_text()
+    else:
+        assert logs == [] and warning.rstrip().endswith("it printed nothing")
