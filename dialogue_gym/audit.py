@@ -45,10 +45,9 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import json
 import random
-import re
-import tempfile
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
 
@@ -353,10 +352,10 @@ def run_audit(
     ``agents`` (row name -> a registered name, ``"module:Class"``, ``{"class": ..., "kwargs": ...}`` or
     a policy object) are played first, as probes (:data:`SUBMITTED`). ``isolate`` plays every player in
     a process of its own (``"process"`` or ``"sandbox"``, as :func:`~dialogue_gym.evaluation.evaluate`),
-    within ``agent_limits``, logging to a folder per player in ``agent_logs`` (a new temporary folder by
-    default); the audit's policies are then those of its registered audit, named (:func:`audit_player`).
+    within ``agent_limits``, logging to a folder per player in ``agent_logs`` (by default a temporary
+    file per player, removed if the player printed nothing); the audit's policies are then those of its registered audit, named (:func:`audit_player`).
     ``on_played(name, trajectories)`` is called after each player's run."""
-    from dialogue_gym.agents.process import check_level
+    from dialogue_gym.agents.process import check_level, safe_file_part
     from dialogue_gym.evaluation import evaluate
     from envs_registry import get, resolve
 
@@ -385,15 +384,15 @@ def run_audit(
                 "register them in the scenario's audit module, or audit with isolate='none'."
             )
         players += [(policy.name, _isolated_player(audit, policy, episodes)) for policy in (*audit.policies, *probing)]
-        agent_logs = Path(agent_logs) if agent_logs is not None else Path(tempfile.mkdtemp(prefix="dialogue-gym-audit-agents-"))
     for name, agent in players:
         if progress is not None:
             progress(name)
         sealing = {"unseal": seal.hex} if seal is not None else {}
         isolation = {}
         if level != "none":
-            logs = agent_logs / re.sub(r"[^A-Za-z0-9_.-]", "_", name)
-            logs.mkdir(parents=True, exist_ok=True)
+            logs = None if agent_logs is None else Path(agent_logs) / safe_file_part(name)
+            if logs is not None:
+                logs.mkdir(parents=True, exist_ok=True)
             isolation = {"isolate": level, "agent_limits": agent_limits, "agent_logs": logs}
         trajectories = evaluate(
             audit.env_id, agent, episodes, seed, learner=audit.learner, env_kwargs={**audit.env_kwargs, **(env_kwargs or {})}, **sealing,
@@ -412,6 +411,32 @@ def run_audit(
     return scores, audit_rows(audit, scores, frozenset(privileged)) + probe_rows(
         audit, (*probing, *submitted), scores, seal is not None, frozenset(privileged)
     )
+
+
+def audit_record(audit: ScenarioAudit, rows: Sequence[AuditRow], episodes: int) -> dict[str, Any]:
+    """One audited role of a saved audit (``dialogue-gym audit --save``): its rows and the table
+    :func:`format_audit` printed for them, so a docs page shows what the command showed."""
+    return {
+        "env_id": audit.env_id, "learner": audit.learner, "score": audit.score, "table": format_audit(audit, rows, episodes),
+        "rows": [asdict(row) for row in rows], "failed": sum(row.counted and not row.passed for row in rows),
+    }
+
+
+def load_audit(path: str | Path) -> dict[str, Any]:
+    """A saved audit (``{"provenance", "audits"}``, see :func:`audit_record`); anything else is a
+    ConfigError naming the path and the fix."""
+    from dialogue_gym.inputs import regular_file
+
+    fix = "write one with `dialogue-gym audit ENV_ID --save FILE.json`."
+    target = Path(path)
+    regular_file(target, fix)
+    try:
+        data = json.loads(target.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ConfigError(f"{path}: not a saved audit (not JSON text: {type(exc).__name__}); {fix}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("provenance"), dict) or not isinstance(data.get("audits"), list):
+        raise ConfigError(f"{path}: not a saved audit (no provenance and audits); {fix}")
+    return data
 
 
 def format_audit(audit: ScenarioAudit, rows: Sequence[AuditRow], episodes: int) -> str:

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import json
 import math
 import os
 import re
@@ -196,8 +197,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     )
     evaluators = [first, *(first.for_agent(specs[name], backend_of(name)) for name in names[1:])]
     episode_scores = resolve(entry.episode_scores) if entry.episode_scores else lambda trajectory: {}
-    results, agents, health = {}, [], {}
+    results, agents, health, logs = {}, [], {}, {}
     for evaluator in evaluators:
+        logs[evaluator.agent_name] = evaluator.isolated.log if evaluator.isolated is not None else None
         try:
             with tqdm(total=args.episodes * args.repeats, desc=evaluator.agent_name, disable=args.quiet, file=sys.stderr) as bar:
                 trajectories = evaluator.run(
@@ -219,7 +221,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if problems:
             print(terminal_safe(
                 f"WARNING: {name}: {len(problems)} moves refused at the agent boundary and played as invalid moves "
-                f"(first: {problems[0]['problem']}); its log: {first.agent_logs}"
+                f"(first: {problems[0]['problem']}); "
+                + (f"its log: {logs[name]}" if logs[name] is not None and logs[name].exists() else "it printed nothing")
             ), file=sys.stderr)
     note = coverage_note(first.strata, args.episodes, first.run_seed(args.seed), f"evaluation strata of {args.env_id}")
     if note:
@@ -336,8 +339,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from dialogue_gym.audit import MIN_EPISODES, format_audit, probe_policies, run_audit, unaudited_roles
+    from dialogue_gym.audit import MIN_EPISODES, audit_record, probe_policies, run_audit, unaudited_roles
 
+    started, clock = now(), time.perf_counter()
     entry = get(args.env_id)
     if entry.audits is None:
         audited = [e.id for e in REGISTRY if e.audits]
@@ -348,8 +352,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
     env_kwargs = _json_object(args.env_kwargs, "--env-kwargs")
     agents = _agents(_agent_names(args.agent, "", entry.agents) if args.agent is not None else [], args.agent_kwargs)
     limits = Limits.of(_json_object(args.agent_limits, "--agent-limits"))
+    if args.save:
+        if Path(args.save).suffix.lower() != ".json":
+            raise ConfigError(f"--save {args.save!r}: an audit is saved as JSON; pass a path ending in .json.")
+        check_output_path(args.save, append=True, name="--save")
     print(f"{args.env_id}: {seeding(seal, args.seed, args.unseal)}, {ISOLATION[args.isolate]}")
-    failed = 0
+    failed, records = 0, []
     for audit in resolve(entry.audits)():
         public = make_learner_env(audit.env_id, audit.learner, {**audit.env_kwargs, **env_kwargs}).game.public_targets() if seal else None
         if public:
@@ -371,11 +379,23 @@ def cmd_audit(args: argparse.Namespace) -> int:
             print(terminal_safe(
                 f"WARNING: {name}: {len(problems)} moves refused at the agent boundary and played as invalid moves (first: {problems[0]['problem']})"
             ), file=sys.stderr)
-        print(f"\n{format_audit(audit, rows, args.episodes)}")
-        failed += sum(row.counted and not row.passed for row in rows)
+        records.append(audit_record(audit, rows, args.episodes))
+        print(f"\n{records[-1]['table']}")
+        failed += records[-1]["failed"]
     for role in unaudited_roles(entry.audits):
         print(f"\nnot audited: {role.env_id}, learner {role.learner!r}: {role.reason}")
     print(f"\n{failed} bound(s) broken" if failed else "\nevery bound holds")
+    if args.save:
+        provenance = {
+            "env_id": args.env_id, "env_kwargs": env_kwargs, "episodes": args.episodes, "seed": None if seal else args.seed,
+            "sealed": seal is not None and args.unseal is None, "replay": args.unseal is not None, "secret": seal.hex if seal else None,
+            "isolation": args.isolate, "agents": sorted(agents), "agent_kwargs": _json_object(args.agent_kwargs, "--agent-kwargs") or None,
+            "unaudited": [f"{role.env_id} {role.learner}: {role.reason}" for role in unaudited_roles(entry.audits)],
+            "command": "dialogue-gym " + shlex.join(args.argv), **software(),
+            "started": started, "finished": now(), "seconds": round(time.perf_counter() - clock, 3),
+        }
+        Path(args.save).write_text(json.dumps({"provenance": provenance, "audits": records, "failed": failed}, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+        print(f"audit saved to {args.save}")
     if seal is not None:
         print(f"sealed audit ended; its secret: {seal.hex} (`--unseal {seal.hex}` plays the same episodes)")
     return 1 if failed else 0
@@ -543,6 +563,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     audit.add_argument(
         "--agent-kwargs", default=None, help='JSON object of keyword arguments for the agents given as module:Class, e.g. \'{"patience": 3}\' (default: none)'
+    )
+    audit.add_argument(
+        "--save", default=None,
+        help="write every audited role's rows and table, and the provenance, to this .json (docs pages render it; overwritten; default: not saved)",
     )
     audit.add_argument("--quiet", action="store_true", help="no progress bar")
     audit.set_defaults(run=cmd_audit)

@@ -249,3 +249,31 @@ def test_eval_reports_counterpart_health_and_leaves_unhealthy_episodes_out(tmp_p
     assert all("unhealthy" in trajectory.meta for trajectory in load_trajectories(out))
     assert main(argv) == 0
     assert "episodes left out" not in capsys.readouterr().out
+
+
+def test_audit_save_writes_the_printed_tables_rows_and_provenance_and_refuses_a_non_json_path(monkeypatch, capsys, tmp_path):
+    import json
+
+    import envs_registry
+    from dialogue_gym.audit import AuditPolicy, TextPolicy, load_audit
+
+    from dialogue_gym.audit import ScenarioAudit
+
+    silent = AuditPolicy("silent", "degenerate", "says nothing", lambda: TextPolicy(lambda o, t, r: "", str))
+    one_baseline = [ScenarioAudit("SEAD-Outbound-v0", "agent", "cr", "rate", "sop", ("sop",), (silent,))]  # no order to hold: 12 episodes do
+    monkeypatch.setattr("dialogue_gym.cli.resolve", lambda target: (lambda: one_baseline) if target.endswith(":audits") else envs_registry.resolve(target))
+    assert main(["audit", "SEAD-Outbound-v0", "--episodes", "12", "--seed", "3", "--quiet", "--save", str(tmp_path / "audit.json")]) == 0
+    printed = capsys.readouterr().out
+    saved = load_audit(tmp_path / "audit.json")
+    (record,) = saved["audits"]
+    assert record["table"] in printed and record["failed"] == 0 and record["score"] == "cr" and record["learner"] == "agent"
+    assert [row["name"] for row in record["rows"]][0] == "silent" and record["rows"][0]["kind"] == "degenerate"
+    assert record["rows"][0]["score"] == 0.0 and record["rows"][0]["passed"] is True
+    provenance = saved["provenance"]
+    assert provenance["episodes"] == 12 and provenance["seed"] == 3 and provenance["sealed"] is False and provenance["isolation"] == "none"
+    assert provenance["command"].startswith("dialogue-gym audit SEAD-Outbound-v0 --episodes 12 --seed 3") and "code_digest" in provenance
+    assert main(["audit", "SEAD-Outbound-v0", "--quiet", "--save", str(tmp_path / "audit.csv")]) == 2
+    assert "an audit is saved as JSON; pass a path ending in .json" in capsys.readouterr().err
+    (tmp_path / "list.json").write_text(json.dumps([1]))
+    with pytest.raises(dialogue_gym.errors.ConfigError, match=r"list.json: not a saved audit \(no provenance and audits\); write one with `dialogue-gym audit"):
+        load_audit(tmp_path / "list.json")

@@ -43,6 +43,24 @@ def test_a_page_without_a_saved_file_names_the_fix(tmp_path, monkeypatch):
         docs_tables.render("<!-- generated: compare SEAD-Outbound-v0.json -->\n<!-- end generated -->")
 
 
+def test_an_audit_block_shows_the_saved_tables_the_verdict_and_how_to_replay_a_sealed_audit(tmp_path, monkeypatch):
+    monkeypatch.setattr(docs_tables, "AUDITS", tmp_path)
+    with pytest.raises(SystemExit, match=r"no saved audit docs/results/audits/RLADA-Banking-v1.json; run `python tools/docs_tables.py --audit RLADA-Banking-v1"):
+        docs_tables.render("<!-- generated: audit RLADA-Banking-v1 -->\n<!-- end generated -->")
+    provenance = {
+        "env_id": "RLADA-Banking-v1", "command": "dialogue-gym audit RLADA-Banking-v1 --sealed --isolate sandbox --quiet --save /tmp/a.json",
+        "sealed": True, "secret": "ab" * 16, "isolation": "sandbox", "dialogue_gym": "0.2.0", "git_revision": "0123456789", "git_dirty": False,
+        "finished": "2026-12-06T05:00:00+00:00", "seconds": 99.6,
+    }
+    audits = [{"table": "| policy | ok |\n|---|---|\n| hang_up | yes |", "failed": 0}, {"table": "| policy | ok |\n|---|---|\n| x | NO |", "failed": 1}]
+    (tmp_path / "RLADA-Banking-v1.json").write_text(json.dumps({"provenance": provenance, "audits": audits, "failed": 1}))
+    block = docs_tables.render("<!-- generated: audit RLADA-Banking-v1 -->\n<!-- end generated -->")
+    assert "| hang_up | yes |\n\n| policy | ok |\n|---|---|\n| x | NO |\n\n1 bound(s) broken. Made by `dialogue-gym audit RLADA-Banking-v1 --sealed --isolate sandbox`" in block
+    assert "(sealed (secret revealed in the file), agents isolated: sandbox; dialogue_gym 0.2.0, revision 0123456, a clean tree, 2026-12-06, 100 s;" in block
+    assert f"`--unseal {'ab' * 16}` plays the same episodes)" in block
+    assert docs_tables.regenerate("audit", "RLADA-Banking-v1") == "python tools/docs_tables.py --audit RLADA-Banking-v1 -- --sealed --isolate sandbox"
+
+
 def test_a_hand_edit_inside_a_block_is_stale(tmp_path, monkeypatch):
     page = tmp_path / "page.md"
     text = (DOCS / "environments" / "sead-outbound.md").read_text(encoding="utf-8")

@@ -6,6 +6,8 @@
                                                 # run `dialogue-gym eval ENV_ID ... --save docs/results/ENV_ID.json`
                                                 # in a clean checkout of HEAD (a temporary git worktree), so
                                                 # the saved provenance names a revision whose code made it
+    python tools/docs_tables.py --audit ENV_ID -- --sealed --isolate sandbox
+                                                # the same for `dialogue-gym audit`, saved in docs/results/audits/
     python tools/docs_tables.py --benchmark NAME [-- ARGS]
                                                 # run `python benchmarks/NAME.py ARGS`, keep its output in
                                                 # docs/results/benchmarks/NAME.txt with the command and revision
@@ -16,6 +18,8 @@ A generated block in a Markdown page is the text between ``<!-- generated: KIND 
 * ``baselines ENV_ID``: the summary table ``dialogue-gym eval`` printed for ``docs/results/ENV_ID.json``
   (the rows the CLI's :func:`~dialogue_gym.reporting.format_table` renders from the saved summaries,
   the privileged note, the headline intervals, the command and its provenance);
+* ``audit ENV_ID``: the tables ``dialogue-gym audit`` printed for ``docs/results/audits/ENV_ID.json``
+  (every audited role's bounds and probes), the verdict and how the audit was made;
 * ``benchmark NAME``: the saved output of ``benchmarks/NAME.py`` as a text block;
 * ``compare A.json[#agent] B.json[#agent]``: what ``dialogue-gym compare`` prints for two saved runs
   under ``docs/results/`` (a trainer's held-out before and after files, or two agents of one run).
@@ -43,6 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 RESULTS = DOCS / "results"
 BENCHMARKS = RESULTS / "benchmarks"
+AUDITS = RESULTS / "audits"
 BLOCK = re.compile(r"(<!-- generated: (\w+) ([\w./#-]+(?: [\w./#-]+)*) -->\n)(.*?)(<!-- end generated -->)", re.S)
 
 
@@ -122,6 +127,28 @@ def baselines(env_id: str) -> str:
     )
 
 
+def audited(env_id: str) -> str:
+    """The tables `dialogue-gym audit` printed for the saved audit of ``env_id``, and how it was made."""
+    from dialogue_gym.audit import load_audit
+
+    path = AUDITS / f"{env_id}.json"
+    if not path.exists():
+        raise SystemExit(f"no saved audit docs/results/audits/{env_id}.json; run `python tools/docs_tables.py --audit {env_id} -- ...`.")
+    saved = load_audit(path)
+    provenance = saved["provenance"]
+    if provenance["env_id"] != env_id:
+        raise SystemExit(f"{path.relative_to(ROOT)} holds an audit of {provenance['env_id']}, not {env_id}.")
+    arguments = saved_command(provenance)
+    tables = "\n\n".join(record["table"] for record in saved["audits"])
+    verdict = f"{saved['failed']} bound(s) broken" if saved["failed"] else "every bound holds"
+    revision = (provenance.get("git_revision") or "unknown")[:7]
+    return (
+        f"{tables}\n\n{verdict}. Made by `{shlex.join(['dialogue-gym', *arguments])}` ({_setting(provenance)}; dialogue_gym "
+        f"{provenance['dialogue_gym']}, revision {revision}, a clean tree, {provenance['finished'][:10]}, {provenance['seconds']:.0f} s; saved as "
+        f"`docs/results/audits/{env_id}.json`" + (f"; `--unseal {provenance['secret']}` plays the same episodes" if provenance.get("sealed") else "") + ").\n"
+    )
+
+
 def benchmark(name: str) -> str:
     path = BENCHMARKS / f"{name}.txt"
     if not path.exists():
@@ -180,7 +207,7 @@ def agreement(files: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-KINDS = {"baselines": baselines, "benchmark": benchmark, "compare": compared, "agreement": agreement}
+KINDS = {"baselines": baselines, "benchmark": benchmark, "compare": compared, "agreement": agreement, "audit": audited}
 
 
 def render(text: str, where: str = "page") -> str:
@@ -208,6 +235,11 @@ def regenerate(kind: str, name: str) -> str:
     if kind == "baselines":
         provenance = Results.load(RESULTS / f"{name}.json").provenance
         return f"python tools/docs_tables.py --eval {name} -- {shlex.join(saved_command(provenance)[2:])}"
+    if kind == "audit":
+        from dialogue_gym.audit import load_audit
+
+        arguments = saved_command(load_audit(AUDITS / f"{name}.json")["provenance"])[2:]
+        return f"python tools/docs_tables.py --audit {name} -- {shlex.join(arguments)}"
     if kind == "benchmark":
         path = BENCHMARKS / f"{name}.txt"
         first = path.read_text(encoding="utf-8").partition("\n")[0] if path.exists() else ""
@@ -256,14 +288,29 @@ def write() -> list[Path]:
 
 def run_eval(env_id: str, arguments: list[str]) -> None:
     """``dialogue-gym eval ENV_ID ARGUMENTS --save docs/results/ENV_ID.json``, played by the code of HEAD in
-    a temporary clean worktree (no bytecode or compiled-kernel caches written into it), so the saved
+    a clean worktree (:func:`run_in_clean_tree`)."""
+    from dialogue_gym.results import Results
+
+    run_in_clean_tree("eval", env_id, arguments, RESULTS / f"{env_id}.json", lambda saved: Results.load(saved).provenance)
+
+
+def run_audit(env_id: str, arguments: list[str]) -> None:
+    """``dialogue-gym audit ENV_ID ARGUMENTS --save docs/results/audits/ENV_ID.json`` in a clean worktree;
+    an audit with a broken bound (exit 1) is saved too: the page shows the ``NO``."""
+    from dialogue_gym.audit import load_audit
+
+    run_in_clean_tree("audit", env_id, arguments, AUDITS / f"{env_id}.json", lambda saved: load_audit(saved)["provenance"], exits=(0, 1))
+
+
+def run_in_clean_tree(command: str, env_id: str, arguments: list[str], target: Path, provenance_of, exits: tuple[int, ...] = (0,)) -> None:
+    """``dialogue-gym COMMAND ENV_ID ARGUMENTS --quiet --save TARGET``, played by the code of HEAD in a
+    temporary clean worktree (no bytecode or compiled-kernel caches written into it), so the saved
     provenance says which committed revision made the numbers and that nothing else did."""
     import tempfile
 
     changed = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "dialogue_gym", "envs_registry"], capture_output=True, text=True, check=True).stdout
     if changed.strip():
         print(f"note: uncommitted changes under dialogue_gym/ or envs_registry/ are not in this run (it plays HEAD):\n{changed}", file=sys.stderr)
-    target = RESULTS / f"{env_id}.json"
     if target.exists():
         target.unlink()  # a failed run must not leave the old file behind looking fresh
     with tempfile.TemporaryDirectory(prefix="docs-tables-") as scratch:
@@ -271,14 +318,15 @@ def run_eval(env_id: str, arguments: list[str]) -> None:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--quiet", "--detach", str(tree), "HEAD"], check=True)
         try:
             saved = Path(scratch) / "run.json"
-            command = [sys.executable, "-m", "dialogue_gym.cli", "eval", env_id, *arguments, "--quiet", "--save", str(saved)]
+            argv = [sys.executable, "-m", "dialogue_gym.cli", command, env_id, *arguments, "--quiet", "--save", str(saved)]
             environment = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "NUMBA_CACHE_DIR": str(Path(scratch) / "numba"), "PYTHONPATH": str(tree)}
-            subprocess.run(command, cwd=tree, env=environment, check=True)
-            from dialogue_gym.results import Results
-
-            provenance = Results.load(saved).provenance
+            done = subprocess.run(argv, cwd=tree, env=environment)
+            if done.returncode not in exits:
+                raise SystemExit(f"`dialogue-gym {command} {env_id}` exited {done.returncode}; nothing was saved.")
+            provenance = provenance_of(saved)
             if provenance.get("git_dirty") is not False:
                 raise SystemExit(f"the run in the clean worktree reports git_dirty={provenance.get('git_dirty')!r}; nothing was saved.")
+            target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(saved.read_bytes())
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
@@ -311,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 naming every stale block; write nothing")
     parser.add_argument("--eval", metavar="ENV_ID", help="save a fresh run of ENV_ID (arguments after --) first")
     parser.add_argument("--benchmark", metavar="NAME", help="save a fresh output of benchmarks/NAME.py (arguments after --) first")
+    parser.add_argument("--audit", metavar="ENV_ID", help="save a fresh audit of ENV_ID (arguments after --) first")
     args = parser.parse_args(argv)
     if args.check:
         found = stale()
@@ -323,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
         run_eval(args.eval, extra)
     if args.benchmark:
         run_benchmark(args.benchmark, extra)
+    if args.audit:
+        run_audit(args.audit, extra)
     for page in write():
         print(f"rewrote {page.relative_to(ROOT)}")
     return 0
