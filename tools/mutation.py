@@ -115,7 +115,7 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "results": (
         ("dialogue_gym/results.py", "dialogue_gym/inputs.py", "dialogue_gym/reporting.py"),
         ("tests/test_results.py", "tests/test_results_behaviours.py", "tests/test_reporting.py", "tests/test_inputs.py", "tests/test_inputs_edges.py",
-         "tests/test_cli_inputs.py", "tests/metrics/test_reproducible.py"),
+         "tests/test_inputs_unreadable.py", "tests/test_cli_inputs.py", "tests/metrics/test_reproducible.py"),
     ),
     "viewer": (
         ("dialogue_gym/viewer.py",),
@@ -128,8 +128,16 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "run_folders": (
         ("trainers/common/atomic.py", "trainers/common/rundir.py", "trainers/common/dagger.py", "trainers/common/threads.py"),
-        ("tests/trainers/test_run_folder_repair.py", "tests/trainers/test_atomic_writes.py", "tests/trainers/test_rundir.py", "tests/trainers/test_threads.py",
-         "tests/trainers/test_sead_lm_pipeline.py"),
+        ("tests/trainers/test_atomic_writes.py", "tests/trainers/test_atomic_edges.py", "tests/trainers/test_run_folder_repair.py",
+         "tests/trainers/test_rundir.py", "tests/trainers/test_threads.py", "tests/trainers/test_sead_lm_pipeline.py"),
+    ),
+    "audit": (
+        ("dialogue_gym/audit.py",),
+        ("tests/test_audit_ties.py", "tests/test_audit.py"),
+    ),
+    "trl": (
+        ("dialogue_gym/integrations/trl.py",),
+        ("tests/integrations/test_trl_budget.py", "tests/integrations/test_trl.py"),
     ),
 }
 """Named targets: (the modules to mutate, the tests that must catch a mutant in them). ``sealed_runs`` holds
