@@ -97,7 +97,7 @@ def test_a_write_larger_than_the_pipe_arrives_whole_to_a_slow_reader(pipe):
 
 
 def test_a_write_to_an_agent_that_stops_reading_ends_it_at_the_deadline(pipe):
-    read, write = pipe
+    _, write = pipe
     os.set_blocking(write, False)
     size = fcntl.fcntl(write, 1032)  # F_GETPIPE_SZ: the buffer fills, then nothing more is taken
     started = time.monotonic()
