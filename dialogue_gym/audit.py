@@ -413,12 +413,13 @@ def run_audit(
     )
 
 
-def audit_record(audit: ScenarioAudit, rows: Sequence[AuditRow], episodes: int) -> dict[str, Any]:
-    """One audited role of a saved audit (``dialogue-gym audit --save``): its rows and the table
-    :func:`format_audit` printed for them, so a docs page shows what the command showed."""
+def audit_record(audit: ScenarioAudit, scores: dict[str, float], rows: Sequence[AuditRow], episodes: int) -> dict[str, Any]:
+    """One audited role of a saved audit (``dialogue-gym audit --save``): every player's score, the rows
+    and the table :func:`format_audit` printed for them, so a docs page shows what the command showed."""
     return {
-        "env_id": audit.env_id, "learner": audit.learner, "score": audit.score, "table": format_audit(audit, rows, episodes),
-        "rows": [asdict(row) for row in rows], "failed": sum(row.counted and not row.passed for row in rows),
+        "env_id": audit.env_id, "learner": audit.learner, "score": audit.score, "baseline": audit.baseline, "fair_order": list(audit.fair_order),
+        "scores": dict(scores), "table": format_audit(audit, rows, episodes), "rows": [asdict(row) for row in rows],
+        "failed": sum(row.counted and not row.passed for row in rows),
     }
 
 

@@ -371,7 +371,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 refused[name] = problems
 
         with tqdm(total=players, desc=f"audit {audit.learner}", disable=args.quiet, file=sys.stderr) as bar:
-            _, rows = run_audit(
+            scores, rows = run_audit(
                 audit, args.episodes, args.seed, progress=lambda name: bar.set_postfix_str(name) or bar.update(1), seal=seal, probes=True,
                 env_kwargs=env_kwargs, agents=agents, isolate=args.isolate, agent_limits=limits, agent_logs=args.agent_logs, on_played=played,
             )
@@ -379,7 +379,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             print(terminal_safe(
                 f"WARNING: {name}: {len(problems)} moves refused at the agent boundary and played as invalid moves (first: {problems[0]['problem']})"
             ), file=sys.stderr)
-        records.append(audit_record(audit, rows, args.episodes))
+        records.append(audit_record(audit, scores, rows, args.episodes))
         print(f"\n{records[-1]['table']}")
         failed += records[-1]["failed"]
     for role in unaudited_roles(entry.audits):

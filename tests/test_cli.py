@@ -267,6 +267,7 @@ def test_audit_save_writes_the_printed_tables_rows_and_provenance_and_refuses_a_
     saved = load_audit(tmp_path / "audit.json")
     (record,) = saved["audits"]
     assert record["table"] in printed and record["failed"] == 0 and record["score"] == "cr" and record["learner"] == "agent"
+    assert record["baseline"] == "sop" and record["fair_order"] == ["sop"] and record["scores"]["silent"] == 0.0 and 0 <= record["scores"]["sop"] <= 1
     assert [row["name"] for row in record["rows"]][0] == "silent" and record["rows"][0]["kind"] == "degenerate"
     assert record["rows"][0]["score"] == 0.0 and record["rows"][0]["passed"] is True
     provenance = saved["provenance"]

@@ -61,6 +61,30 @@ def test_an_audit_block_shows_the_saved_tables_the_verdict_and_how_to_replay_a_s
     assert docs_tables.regenerate("audit", "RLADA-Banking-v1") == "python tools/docs_tables.py --audit RLADA-Banking-v1 -- --sealed --isolate sandbox"
 
 
+def test_an_audit_summary_row_orders_the_fair_baselines_and_names_what_came_nearest_each_bound(tmp_path, monkeypatch):
+    monkeypatch.setattr(docs_tables, "AUDITS", tmp_path)
+    rows = [
+        {"name": "random < keyword", "kind": "fair order", "score": 0.5, "bound": 0.0, "passed": True},
+        {"name": "keyword < oracle*", "kind": "fair order", "score": 0.3, "bound": 0.0, "passed": True},
+        {"name": "hang_up", "kind": "degenerate", "score": 0.0, "bound": 0.35, "passed": True},
+        {"name": "route_then_ok", "kind": "degenerate", "score": 0.3, "bound": 0.35, "passed": True},  # nearest: 0.05 below
+        {"name": "fixed_sentence", "kind": "blind", "score": 0.0, "bound": 0.75, "passed": True},
+        {"name": "seed_replay", "kind": "probe", "score": 0.8, "bound": 0.75, "passed": False},
+        {"name": "data_mutator", "kind": "probe", "score": 0.7, "bound": 0.75, "passed": True},
+    ]
+    record = {
+        "env_id": "RLADA-Banking-v1", "learner": "agent", "score": "strict_pass", "fair_order": ["random", "keyword", "oracle"],
+        "scores": {"random": 0.2, "keyword": 0.7, "oracle": 1.0}, "rows": rows, "failed": 1, "table": "",
+    }
+    for sealed, probes in ((True, "2: seed_replay 0.800 (bound 0.750)"), (False, "open-book")):
+        (tmp_path / "RLADA-Banking-v1.json").write_text(json.dumps({"provenance": {"sealed": sealed}, "audits": [record], "failed": 1}))
+        block = docs_tables.render("<!-- generated: audits RLADA-Banking-v1 -->\n<!-- end generated -->")
+        assert (
+            "| `RLADA-Banking-v1` | agent | strict_pass | random 0.200 < keyword 0.700 < oracle* 1.000 | 2: route_then_ok 0.300 (bound 0.350) | "
+            f"1: fixed_sentence 0.000 (bound 0.750) | {probes} | 1 broken |"
+        ) in block
+
+
 def test_a_hand_edit_inside_a_block_is_stale(tmp_path, monkeypatch):
     page = tmp_path / "page.md"
     text = (DOCS / "environments" / "sead-outbound.md").read_text(encoding="utf-8")

@@ -20,6 +20,8 @@ A generated block in a Markdown page is the text between ``<!-- generated: KIND 
   the privileged note, the headline intervals, the command and its provenance);
 * ``audit ENV_ID``: the tables ``dialogue-gym audit`` printed for ``docs/results/audits/ENV_ID.json``
   (every audited role's bounds and probes), the verdict and how the audit was made;
+* ``audits ENV_ID ...``: one summary row per audited role of each saved audit (fair order with scores,
+  the degenerate, blind and sealed-probe policies nearest their bounds, the verdict);
 * ``benchmark NAME``: the saved output of ``benchmarks/NAME.py`` as a text block;
 * ``compare A.json[#agent] B.json[#agent]``: what ``dialogue-gym compare`` prints for two saved runs
   under ``docs/results/`` (a trainer's held-out before and after files, or two agents of one run).
@@ -149,6 +151,40 @@ def audited(env_id: str) -> str:
     )
 
 
+def audit_summary(names: str) -> str:
+    """One row per audited role of each saved audit named (``ENV_ID ...``): the fair baselines in order
+    with their scores, the count of degenerate and blind policies with the worst of each against its
+    bound, the worst sealed probe against its bound, and the verdict."""
+    from dialogue_gym.audit import load_audit
+    from dialogue_gym.reporting import PRIVILEGED_MARK
+
+    def worst(rows: list[dict], kind: str) -> str:
+        chosen = [row for row in rows if row["kind"] == kind]
+        if not chosen:
+            return "-"
+        top = max(chosen, key=lambda row: (row["score"] - row["bound"], row["name"]))  # nearest its bound; ties by name
+        return f"{len(chosen)}: {top['name']} {top['score']:.3f} (bound {top['bound']:.3f})"
+
+    lines = ["| id | learner | score | fair order | degenerate (count: nearest its bound) | blind | sealed probes | bounds |", "|---|---|---|---|---|---|---|---|"]
+    for env_id in names.split():
+        path = AUDITS / f"{env_id}.json"
+        if not path.exists():
+            raise SystemExit(f"no saved audit docs/results/audits/{env_id}.json; run `python tools/docs_tables.py --audit {env_id} -- ...`.")
+        saved = load_audit(path)
+        for record in saved["audits"]:
+            rows, scores = record["rows"], record["scores"]
+            shown = {part for row in rows if row["kind"] == "fair order" for part in row["name"].split(" < ")}
+            marked = {name.rstrip(PRIVILEGED_MARK) for name in shown if name.endswith(PRIVILEGED_MARK)}
+            order = " < ".join(f"{name}{PRIVILEGED_MARK * (name in marked)} {scores[name]:.3f}" for name in record["fair_order"])
+            probes = worst(rows, "probe") if saved["provenance"].get("sealed") else "open-book"
+            verdict = f"{record['failed']} broken" if record["failed"] else "all hold"
+            lines.append(
+                f"| `{record['env_id']}` | {record['learner']} | {record['score']} | {order} | {worst(rows, 'degenerate')} | "
+                f"{worst(rows, 'blind')} | {probes} | {verdict} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
 def benchmark(name: str) -> str:
     path = BENCHMARKS / f"{name}.txt"
     if not path.exists():
@@ -207,7 +243,7 @@ def agreement(files: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-KINDS = {"baselines": baselines, "benchmark": benchmark, "compare": compared, "agreement": agreement, "audit": audited}
+KINDS = {"baselines": baselines, "benchmark": benchmark, "compare": compared, "agreement": agreement, "audit": audited, "audits": audit_summary}
 
 
 def render(text: str, where: str = "page") -> str:
@@ -235,11 +271,14 @@ def regenerate(kind: str, name: str) -> str:
     if kind == "baselines":
         provenance = Results.load(RESULTS / f"{name}.json").provenance
         return f"python tools/docs_tables.py --eval {name} -- {shlex.join(saved_command(provenance)[2:])}"
-    if kind == "audit":
+    if kind in ("audit", "audits"):
         from dialogue_gym.audit import load_audit
 
-        arguments = saved_command(load_audit(AUDITS / f"{name}.json")["provenance"])[2:]
-        return f"python tools/docs_tables.py --audit {name} -- {shlex.join(arguments)}"
+        commands = []
+        for env_id in name.split():
+            arguments = saved_command(load_audit(AUDITS / f"{env_id}.json")["provenance"])[2:]
+            commands.append(f"python tools/docs_tables.py --audit {env_id} -- {shlex.join(arguments)}")
+        return "; ".join(commands)
     if kind == "benchmark":
         path = BENCHMARKS / f"{name}.txt"
         first = path.read_text(encoding="utf-8").partition("\n")[0] if path.exists() else ""
