@@ -14,6 +14,8 @@ Usage::
     python tools/mutation.py rewards --limit 40 --seed 1 --json mutants.json
     python tools/mutation.py --files dialogue_gym/rewards/tracer.py --tests tests/rewards --since main
                                                    # only the lines changed since a git revision
+    python tools/mutation.py --files trainers/common/atomic.py --tests tests/trainers/test_atomic_edges.py --lines 29 41
+                                                   # only the mutants on these lines (a run's survivors)
 
 Mutants (``ast``-located, one source span replaced each time):
 
@@ -382,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kind", choices=("all", "operator", "plausible"), default="all",
                         help="which mutants: operator swaps, hand-written plausible bugs, or both (default: all)")
     parser.add_argument("--since", help="only mutants on lines changed since this git revision (e.g. main, HEAD~3)")
+    parser.add_argument("--lines", nargs="+", type=int, help="only mutants on these line numbers (to rerun a run's survivors against new tests)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--list-targets", action="store_true", help="list the named targets and exit")
     args = parser.parse_args(argv)
@@ -407,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.since:
         changed = {name: changed_lines(name, args.since) for name in files}
         everything = [m for m in everything if m.line in changed[m.file]]
+    if args.lines:
+        everything = [m for m in everything if m.line in set(args.lines)]
     mutants = [m for m in everything if (m.file, m.code, m.description) not in equivalent]
     skipped = len(everything) - len(mutants)
     operators = [m for m in mutants if not m.description.startswith(PLAUSIBLE)]
