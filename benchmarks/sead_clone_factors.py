@@ -1,0 +1,148 @@
+"""Which of steps, capacity and DAgger rounds moves the cpu-lm-scratch clone toward its teacher (issue 41).
+
+Every subcommand works from a finished ``python -m trainers.sead --preset cpu-lm-scratch --iterations 0``
+run folder (``--base``: its expert dialogues ``sft/sft``, tokenizer and SFT checkpoint) and writes into
+``--out`` what the docs render (``results/*.json`` in the trainer's formats; copy them under
+docs/results/training/):
+
+    more     continue the SFT checkpoint on the same dialogues (random batches, a fresh cosine schedule),
+             teacher-forced agreement on the held-out teacher states every --every steps
+             (agreement_by_step.json; the stage's steps count the base run's too)
+    scratch  a fresh scratch model of another depth (the pipeline's builder, as --scratch-layers), the
+             base run's schedule, agreement every --every steps
+    dagger   --rounds DAgger rounds of the pipeline (trainers.sead.train.dagger_round) from the checkpoint
+    eval     greedy held-out CR of a checkpoint on the preset's 240 starts (results/NAME.json, for
+             `dialogue-gym compare`) and its agreement on held-out and training dialogues (NAME_fit.json)
+
+One torch thread each (the trainers' --threads 1), so two can share a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+
+def setup(base: Path, out: Path, **overrides):
+    import torch
+
+    torch.set_num_threads(1)
+    from dialogue_gym.seeding import mix_seed
+    from trainers.common import RunDir
+    from trainers.common.sft import expert_dataset
+    from trainers.sead.config import build_config
+    from trainers.sead.train import ENV_ID, SFT_STREAM, eval_env_kwargs, teacher_chats
+
+    for sub in ("results", "sft", "checkpoints"):
+        (out / sub).mkdir(parents=True, exist_ok=True)
+    base_config = json.loads((base / "config.json").read_text())
+    config = build_config("cpu-lm-scratch", run_dir=str(out), threads=1, seed=base_config["seed"], **overrides)
+    run = RunDir(out)
+    chats = expert_dataset(ENV_ID, config.sft_expert, base_config["sft_episodes"], mix_seed(config.seed, SFT_STREAM), base / "sft", eval_env_kwargs(config))["messages"]
+    return config, run, chats, teacher_chats(config, run)
+
+
+def train_with_agreement(args, init: str, chats, held, base_steps: int) -> None:
+    """SFT of ``init`` on ``chats`` as trainers.common.sft.sft_lm trains (packed sessions, completion-only
+    loss, cosine schedule), with held-out agreement every ``args.every`` steps."""
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from trl import SFTConfig, SFTTrainer
+
+    from dialogue_gym.backends.transformers_backend import TransformersBackend
+    from trainers.common.sft import conversation_rows, pack_session, teacher_forced_agreement
+    from trainers.sead.train import UTTERANCE_END
+
+    loaded = TransformersBackend(init)
+    tokenizer, out, stages = loaded.tokenizer, Path(args.out), []
+    examples = [example for chat in chats for example in pack_session(conversation_rows(chat), tokenizer)]
+
+    def measure(model, step: int) -> None:
+        result = teacher_forced_agreement(model, tokenizer, held, 24, utterance_end=UTTERANCE_END)
+        model.train()
+        stages.append({"stage": "sft", "steps": base_steps + step, **result})
+        (out / "results" / "agreement_by_step.json").write_text(json.dumps({"expert": "adaptive", "stages": stages}, indent=1) + "\n")
+        print(f"step {base_steps + step}: agreement {result['agreement']:.3f} ({time.strftime('%H:%M:%S')})", flush=True)
+
+    class Every(TrainerCallback):
+        def on_step_end(self, _args, state, control, model=None, **kwargs):
+            if state.global_step % args.every == 0:
+                measure(model, state.global_step)
+
+    measure(loaded.model, 0)
+    config = SFTConfig(
+        output_dir=str(out / "trainer"), learning_rate=args.lr, per_device_train_batch_size=16, gradient_accumulation_steps=1,
+        max_steps=args.steps, lr_scheduler_type="cosine", warmup_steps=args.warmup, logging_steps=1, save_strategy="no", report_to=[],
+        seed=args.seed, data_seed=args.seed, max_length=None, completion_only_loss=True, use_cpu=True, bf16=False, gradient_checkpointing=False,
+    )
+    trainer = SFTTrainer(model=loaded.model, args=config, train_dataset=Dataset.from_list(examples), processing_class=tokenizer, callbacks=[Every()])
+    trainer.train()
+    final = out / "checkpoints" / "sft"
+    trainer.save_model(str(final))
+    tokenizer.save_pretrained(str(final))
+    for name in ("chat_template.jinja", "generation_config.json"):
+        if (Path(init) / name).exists() and not (final / name).exists():
+            shutil.copy(Path(init) / name, final / name)
+    if args.steps % args.every:
+        measure(trainer.model, args.steps)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n\n")[0])
+    parser.add_argument("command", choices=("more", "scratch", "dagger", "eval"))
+    parser.add_argument("--base", required=True, type=Path, help="a finished cpu-lm-scratch run folder")
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--checkpoint", help="more/dagger/eval: the model folder (default: the base run's checkpoints/sft)")
+    parser.add_argument("--name", default="after", help="eval: the results file's name")
+    parser.add_argument("--steps", type=int, default=800)
+    parser.add_argument("--lr", type=float, default=5e-3)
+    parser.add_argument("--warmup", type=float, default=0.1)
+    parser.add_argument("--every", type=int, default=200)
+    parser.add_argument("--layers", type=int, default=4, help="scratch: transformer layers")
+    parser.add_argument("--rounds", type=int, default=2, help="dagger: rounds (200 episodes, 200 steps each: the config's defaults)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    checkpoint = args.checkpoint or str(args.base / "checkpoints" / "sft")
+    base_steps = json.loads((args.base / "config.json").read_text())["sft_steps"]
+    if args.command == "dagger":
+        config, run, chats, held = setup(args.base, args.out, dagger_rounds=args.rounds)
+    else:
+        config, run, chats, held = setup(args.base, args.out)
+    if args.command == "more":
+        train_with_agreement(args, checkpoint, chats, held, base_steps)
+    elif args.command == "scratch":
+        from dialogue_gym.backends.tiny import build_tiny_chat_model
+        from trainers.sead.config import SCRATCH_MODEL
+
+        init = args.out / "scratch_model"
+        if not (init / "config.json").exists():
+            build_tiny_chat_model(init, seed=args.seed, corpus=[m["content"] for chat in chats for m in chat], **{**SCRATCH_MODEL, "num_hidden_layers": args.layers})
+        train_with_agreement(args, str(init), chats, held, 0)
+    elif args.command == "dagger":
+        from trainers.common.sft import conversation_rows
+        from trainers.sead.train import agreement_of, dagger_round
+
+        sessions, current = [conversation_rows(chat) for chat in chats], Path(checkpoint)
+        stages = [{"stage": "sft", "steps": base_steps, **agreement_of(config, run, current, held)}]
+        for round_ in range(args.rounds):
+            current, dagger = dagger_round(config, run, round_, current, sessions)
+            stages.append({"stage": f"dagger_{round_}", **dagger, **agreement_of(config, run, current, held)})
+            (args.out / "results" / "agreement.json").write_text(json.dumps({"expert": config.sft_expert, "stages": stages}, indent=1) + "\n")
+            print(f"dagger_{round_}: on-policy agreement {dagger['on_policy_agreement']:.3f}, held-out {stages[-1]['agreement']:.3f}", flush=True)
+    else:
+        from trainers.sead.train import agreement_of, held_out_evaluation, make_policy_for
+
+        fitted = [chats[index] for index in range(min(len(held), len(chats)))]
+        summary = held_out_evaluation(config, make_policy_for(config, run, None, checkpoint), args.name, run, args.name)
+        fit = agreement_of(config, run, Path(checkpoint), held, fitted)
+        (args.out / "results" / f"{args.name}_fit.json").write_text(json.dumps({"checkpoint": checkpoint, **fit}, indent=1) + "\n")
+        print(f"{args.name}: greedy CR {summary['cr']:.3f} [{summary['cr_low']:.3f}, {summary['cr_high']:.3f}]; agreement {fit['agreement']:.3f} held-out, {fit['train_agreement']:.3f} on training dialogues")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
