@@ -69,6 +69,7 @@ def test_an_audit_summary_row_orders_the_fair_baselines_and_names_what_came_near
         {"name": "hang_up", "kind": "degenerate", "score": 0.0, "bound": 0.35, "passed": True},
         {"name": "route_then_ok", "kind": "degenerate", "score": 0.3, "bound": 0.35, "passed": True},  # nearest: 0.05 below
         {"name": "fixed_sentence", "kind": "blind", "score": 0.0, "bound": 0.75, "passed": True},
+        {"name": "phrase_match", "kind": "fair ceiling", "score": 0.9, "bound": None, "passed": True},
         {"name": "seed_replay", "kind": "probe", "score": 0.8, "bound": 0.75, "passed": False},
         {"name": "data_mutator", "kind": "probe", "score": 0.7, "bound": 0.75, "passed": True},
     ]
@@ -80,7 +81,7 @@ def test_an_audit_summary_row_orders_the_fair_baselines_and_names_what_came_near
         (tmp_path / "RLADA-Banking-v1.json").write_text(json.dumps({"provenance": {"sealed": sealed}, "audits": [record], "failed": 1}))
         block = docs_tables.render("<!-- generated: audits RLADA-Banking-v1 -->\n<!-- end generated -->")
         assert (
-            "| `RLADA-Banking-v1` | agent | strict_pass | random 0.200 < keyword 0.700 < oracle* 1.000 | 2: route_then_ok 0.300 (bound 0.350) | "
+            "| `RLADA-Banking-v1` | agent | strict_pass | random 0.200 < keyword 0.700 < oracle* 1.000 | phrase_match 0.900 | 2: route_then_ok 0.300 (bound 0.350) | "
             f"1: fixed_sentence 0.000 (bound 0.750) | {probes} | 1 broken |"
         ) in block
 

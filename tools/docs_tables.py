@@ -21,7 +21,7 @@ A generated block in a Markdown page is the text between ``<!-- generated: KIND 
 * ``audit ENV_ID``: the tables ``dialogue-gym audit`` printed for ``docs/results/audits/ENV_ID.json``
   (every audited role's bounds and probes), the verdict and how the audit was made;
 * ``audits ENV_ID ...``: one summary row per audited role of each saved audit (fair order with scores,
-  the degenerate, blind and sealed-probe policies nearest their bounds, the verdict);
+  the fair ceiling, the degenerate, blind and sealed-probe policies nearest their bounds, the verdict);
 * ``benchmark NAME``: the saved output of ``benchmarks/NAME.py`` as a text block;
 * ``compare A.json[#agent] B.json[#agent]``: what ``dialogue-gym compare`` prints for two saved runs
   under ``docs/results/`` (a trainer's held-out before and after files, or two agents of one run).
@@ -165,7 +165,10 @@ def audit_summary(names: str) -> str:
         top = max(chosen, key=lambda row: (row["score"] - row["bound"], row["name"]))  # nearest its bound; ties by name
         return f"{len(chosen)}: {top['name']} {top['score']:.3f} (bound {top['bound']:.3f})"
 
-    lines = ["| id | learner | score | fair order | degenerate (count: nearest its bound) | blind | sealed probes | bounds |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| id | learner | score | fair order | fair ceiling | degenerate (count: nearest its bound) | blind | sealed probes | bounds |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for env_id in names.split():
         path = AUDITS / f"{env_id}.json"
         if not path.exists():
@@ -176,10 +179,11 @@ def audit_summary(names: str) -> str:
             shown = {part for row in rows if row["kind"] == "fair order" for part in row["name"].split(" < ")}
             marked = {name.rstrip(PRIVILEGED_MARK) for name in shown if name.endswith(PRIVILEGED_MARK)}
             order = " < ".join(f"{name}{PRIVILEGED_MARK * (name in marked)} {scores[name]:.3f}" for name in record["fair_order"])
+            ceiling = ", ".join(f"{row['name']} {row['score']:.3f}" for row in rows if row["kind"] == "fair ceiling") or "-"
             probes = worst(rows, "probe") if saved["provenance"].get("sealed") else "open-book"
             verdict = f"{record['failed']} broken" if record["failed"] else "all hold"
             lines.append(
-                f"| `{record['env_id']}` | {record['learner']} | {record['score']} | {order} | {worst(rows, 'degenerate')} | "
+                f"| `{record['env_id']}` | {record['learner']} | {record['score']} | {order} | {ceiling} | {worst(rows, 'degenerate')} | "
                 f"{worst(rows, 'blind')} | {probes} | {verdict} |"
             )
     return "\n".join(lines) + "\n"
