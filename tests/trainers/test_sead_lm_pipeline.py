@@ -19,7 +19,11 @@ SMALL = {
 }
 
 
-def test_the_scratch_pipeline_writes_every_phase_and_paired_results(tmp_path):
+def test_the_scratch_pipeline_writes_every_phase_and_paired_results(tmp_path, monkeypatch):
+    import trainers.sead.train as sead_train
+
+    scored, agreement_of = [], sead_train.agreement_of
+    monkeypatch.setattr(sead_train, "agreement_of", lambda *args: scored.append(args[3:]) or agreement_of(*args))
     run = train(build_config("cpu-lm-scratch", run_dir=str(tmp_path / "run"), dagger_rounds=1, dagger_episodes=3, dagger_steps=2, threads=1, **SMALL))
     expert = [json.loads(line) for line in (run.path / "sft" / "expert.jsonl").read_text().splitlines()]
     assert len(expert) == 12 and {record["meta"]["agent"] for record in expert} == {"adaptive"}
@@ -47,6 +51,7 @@ def test_the_scratch_pipeline_writes_every_phase_and_paired_results(tmp_path):
     final = run.path / "checkpoints" / "sft_dagger_0"
     on_training = teacher_forced_agreement(AutoModelForCausalLM.from_pretrained(str(final)), AutoTokenizer.from_pretrained(str(final)), rows[:6]["messages"], 8, "</response>")
     assert agreement["stages"][1]["train_agreement_per_turn"] == on_training["agreement_per_turn"]  # the first 6 (eval_episodes) training chats
+    assert [fitted for _, fitted in scored] == [list(rows[:6]["messages"])] * 2 and all(held != fitted for held, fitted in scored)
     assert run.load_state("threads")["chosen"] == "torch threads: 1 (--threads)"
     records = run.read_trajectories()
     assert len(records) == 4 and [r.meta["decision_point"]["copy"] for r in records] == [0, 1, 0, 1]
