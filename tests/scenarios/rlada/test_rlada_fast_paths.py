@@ -131,3 +131,27 @@ def test_no_reader_keeps_a_text_over_the_memo_limit():
     names_intent(long_text, DOMAIN.intents[0], DOMAIN.tool_names)
     assert (read_customer_output.cache_info().currsize, _names_intent.cache_info().currsize) == before
     assert read_customer_output(long_text, DOMAIN, 2, 400).utterance.startswith("I was charged twice at Netflix.")
+
+
+@pytest.mark.parametrize(("env_id", "learner", "agent"), [("RLADA-Banking-v0", "agent", "random"), ("RLADA-Customer-v0", "customer", "direct")])
+def test_the_per_role_terms_in_info_are_the_filtered_reward_terms(env_id, learner, agent):
+    # info() hands each role its terms from the per-role record add_reward keeps; the plain code
+    # filtered the game's "<role>/<term>" keys. Checked after every move (invalid actions, hang-ups,
+    # judged endings: each path that credits a term) and at the end, in the order the terms came.
+    evaluator = Evaluator(env_id, agent, learner=learner)
+    game = evaluator.environment.game.spawn()
+    checked = set()
+    for episode in range(40):
+        game.reset(seed=episode, options=game.evaluation_options(episode, 0))
+        memories = evaluator.driver.start(game)
+        while True:
+            for role in game.roles:
+                plain = {key.split("/", 1)[1]: value for key, value in game.reward_terms.items() if key.startswith(f"{role}/")}
+                assert list(game.info(role)["reward_terms"].items()) == list(plain.items())
+                checked.update(f"{role}/{term}" for term in plain)
+            if game.done:
+                break
+            role = game.current_role
+            policy = evaluator.driver.policies[role]
+            game.step(policy.act(game.observe(role), game.info(role), memories[role]))
+    assert {"agent/judge", "customer/realism"} <= checked
