@@ -159,3 +159,15 @@ def test_the_digest_reads_every_file_by_content_but_not_the_caches(package):
     (package / "data.json").write_text('{"a": 1}')
     py_compile.compile(str(package / "mod.py"), cfile=importlib.util.cache_from_source(str(package / "mod.py")), doraise=True)
     assert code_digest([package]) == before
+
+
+def test_an_unchecked_hash_based_cache_is_loaded_whatever_the_source_says(tmp_path, package):
+    """Flags 0b01 (hash-based, unchecked): Python never compares the hash, so foreign code in it runs even
+    after the source changed; its flags word is read from bytes 4-7 alone."""
+    source = package / "mod.py"
+    cache = Path(importlib.util.cache_from_source(str(source)))
+    cache.parent.mkdir()
+    cache.write_bytes(_bytecode(tmp_path, "X = 2\n", invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH))
+    assert int.from_bytes(cache.read_bytes()[4:8], "little") == 0b01
+    source.write_text(SOURCE + "Y = 3\n")  # the cache's hash is of scratch.py, not of either version of mod.py
+    assert bytecode_problems([package]) == [f"pkg/__pycache__/{cache.name}: bytecode Python loads in place of mod.py is not compiled from it"]
