@@ -76,3 +76,14 @@ def test_safetensors_files_at_their_edges(tmp_path, content, problem):
     path = tmp_path / "model.safetensors"
     path.write_bytes(content)
     assert atomic.safetensors_problem(path) == (None if problem is None else f"{path} {problem}")
+
+
+def test_only_checkpoint_folders_with_a_step_are_candidates(tmp_path):
+    """A file named like a checkpoint (a log, an archive) and a folder without a step number are neither
+    resumed from nor removed."""
+    (tmp_path / "checkpoint-2").mkdir()
+    (tmp_path / "checkpoint-2" / "trainer_state.json").write_text("{}")
+    (tmp_path / "checkpoint-9").write_text("a file, not a checkpoint")
+    (tmp_path / "checkpoint-best").mkdir()
+    assert atomic.latest_complete_checkpoint(tmp_path) == tmp_path / "checkpoint-2"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-2", "checkpoint-9", "checkpoint-best"]
