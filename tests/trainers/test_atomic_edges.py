@@ -87,3 +87,21 @@ def test_only_checkpoint_folders_with_a_step_are_candidates(tmp_path):
     (tmp_path / "checkpoint-best").mkdir()
     assert atomic.latest_complete_checkpoint(tmp_path) == tmp_path / "checkpoint-2"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-2", "checkpoint-9", "checkpoint-best"]
+
+
+def test_a_cut_short_checkpoint_removed_by_another_process_meanwhile_is_no_error(tmp_path, monkeypatch):
+    """Two processes on a shared disk: the cut-short folder is gone by the time this one removes it."""
+    for step in (2, 4):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    (tmp_path / "checkpoint-4" / "trainer_state.json").unlink()
+    real_problem = atomic.folder_problem
+
+    def problem_then_gone(folder, required=()):
+        problem = real_problem(folder, required)
+        if problem is not None:
+            shutil.rmtree(folder)  # the other process
+        return problem
+
+    monkeypatch.setattr(atomic, "folder_problem", problem_then_gone)
+    assert atomic.latest_complete_checkpoint(tmp_path) == tmp_path / "checkpoint-2"
