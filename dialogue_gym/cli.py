@@ -484,7 +484,7 @@ def add_isolation_flags(command: argparse.ArgumentParser) -> None:
              'cpu_seconds 3600, memory_mb 8192, file_mb 64, processes 64)',
     )
     command.add_argument(
-        "--agent-logs", default=None, help="folder for the isolated agents' logs, what they print (default: a new temporary folder)"
+        "--agent-logs", default=None, help="folder for the isolated agents' logs, what they print (default: a temporary file per agent, removed if it printed nothing)"
     )
 
 
