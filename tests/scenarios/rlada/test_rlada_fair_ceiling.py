@@ -81,10 +81,10 @@ def test_an_oracle_passed_off_as_the_fair_ceiling_is_refused():
 def test_a_hostile_customer_line_cannot_make_the_matcher_backtrack():
     parts = template_parts("{a} x {b} x {c} x {d} x {e} end")
     hostile = "x " * 20_000 + "no"
-    began = time.perf_counter()
+    began = time.process_time()
     assert not fills(hostile, parts)
     assert not PhraseMatchAgent(load_domain()).candidates({"messages": [{"role": "user", "content": hostile[:400]}]})
-    assert time.perf_counter() - began < 1.0
+    assert time.process_time() - began < 1.0
     assert fills("ann x b x c x d x e end", parts) and not fills(" x b x c x d x e end", parts), "every slot is non-empty"
 
 

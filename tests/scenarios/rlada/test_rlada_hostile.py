@@ -189,10 +189,10 @@ def test_a_megabyte_of_customer_speech_is_cut_and_completes_quickly():
     for env_id in ("RLADA-Customer-v0", "RLADA-Banking-v0"):
         env = gym.make(env_id)
         env.reset(seed=0)
-        started = time.perf_counter()
+        started = time.process_time()
         env.step(speech)
         # Generous bound (the step takes milliseconds): a quadratic cue pattern takes hours here.
-        assert time.perf_counter() - started < 2.0
+        assert time.process_time() - started < 2.0
     heard = env.unwrapped.game.observe("agent")["messages"]
     assert all(len(message["content"]) <= 400 for message in heard if message["role"] == "user")
 
@@ -346,7 +346,7 @@ def test_hostile_spoken_turns_are_read_in_bounded_time(content):
     game = RladaGame()
     game.reset(seed=2, options={"intent": "check_account_balance", "concealment": "camouflage"})
     game.step("Payday was Friday and I can't tell what I've got left.")
-    start = time.perf_counter()
+    start = time.process_time()
     for _ in range(3):
         if game.done:
             break
@@ -355,5 +355,5 @@ def test_hostile_spoken_turns_are_read_in_bounded_time(content):
             game.step("Sorry, what?")
     if not game.done:
         game.step(act("end_call", content))
-    assert game.done and time.perf_counter() - start < 2.0
+    assert game.done and time.process_time() - start < 2.0
     assert game.verdict is not None and not game.passed

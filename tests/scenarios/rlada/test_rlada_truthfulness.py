@@ -259,7 +259,7 @@ def test_the_story_reader_is_bounded_on_hostile_text():
     import time
 
     hostile = "$1.11 only paid there's more " * 40_000  # a megabyte of sign fragments and repeated amounts
-    started = time.perf_counter()
+    started = time.process_time()
     assert problem_signs(hostile, DOMAIN) <= frozenset(DOMAIN.signs)
     assert told_problem([hostile] * 3, EXPIRE, DOMAIN) is False
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < 2.0

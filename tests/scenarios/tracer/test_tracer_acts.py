@@ -241,10 +241,10 @@ def test_the_recogniser_is_total(text):
 def test_the_recogniser_is_linear_on_huge_hostile_text():
     for unit in ("a ", "phone. ", "? ", "x" * 50 + " ", "Leave your " * 3, "xy", "138xxxx1234 ", "a1"):
         text = (unit * (MAX_ACTION_CHARS // len(unit) + 1))[:MAX_ACTION_CHARS]
-        start = time.perf_counter()
+        start = time.process_time()
         read_turn(text, FACTS, text, [text])
         reply_problem(text, text)
-        assert time.perf_counter() - start < 2.0, unit
+        assert time.process_time() - start < 2.0, unit
 
 
 @pytest.mark.parametrize("name", ["sop", "consultative", "empathetic"])
