@@ -278,3 +278,17 @@ def test_audit_save_writes_the_printed_tables_rows_and_provenance_and_refuses_a_
     (tmp_path / "list.json").write_text(json.dumps([1]))
     with pytest.raises(dialogue_gym.errors.ConfigError, match=r"list.json: not a saved audit \(no provenance and audits\); write one with `dialogue-gym audit"):
         load_audit(tmp_path / "list.json")
+
+
+def test_a_saved_audit_counts_only_the_broken_bounds_that_fail_it():
+    from dialogue_gym.audit import AuditPolicy, AuditRow, ScenarioAudit, audit_record
+
+    audit = ScenarioAudit("SEAD-Outbound-v0", "agent", "cr", "rate", "sop", ("random", "sop"), (AuditPolicy("salad", "degenerate", "", lambda: None),))
+    rows = [
+        AuditRow("random < sop", "fair order", 0.2, 0.0, True),
+        AuditRow("salad", "degenerate", 0.5, 0.1, False),
+        AuditRow("seed_replay", "open-book", 0.9, 0.3, False, counted=False),  # information in an open-book audit, not a failure
+    ]
+    record = audit_record(audit, {"random": 0.0, "sop": 0.2, "salad": 0.5, "seed_replay": 0.9}, rows, 600)
+    assert record["failed"] == 1 and [row["counted"] for row in record["rows"]] == [True, True, False]
+    assert record["baseline"] == "sop" and record["fair_order"] == ["random", "sop"] and "| salad" in record["table"]
