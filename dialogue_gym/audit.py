@@ -353,7 +353,8 @@ def run_audit(
     a policy object) are played first, as probes (:data:`SUBMITTED`). ``isolate`` plays every player in
     a process of its own (``"process"`` or ``"sandbox"``, as :func:`~dialogue_gym.evaluation.evaluate`),
     within ``agent_limits``, logging to a folder per player in ``agent_logs`` (by default a temporary
-    file per player, removed if the player printed nothing); the audit's policies are then those of its registered audit, named (:func:`audit_player`).
+    file per player, removed if the player printed nothing); the audit's policies are then those of its
+    registered audit, named (:func:`audit_player`).
     ``on_played(name, trajectories)`` is called after each player's run."""
     from dialogue_gym.agents.process import check_level, safe_file_part
     from dialogue_gym.evaluation import evaluate
@@ -390,8 +391,9 @@ def run_audit(
         sealing = {"unseal": seal.hex} if seal is not None else {}
         isolation = {}
         if level != "none":
-            logs = None if agent_logs is None else Path(agent_logs) / safe_file_part(name)
-            if logs is not None:
+            logs = None
+            if agent_logs is not None:
+                logs = Path(agent_logs) / safe_file_part(name)
                 logs.mkdir(parents=True, exist_ok=True)
             isolation = {"isolate": level, "agent_limits": agent_limits, "agent_logs": logs}
         trajectories = evaluate(

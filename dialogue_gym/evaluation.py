@@ -231,8 +231,8 @@ class Evaluator:
     :meth:`plays` and :meth:`play` is not used, every seed comes from the seal's secret instead.
     With ``isolate`` (``"sandbox"`` or ``"process"``) the agent plays in a process of its own
     (:mod:`dialogue_gym.agents`) within ``agent_limits``, printing to a log file in ``agent_logs``
-    (by default a temporary file, removed at the end if the agent printed nothing); call :meth:`close` (of this evaluator and of each
-    :meth:`for_agent` one) to end it.
+    (by default a temporary file, removed at the end if the agent printed nothing); call :meth:`close`
+    (of this evaluator and of each :meth:`for_agent` one) to end it.
     """
 
     def __init__(

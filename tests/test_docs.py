@@ -78,7 +78,7 @@ def test_an_audit_summary_row_orders_the_fair_baselines_and_names_what_came_near
         "scores": {"random": 0.2, "keyword": 0.7, "oracle": 1.0}, "rows": rows, "failed": 1, "table": "",
     }
     for sealed, probes in ((True, "2: seed_replay 0.800 (bound 0.750)"), (False, "open-book")):
-        (tmp_path / "RLADA-Banking-v1.json").write_text(json.dumps({"provenance": {"sealed": sealed}, "audits": [record], "failed": 1}))
+        (tmp_path / "RLADA-Banking-v1.json").write_text(json.dumps({"provenance": {"env_id": "RLADA-Banking-v1", "sealed": sealed}, "audits": [record], "failed": 1}))
         block = docs_tables.render("<!-- generated: audits RLADA-Banking-v1 -->\n<!-- end generated -->")
         assert (
             "| `RLADA-Banking-v1` | agent | strict_pass | random 0.200 < keyword 0.700 < oracle* 1.000 | phrase_match 0.900 | 2: route_then_ok 0.300 (bound 0.350) | "

@@ -129,17 +129,23 @@ def baselines(env_id: str) -> str:
     )
 
 
-def audited(env_id: str) -> str:
-    """The tables `dialogue-gym audit` printed for the saved audit of ``env_id``, and how it was made."""
+def saved_audit(env_id: str) -> dict:
+    """``docs/results/audits/ENV_ID.json``, checked to be an audit of ``env_id``."""
     from dialogue_gym.audit import load_audit
 
     path = AUDITS / f"{env_id}.json"
     if not path.exists():
         raise SystemExit(f"no saved audit docs/results/audits/{env_id}.json; run `python tools/docs_tables.py --audit {env_id} -- ...`.")
     saved = load_audit(path)
+    if saved["provenance"]["env_id"] != env_id:
+        raise SystemExit(f"{path.relative_to(ROOT)} holds an audit of {saved['provenance']['env_id']}, not {env_id}.")
+    return saved
+
+
+def audited(env_id: str) -> str:
+    """The tables `dialogue-gym audit` printed for the saved audit of ``env_id``, and how it was made."""
+    saved = saved_audit(env_id)
     provenance = saved["provenance"]
-    if provenance["env_id"] != env_id:
-        raise SystemExit(f"{path.relative_to(ROOT)} holds an audit of {provenance['env_id']}, not {env_id}.")
     arguments = saved_command(provenance)
     tables = "\n\n".join(record["table"] for record in saved["audits"])
     verdict = f"{saved['failed']} bound(s) broken" if saved["failed"] else "every bound holds"
@@ -153,12 +159,11 @@ def audited(env_id: str) -> str:
 
 def audit_summary(names: str) -> str:
     """One row per audited role of each saved audit named (``ENV_ID ...``): the fair baselines in order
-    with their scores, the count of degenerate and blind policies with the worst of each against its
-    bound, the worst sealed probe against its bound, and the verdict."""
-    from dialogue_gym.audit import load_audit
+    with their scores, the fair ceiling, the count of degenerate and blind policies with the one nearest
+    its bound, the sealed probe nearest its bound, and the verdict."""
     from dialogue_gym.reporting import PRIVILEGED_MARK
 
-    def worst(rows: list[dict], kind: str) -> str:
+    def nearest(rows: list[dict], kind: str) -> str:
         chosen = [row for row in rows if row["kind"] == kind]
         if not chosen:
             return "-"
@@ -170,21 +175,18 @@ def audit_summary(names: str) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for env_id in names.split():
-        path = AUDITS / f"{env_id}.json"
-        if not path.exists():
-            raise SystemExit(f"no saved audit docs/results/audits/{env_id}.json; run `python tools/docs_tables.py --audit {env_id} -- ...`.")
-        saved = load_audit(path)
+        saved = saved_audit(env_id)
         for record in saved["audits"]:
             rows, scores = record["rows"], record["scores"]
             shown = {part for row in rows if row["kind"] == "fair order" for part in row["name"].split(" < ")}
             marked = {name.rstrip(PRIVILEGED_MARK) for name in shown if name.endswith(PRIVILEGED_MARK)}
             order = " < ".join(f"{name}{PRIVILEGED_MARK * (name in marked)} {scores[name]:.3f}" for name in record["fair_order"])
             ceiling = ", ".join(f"{row['name']} {row['score']:.3f}" for row in rows if row["kind"] == "fair ceiling") or "-"
-            probes = worst(rows, "probe") if saved["provenance"].get("sealed") else "open-book"
+            probes = nearest(rows, "probe") if saved["provenance"].get("sealed") else "open-book"
             verdict = f"{record['failed']} broken" if record["failed"] else "all hold"
             lines.append(
-                f"| `{record['env_id']}` | {record['learner']} | {record['score']} | {order} | {ceiling} | {worst(rows, 'degenerate')} | "
-                f"{worst(rows, 'blind')} | {probes} | {verdict} |"
+                f"| `{record['env_id']}` | {record['learner']} | {record['score']} | {order} | {ceiling} | {nearest(rows, 'degenerate')} | "
+                f"{nearest(rows, 'blind')} | {probes} | {verdict} |"
             )
     return "\n".join(lines) + "\n"
 
@@ -276,11 +278,9 @@ def regenerate(kind: str, name: str) -> str:
         provenance = Results.load(RESULTS / f"{name}.json").provenance
         return f"python tools/docs_tables.py --eval {name} -- {shlex.join(saved_command(provenance)[2:])}"
     if kind in ("audit", "audits"):
-        from dialogue_gym.audit import load_audit
-
         commands = []
         for env_id in name.split():
-            arguments = saved_command(load_audit(AUDITS / f"{env_id}.json")["provenance"])[2:]
+            arguments = saved_command(saved_audit(env_id)["provenance"])[2:]
             commands.append(f"python tools/docs_tables.py --audit {env_id} -- {shlex.join(arguments)}")
         return "; ".join(commands)
     if kind == "benchmark":

@@ -135,7 +135,7 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "audit": (
         ("dialogue_gym/audit.py",),
-        ("tests/test_audit_ties.py", "tests/test_audit.py"),
+        ("tests/test_audit_ties.py", "tests/test_audit.py", "tests/test_cli.py"),  # test_cli: the saved audit
     ),
     "trl": (
         ("dialogue_gym/integrations/trl.py",),

@@ -98,18 +98,20 @@ kept for ``envs.unwrapped.pop_trajectories()``: ``"auto"`` (default) keeps the l
 * v0, scores follow quality (issue 9, unreleased, no bump): the scripted customer reads the agent's turn as
   sentences: only a real, on-topic question earns disclosure; "?", content-free questions, salads, made-up
   words, echoes, near-repeats and monologues earn confusion and, the second time, a hang-up (saying "?"
-  three times then routing had scored above the keyword router). The rule judge checks every claim (refunds, reversals,
-  disputes, card status and card actions, transfers, escalation, balances, "resolved") and every stated
-  amount, id and long number against the tool results; "explained" needs a value or status of the result;
+  three times then routing had scored above the keyword router). The rule judge checks every claim
+  (refunds, reversals, disputes, card status and card actions, transfers, escalation, balances,
+  "resolved") and every stated amount, id and long number against the tool results; "explained" needs a
+  value or status of the result;
   ``procedure`` needs every spoken turn to be one the customer could follow. The keyword router routes on
   the customer's understood sentences. Customer reward: per-turn credit needs an understood, non-repeated
   turn; a hang-up concedes the call; adversarial credit needs a grounded customer. Fair agent baselines
   score as before (the docs page's table, generated from the saved run).
 * v0, the fair ceiling (issue 42, unreleased, no bump): a new named agent, ``phrase_match``, the audit's fair
   ceiling: it reaches the oracle's strict PASS reading nothing hidden, so strict PASS is saturated against
-  the scripted customer (the docs page gives the figures, generated from the saved run). The customer's ``start`` profile no longer
-  holds ``bank_seed`` (it rebuilt the bank: a customer could replay its episode against ``keyword``); the
-  episode profile, trajectory and privileged channel keep it. Every episode of the existing players is unchanged.
+  the scripted customer (the docs page gives the figures, generated from the saved run). The customer's
+  ``start`` profile no longer holds ``bank_seed`` (it rebuilt the bank: a customer could replay its
+  episode against ``keyword``); the episode profile, trajectory and privileged channel keep it. Every
+  episode of the existing players is unchanged.
 """
 
 from __future__ import annotations

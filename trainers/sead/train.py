@@ -195,7 +195,7 @@ def sft_phase(config: SeadTrainConfig, run: RunDir) -> None:
     # As many of the expert's training dialogues as held-out ones: agreement on both tells a clone that
     # has not fit its data (both low: more steps or capacity) from one that does not generalise (only the
     # held-out one low: more or other data).
-    fitted = [chats[index] for index in range(min(len(held_out), len(chats)))] if held_out is not None else None
+    fitted = chats[: len(held_out)] if held_out is not None else None
     sessions = [conversation_rows(chat) for chat in chats]
     checkpoint = run.path / "checkpoints" / "sft"
     metrics = sft_lm(
