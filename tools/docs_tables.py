@@ -8,6 +8,10 @@
                                                 # the saved provenance names a revision whose code made it
     python tools/docs_tables.py --audit ENV_ID -- --sealed --isolate sandbox
                                                 # the same for `dialogue-gym audit`, saved in docs/results/audits/
+    python tools/docs_tables.py --train NAME -- TRAINER ARGS
+                                                # run `python -m trainers.TRAINER ARGS` in a clean worktree
+                                                # of HEAD and keep the files its summary reads in
+                                                # docs/results/training/NAME/ with run.json (how it was made)
     python tools/docs_tables.py --benchmark NAME [-- ARGS]
                                                 # run `python benchmarks/NAME.py ARGS`, keep its output in
                                                 # docs/results/benchmarks/NAME.txt with the command and revision
@@ -25,6 +29,8 @@ A generated block in a Markdown page is the text between ``<!-- generated: KIND 
 * ``benchmark NAME``: the saved output of ``benchmarks/NAME.py`` as a text block;
 * ``compare A.json[#agent] B.json[#agent]``: what ``dialogue-gym compare`` prints for two saved runs
   under ``docs/results/`` (a trainer's held-out before and after files, or two agents of one run).
+* ``trained training/NAME``: what the trainer printed at the end of the run saved by ``--train NAME``
+  (its own ``summary`` function, reading the saved files), and how the run was made;
 * ``agreement RUN/agreement.json ...``: a trainer's teacher-forced agreement with its expert, one row per
   stage (behaviour cloning, each DAgger round) of each file, and one more where the stage was also scored
   on training dialogues.
@@ -50,6 +56,8 @@ DOCS = ROOT / "docs"
 RESULTS = DOCS / "results"
 BENCHMARKS = RESULTS / "benchmarks"
 AUDITS = RESULTS / "audits"
+TRAINING = RESULTS / "training"
+TRAINERS = ("sead", "tracer", "rlada")
 BLOCK = re.compile(r"(<!-- generated: (\w+) ([\w./#-]+(?: [\w./#-]+)*) -->\n)(.*?)(<!-- end generated -->)", re.S)
 
 
@@ -249,7 +257,34 @@ def agreement(files: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-KINDS = {"baselines": baselines, "benchmark": benchmark, "compare": compared, "agreement": agreement, "audit": audited, "audits": audit_summary}
+def saved_run(name: str) -> tuple[Path, dict]:
+    """The folder ``docs/results/NAME`` saved by ``--train`` and its ``run.json`` (how the run was made)."""
+    import json
+
+    folder = RESULTS / name
+    if not (folder / "run.json").exists():
+        raise SystemExit(f"no saved training run docs/results/{name}/run.json; run `python tools/docs_tables.py --train {Path(name).name} -- TRAINER ARGS`.")
+    return folder, json.loads((folder / "run.json").read_text(encoding="utf-8"))
+
+
+def trained(name: str) -> str:
+    """What ``python -m trainers.TRAINER`` printed at the end of a run saved by ``--train``, rendered by
+    the trainer's own ``summary`` from the saved files, and how the run was made."""
+    import importlib
+
+    from trainers.common.rundir import RunDir
+
+    folder, made = saved_run(name)
+    lines = importlib.import_module(f"trainers.{made['trainer']}.train").summary(RunDir(folder))
+    command = shlex.join(["python", "-m", f"trainers.{made['trainer']}", *made["arguments"]])
+    return (
+        "```text\n" + "\n".join(lines) + "\n```\n\n"
+        f"Made by `{command}` (revision {made['revision'][:7]}, a clean tree, {made['finished'][:10]}, {made['cpus']} CPUs, "
+        f"load average {made['load']:.1f} at the end, {made['seconds'] / 60:.0f} min; files in `docs/results/{name}/`).\n"
+    )
+
+
+KINDS = {"baselines": baselines, "benchmark": benchmark, "compare": compared, "agreement": agreement, "audit": audited, "audits": audit_summary, "trained": trained}
 
 
 def render(text: str, where: str = "page") -> str:
@@ -283,6 +318,9 @@ def regenerate(kind: str, name: str) -> str:
             arguments = saved_command(saved_audit(env_id)["provenance"])[2:]
             commands.append(f"python tools/docs_tables.py --audit {env_id} -- {shlex.join(arguments)}")
         return "; ".join(commands)
+    if kind == "trained":
+        made = saved_run(name)[1]
+        return f"python tools/docs_tables.py --train {Path(name).name} -- {shlex.join([made['trainer'], *made['arguments']])}"
     if kind == "benchmark":
         path = BENCHMARKS / f"{name}.txt"
         first = path.read_text(encoding="utf-8").partition("\n")[0] if path.exists() else ""
@@ -375,6 +413,47 @@ def run_in_clean_tree(command: str, env_id: str, arguments: list[str], target: P
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
 
 
+def run_training(name: str, arguments: list[str]) -> None:
+    """``python -m trainers.TRAINER ARGUMENTS`` (``arguments`` = TRAINER, then its arguments) run by the code
+    of HEAD in a clean worktree; the run folder's config, metrics and state files (not the per-episode
+    records, checkpoints or trajectories) are kept in ``docs/results/training/NAME/`` beside ``run.json``."""
+    import json
+    import shutil
+    import tempfile
+    import time
+
+    if not arguments or arguments[0] not in TRAINERS:
+        raise SystemExit(f"--train {name} needs the trainer after --, one of {', '.join(TRAINERS)}, then its arguments; got {arguments[:1]}.")
+    trainer, arguments = arguments[0], arguments[1:]
+    if "--run-dir" in arguments or "--resume" in arguments:
+        raise SystemExit("--train chooses the run folder itself (a scratch folder in the worktree); leave out --run-dir and --resume.")
+    target = TRAINING / name
+    if target.exists():
+        shutil.rmtree(target)  # a failed run must not leave the old files behind looking fresh
+    with tempfile.TemporaryDirectory(prefix="docs-tables-") as scratch:
+        tree = Path(scratch) / "tree"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--quiet", "--detach", str(tree), "HEAD"], check=True)
+        try:
+            revision = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+            run = Path(scratch) / "run"
+            environment = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "NUMBA_CACHE_DIR": str(Path(scratch) / "numba"), "PYTHONPATH": str(tree)}
+            started = time.monotonic()
+            done = subprocess.run([sys.executable, "-m", f"trainers.{trainer}", *arguments, "--run-dir", str(run)], cwd=tree, env=environment)
+            if done.returncode:
+                raise SystemExit(f"`python -m trainers.{trainer}` exited {done.returncode}; nothing was saved.")
+            (target / "state").mkdir(parents=True)
+            for path in [run / "config.json", run / "metrics.jsonl", *sorted((run / "state").glob("*.json"))]:
+                if path.exists() and not path.name.endswith("_episodes.json"):
+                    shutil.copyfile(path, target / path.relative_to(run))
+            made = {
+                "trainer": trainer, "arguments": arguments, "revision": revision, "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "seconds": round(time.monotonic() - started, 1), "cpus": os.cpu_count(), "load": round(os.getloadavg()[0], 2),
+            }
+            (target / "run.json").write_text(json.dumps(made, indent=1) + "\n", encoding="utf-8")
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+
+
 def run_benchmark(name: str, arguments: list[str]) -> None:
     script = ROOT / "benchmarks" / f"{name}.py"
     if not script.exists():
@@ -403,6 +482,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval", metavar="ENV_ID", help="save a fresh run of ENV_ID (arguments after --) first")
     parser.add_argument("--benchmark", metavar="NAME", help="save a fresh output of benchmarks/NAME.py (arguments after --) first")
     parser.add_argument("--audit", metavar="ENV_ID", help="save a fresh audit of ENV_ID (arguments after --) first")
+    parser.add_argument("--train", metavar="NAME", help="save a fresh training run as docs/results/training/NAME (the trainer and its arguments after --) first")
     args = parser.parse_args(argv)
     if args.check:
         found = stale()
@@ -417,6 +497,8 @@ def main(argv: list[str] | None = None) -> int:
         run_benchmark(args.benchmark, extra)
     if args.audit:
         run_audit(args.audit, extra)
+    if args.train:
+        run_training(args.train, extra)
     for page in write():
         print(f"rewrote {page.relative_to(ROOT)}")
     return 0

@@ -533,30 +533,40 @@ def _train(config: RladaTrainConfig, run: RunDir, resume: bool) -> None:
         plot_run(run)
 
 
+def summary(run: RunDir) -> list[str]:
+    """What a finished run prints: each match's win rate, why the loop stopped, and the held-out routing
+    and strict PASS from after the warm-up to the end beside the best scripted baseline, with the paired
+    change. Read from the run folder's files only, so ``tools/docs_tables.py`` renders a saved run's files with it."""
+    lines = []
+    state = load_progress(run)
+    for match in state["matches"]:
+        lines.append(f"match {match['match']}: agent win rate {match['win_rate']:.3f} (safety {match['safety_pass_rate']:.3f})")
+    lines.append(f"stopped: {state['stop_reason']}")
+    before, after = run.load_state("heldout_before", HELDOUT_FIELDS), run.load_state("heldout_after", HELDOUT_FIELDS)
+    baseline = run.load_state("heldout_baseline", BASELINE_FIELDS)
+    if before and after:
+        beside = (
+            f"; best scripted baseline {baseline['agent']}: routing {baseline['routing_accuracy']:.3f}, strict PASS {baseline['strict_pass']:.3f}"
+            if baseline else ""
+        )
+        lines.append(f"held-out routing {before['routing_accuracy']:.3f} -> {after['routing_accuracy']:.3f}, strict PASS {before['strict_pass']:.3f} -> {after['strict_pass']:.3f}{beside}")
+    change = run.load_state("heldout_change", {})
+    if change:
+        lines.append(
+            f"held-out strict PASS after the warm-up {change['before']:.3f} -> at the end {change['after']:.3f}: change {change['change']:+.3f} "
+            f"[{change['change_low']:+.3f}, {change['change_high']:+.3f}] (paired over the same {change['episodes']} episodes, resampling scenarios)"
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     cli = parser()
 
     def run_from_cli() -> int:
         config, resume = config_from_cli(cli, build_config, argv)
         run = train(config, resume=resume)
-        state = load_progress(run)
-        for match in state["matches"]:
-            print(f"match {match['match']}: agent win rate {match['win_rate']:.3f} (safety {match['safety_pass_rate']:.3f})")
-        print(f"stopped: {state['stop_reason']}")
-        before, after = run.load_state("heldout_before", HELDOUT_FIELDS), run.load_state("heldout_after", HELDOUT_FIELDS)
-        baseline = run.load_state("heldout_baseline", BASELINE_FIELDS)
-        if before and after:
-            beside = (
-                f"; best scripted baseline {baseline['agent']}: routing {baseline['routing_accuracy']:.3f}, strict PASS {baseline['strict_pass']:.3f}"
-                if baseline else ""
-            )
-            print(f"held-out routing {before['routing_accuracy']:.3f} -> {after['routing_accuracy']:.3f}, strict PASS {before['strict_pass']:.3f} -> {after['strict_pass']:.3f}{beside}")
-        change = run.load_state("heldout_change", {})
-        if change:
-            print(
-                f"held-out strict PASS after the warm-up {change['before']:.3f} -> at the end {change['after']:.3f}: change {change['change']:+.3f} "
-                f"[{change['change_low']:+.3f}, {change['change_high']:+.3f}] (paired over the same {change['episodes']} episodes, resampling scenarios)"
-            )
+        for line in summary(run):
+            print(line)
         print(f"run folder: {run.path}")
         return 0
 

@@ -423,30 +423,40 @@ def plot_supervised(run: RunDir, plt: Any) -> None:
     plt.close(figure)
 
 
+def summary(run: RunDir) -> list[str]:
+    """What a finished run prints: each evaluation metric from its first to its last evaluation beside the
+    best scripted baseline, then the paired changes (:data:`PAIRED_CHANGES`). Read from the run folder's
+    files only, so ``tools/docs_tables.py`` renders a saved run's files with it."""
+    lines, series = [], curves(run)
+    baselines = run.load_state("eval_baselines", {}) or {}
+    real = (run.load_state("eval", {}) or {}).get("real_pcr")
+    closeness = {"group_dpcr": lambda v: v, "intent_dtw": lambda v: v, "pcr": lambda v: abs(v - real) if real is not None else -v}
+    for name, label in (("group_dpcr", "Group-dPCR"), ("intent_dtw", "intent DTW cost"), ("pcr", "PCR")):
+        points = series[name]
+        if points:
+            beside = ""
+            if baselines:
+                best, value = best_baseline({agent: scores[name] for agent, scores in baselines.items()}, closeness[name])
+                beside = f"; best scripted baseline {best} {value:.3f}" + (f" (real {real:.3f})" if name == "pcr" and real is not None else "")
+            start = f"{points[0][1]:.3f} (iteration {points[0][0]}) -> " if len(points) > 1 else ""
+            lines.append(f"{label}: {start}{points[-1][1]:.3f} (after training){beside}")
+    for state, phase in PAIRED_CHANGES:
+        for name, values in (run.load_state(state, {}) or {}).items():
+            lines.append(
+                f"{name} {phase}: {values['before']:.3f} -> {values['after']:.3f}, change {values['change']:+.3f} "
+                f"[{values['change_low']:+.3f}, {values['change_high']:+.3f}] (paired over groups)"
+            )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     cli = parser()
 
     def run_from_cli() -> int:
         config, resume = config_from_cli(cli, build_config, argv)
         run = train(config, resume=resume)
-        baselines = run.load_state("eval_baselines", {}) or {}
-        real = (run.load_state("eval", {}) or {}).get("real_pcr")
-        closeness = {"group_dpcr": lambda v: v, "intent_dtw": lambda v: v, "pcr": lambda v: abs(v - real) if real is not None else -v}
-        for name, label in (("group_dpcr", "Group-dPCR"), ("intent_dtw", "intent DTW cost"), ("pcr", "PCR")):
-            points = curves(run)[name]
-            if points:
-                beside = ""
-                if baselines:
-                    best, value = best_baseline({agent: scores[name] for agent, scores in baselines.items()}, closeness[name])
-                    beside = f"; best scripted baseline {best} {value:.3f}" + (f" (real {real:.3f})" if name == "pcr" and real is not None else "")
-                start = f"{points[0][1]:.3f} (iteration {points[0][0]}) -> " if len(points) > 1 else ""
-                print(f"{label}: {start}{points[-1][1]:.3f} (after training){beside}")
-        for state, phase in PAIRED_CHANGES:
-            for name, values in (run.load_state(state, {}) or {}).items():
-                print(
-                    f"{name} {phase}: {values['before']:.3f} -> {values['after']:.3f}, change {values['change']:+.3f} "
-                    f"[{values['change_low']:+.3f}, {values['change_high']:+.3f}] (paired over groups)"
-                )
+        for line in summary(run):
+            print(line)
         print(f"run folder: {run.path}")
         return 0
 

@@ -1,0 +1,72 @@
+"""The ``trained`` docs block: a training run saved by ``tools/docs_tables.py --train`` is shown as the
+trainer printed it (its own ``summary``), with how the run was made."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import docs_tables  # noqa: E402  (tools/ is not a package)
+
+BLOCK = "<!-- generated: trained training/{name} -->\n<!-- end generated -->"
+MADE = {"arguments": ["--preset", "cpu-lm-scratch", "--sft-steps", "20"], "revision": "0123456789abcdef", "finished": "2026-12-06T09:00:00+00:00", "seconds": 1860.0, "cpus": 2, "load": 1.26}
+
+
+def save(folder: Path, trainer: str, states: dict[str, object]) -> None:
+    (folder / "state").mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"trainer": trainer, **MADE}))
+    (folder / "metrics.jsonl").write_text("")
+    for name, data in states.items():
+        (folder / "state" / f"{name}.json").write_text(json.dumps(data))
+
+
+def test_a_tracer_run_shows_its_paired_changes_in_the_trainers_words_and_how_it_was_made(tmp_path, monkeypatch):
+    monkeypatch.setattr(docs_tables, "RESULTS", tmp_path)
+    save(tmp_path / "training" / "tracer-small", "tracer", {
+        "eval_change_sft": {"intent_dtw": {"before": 12.2, "after": 11.7, "change": -0.5, "change_low": -3.4, "change_high": 1.8}},
+        "eval_change_rl": {"intent_dtw": {"before": 11.7, "after": 11.0, "change": -0.7, "change_low": -2.5, "change_high": 0.25}},
+    })
+    block = docs_tables.render(BLOCK.format(name="tracer-small"))
+    assert "```text\nintent_dtw untuned -> SFT: 12.200 -> 11.700, change -0.500 [-3.400, +1.800] (paired over groups)\n" in block
+    assert "intent_dtw SFT -> RL: 11.700 -> 11.000, change -0.700 [-2.500, +0.250] (paired over groups)\n```" in block
+    assert (
+        "Made by `python -m trainers.tracer --preset cpu-lm-scratch --sft-steps 20` (revision 0123456, a clean tree, 2026-12-06, 2 CPUs, "
+        "load average 1.3 at the end, 31 min; files in `docs/results/training/tracer-small/`)." in block
+    )
+    assert docs_tables.regenerate("trained", "training/tracer-small") == (
+        "python tools/docs_tables.py --train tracer-small -- tracer --preset cpu-lm-scratch --sft-steps 20"
+    )
+
+
+def test_an_rlada_run_shows_its_matches_and_held_out_change(tmp_path, monkeypatch):
+    monkeypatch.setattr(docs_tables, "RESULTS", tmp_path)
+    progress = {"step": 7, "next": {"phase": "done"}, "matches": [{"match": 1, "step": 4, "win_rate": 0.25, "safety_pass_rate": 0.5}], "checkpoints": {}, "versions": {"agent": 2, "customer": 1}, "stop_reason": "max_matches"}
+    save(tmp_path / "training" / "rlada-small", "rlada", {
+        "progress": progress,
+        "heldout_before": {"routing_accuracy": 0.25, "strict_pass": 0.125},
+        "heldout_after": {"routing_accuracy": 0.5, "strict_pass": 0.375},
+        "heldout_change": {"before": 0.125, "after": 0.375, "change": 0.25, "change_low": 0.0, "change_high": 0.5, "episodes": 8},
+    })
+    lines = docs_tables.render(BLOCK.format(name="rlada-small")).split("\n")
+    assert lines[2:7] == [
+        "match 1: agent win rate 0.250 (safety 0.500)",
+        "stopped: max_matches",
+        "held-out routing 0.250 -> 0.500, strict PASS 0.125 -> 0.375",
+        "held-out strict PASS after the warm-up 0.125 -> at the end 0.375: change +0.250 [+0.000, +0.500] (paired over the same 8 episodes, resampling scenarios)",
+        "```",
+    ]
+
+
+def test_a_block_without_a_saved_run_and_a_train_call_without_its_trainer_name_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setattr(docs_tables, "RESULTS", tmp_path)
+    with pytest.raises(SystemExit, match=r"no saved training run docs/results/training/gone/run.json; run `python tools/docs_tables.py --train gone -- TRAINER ARGS`"):
+        docs_tables.render(BLOCK.format(name="gone"))
+    with pytest.raises(SystemExit, match=r"--train x needs the trainer after --, one of sead, tracer, rlada, then its arguments; got \['--preset'\]"):
+        docs_tables.run_training("x", ["--preset", "cpu-lm-scratch"])
+    with pytest.raises(SystemExit, match="leave out --run-dir and --resume"):
+        docs_tables.run_training("x", ["tracer", "--run-dir", "/tmp/elsewhere"])
