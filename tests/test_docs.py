@@ -123,6 +123,23 @@ def test_each_kind_of_block_names_the_command_that_makes_its_file(tmp_path, monk
         assert made.startswith("python -m trainers.") and f"copy its results/before.json to docs/results/training/{run}/before.json" in made
 
 
+def test_a_variant_run_of_an_id_is_its_own_file_and_names_its_own_command(tmp_path, monkeypatch):
+    """``baselines ID.VARIANT`` shows docs/results/ID.VARIANT.json, another run of the id beside its published
+    baselines (ids hold no dots); the file must hold a run of that id."""
+    saved = (DOCS / "results" / "SEAD-Outbound-v0.json").read_bytes()
+    for name in ("SEAD-Outbound-v0", "SEAD-Outbound-v0.repeats", "RLADA-Customer-v0.repeats"):
+        (tmp_path / f"{name}.json").write_bytes(saved)
+    monkeypatch.setattr(docs_tables, "RESULTS", tmp_path)
+    block = "<!-- generated: baselines {} -->\n<!-- end generated -->"
+    published, variant = (docs_tables.render(block.format(name)) for name in ("SEAD-Outbound-v0", "SEAD-Outbound-v0.repeats"))
+    assert "saved as `docs/results/SEAD-Outbound-v0.repeats.json`" in variant
+    assert variant.replace("SEAD-Outbound-v0.repeats.json", "SEAD-Outbound-v0.json").replace(".repeats -->", " -->") == published
+    assert docs_tables.regenerate("baselines", "SEAD-Outbound-v0.repeats").startswith("python tools/docs_tables.py --eval SEAD-Outbound-v0.repeats -- --agent ")
+    assert docs_tables.regenerate("compare", "SEAD-Outbound-v0.repeats.json#sop SEAD-Outbound-v0.repeats.json#adaptive") == docs_tables.regenerate("baselines", "SEAD-Outbound-v0.repeats")
+    with pytest.raises(SystemExit, match="RLADA-Customer-v0.repeats.json holds a run of SEAD-Outbound-v0, not RLADA-Customer-v0"):
+        docs_tables.render(block.format("RLADA-Customer-v0.repeats"))
+
+
 def test_the_shipped_baselines_come_from_a_clean_tree_of_this_version():
     """`tools/docs_tables.py --eval` plays HEAD in a clean worktree; a file saved from a tree with local
     changes, or by another version, is not what the pages may quote. Published baselines are played as

@@ -2,8 +2,8 @@
 
     python tools/docs_tables.py                 # rewrite every generated block in docs/ and README.md from docs/results/
     python tools/docs_tables.py --check         # exit 1 naming each block that differs (what the tests run)
-    python tools/docs_tables.py --eval ENV_ID -- --agent a,b --episodes N --seed S
-                                                # run `dialogue-gym eval ENV_ID ... --save docs/results/ENV_ID.json`
+    python tools/docs_tables.py --eval ENV_ID[.VARIANT] -- --agent a,b --episodes N --seed S
+                                                # run `dialogue-gym eval ENV_ID ... --save docs/results/ENV_ID[.VARIANT].json`
                                                 # in a clean checkout of HEAD (a temporary git worktree), so
                                                 # the saved provenance names a revision whose code made it
     python tools/docs_tables.py --audit ENV_ID -- --sealed --isolate sandbox
@@ -19,7 +19,7 @@
 A generated block in a Markdown page is the text between ``<!-- generated: KIND NAME -->`` and
 ``<!-- end generated -->``; nothing between them is written by hand:
 
-* ``baselines ENV_ID``: the summary table ``dialogue-gym eval`` printed for ``docs/results/ENV_ID.json``
+* ``baselines ENV_ID[.VARIANT]``: the summary table ``dialogue-gym eval`` printed for ``docs/results/ENV_ID[.VARIANT].json``
   (the rows the CLI's :func:`~dialogue_gym.reporting.format_table` renders from the saved summaries,
   the privileged note, the headline intervals, the command and its provenance);
 * ``audit ENV_ID``: the tables ``dialogue-gym audit`` printed for ``docs/results/audits/ENV_ID.json``
@@ -118,22 +118,24 @@ def _setting(provenance: dict) -> str:
     return f"{seeds}, agents isolated: {provenance.get('isolation', 'none')}"
 
 
-def baselines(env_id: str) -> str:
-    """The tables `dialogue-gym eval` printed for the saved run of ``env_id``, from its results JSON."""
+def baselines(name: str) -> str:
+    """The tables `dialogue-gym eval` printed for the saved run ``docs/results/NAME.json``: ``NAME`` is an
+    id (its published baselines) or ``ID.VARIANT``, another run of that id (ids hold no dots)."""
     from dialogue_gym.results import Results
 
-    path = RESULTS / f"{env_id}.json"
+    env_id = name.partition(".")[0]
+    path = RESULTS / f"{name}.json"
     results = Results.load(path)
     provenance = results.provenance
     if provenance["env_id"] != env_id:
-        raise SystemExit(f"{path.relative_to(ROOT)} holds a run of {provenance['env_id']}, not {env_id}.")
+        raise SystemExit(f"docs/results/{name}.json holds a run of {provenance['env_id']}, not {env_id}.")
     revision = (provenance.get("git_revision") or "unknown")[:7]
     dirty = {True: " with local changes", False: ", a clean tree"}.get(provenance.get("git_dirty"), ", tree state unknown")
     return (
         f"{tables(results)}\n\nMade by `{shlex.join(['dialogue-gym', *saved_command(provenance)])}` ({_setting(provenance)}; "
         f"dialogue_gym {provenance['dialogue_gym']}, revision {revision}{dirty}, code digest "
         f"{(provenance.get('code_digest') or 'unknown')[:12]}, {provenance['finished'][:10]}; saved as "
-        f"`docs/results/{env_id}.json`; `dialogue-gym {shlex.join(replay_command(provenance))}` plays the same episodes).\n"
+        f"`docs/results/{name}.json`; `dialogue-gym {shlex.join(replay_command(provenance))}` plays the same episodes).\n"
     )
 
 
@@ -337,8 +339,8 @@ def regenerate(kind: str, name: str) -> str:
                 f"python -m {provenance['trainer']} --preset {config.get('preset')} --seed {config.get('seed')} "
                 f"(then copy its results/{Path(file).name} to docs/results/{file})"
             )
-        else:
-            commands.append(regenerate("baselines", provenance["env_id"]))
+        else:  # a saved eval run, docs/results/ENV_ID[.VARIANT].json
+            commands.append(regenerate("baselines", file.removesuffix(".json")))
     return "; ".join(dict.fromkeys(commands))
 
 
@@ -367,12 +369,12 @@ def write() -> list[Path]:
     return changed
 
 
-def run_eval(env_id: str, arguments: list[str]) -> None:
-    """``dialogue-gym eval ENV_ID ARGUMENTS --save docs/results/ENV_ID.json``, played by the code of HEAD in
-    a clean worktree (:func:`run_in_clean_tree`)."""
+def run_eval(name: str, arguments: list[str]) -> None:
+    """``dialogue-gym eval ENV_ID ARGUMENTS --save docs/results/NAME.json`` (``NAME`` is ``ENV_ID`` or
+    ``ENV_ID.VARIANT``), played by the code of HEAD in a clean worktree (:func:`run_in_clean_tree`)."""
     from dialogue_gym.results import Results
 
-    run_in_clean_tree("eval", env_id, arguments, RESULTS / f"{env_id}.json", lambda saved: Results.load(saved).provenance)
+    run_in_clean_tree("eval", name.partition(".")[0], arguments, RESULTS / f"{name}.json", lambda saved: Results.load(saved).provenance)
 
 
 def run_audit(env_id: str, arguments: list[str]) -> None:
@@ -479,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = argv[: argv.index("--")] if "--" in argv else argv
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="exit 1 naming every stale block; write nothing")
-    parser.add_argument("--eval", metavar="ENV_ID", help="save a fresh run of ENV_ID (arguments after --) first")
+    parser.add_argument("--eval", metavar="ENV_ID[.VARIANT]", help="save a fresh run of ENV_ID as docs/results/ENV_ID[.VARIANT].json (arguments after --) first")
     parser.add_argument("--benchmark", metavar="NAME", help="save a fresh output of benchmarks/NAME.py (arguments after --) first")
     parser.add_argument("--audit", metavar="ENV_ID", help="save a fresh audit of ENV_ID (arguments after --) first")
     parser.add_argument("--train", metavar="NAME", help="save a fresh training run as docs/results/training/NAME (the trainer and its arguments after --) first")
