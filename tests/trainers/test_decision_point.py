@@ -19,6 +19,7 @@ from trainers.grpo.decision_point import (
     group_advantages,
     group_samples,
     play_groups,
+    pooled_rewards,
 )
 
 GARBLE = ""
@@ -229,3 +230,50 @@ def test_group_samples_count_informative_groups_and_treat_a_missing_reward_as_ze
     assert group_samples(trajectories[:2], 2, "agent")[1]["decision/informative_groups"] == 1.0  # one group, informative
     empty_samples, empty = group_samples([], 4, "agent")
     assert empty_samples == [] and empty["decision/informative_groups"] == 0 and empty["decision/sampled_tokens"] == 0.0
+
+
+def test_pooled_rewards_average_the_copies_that_said_the_same_turn_token_for_token():
+    # turns a, a, b, c with rewards 1, 0, 1, 1: the two a copies pool to 0.5; b and c keep theirs
+    assert pooled_rewards([1.0, 0.0, 1.0, 1.0], [[5, 0], [5, 0], [6, 0], [5]]) == [0.5, 0.5, 1.0, 1.0]
+    # three copies of one turn: the group's mean, 2/3, for each
+    assert pooled_rewards([1.0, 1.0, 0.0], [(7,), [7], [7]]) == [pytest.approx(2 / 3)] * 3
+    with pytest.raises(ValueError, match="3 rewards for 2 sampled turns"):
+        pooled_rewards([1.0, 0.0, 1.0], [[1], [2]])
+
+
+def test_pooling_turns_continuation_noise_into_no_signal_and_keeps_a_real_difference():
+    # group 1: one turn [5] said twice, rewards 1 and 0 (the continuation's luck): informative unpooled,
+    # carries no signal pooled. Group 2: turns [5], [5], [6] with rewards 1, 0, 1: pooled 0.5, 0.5, 1,
+    # mean 2/3, deviations -1/6, -1/6, +1/3, population std sqrt(1/18) = sqrt(2)/6: advantages -1/sqrt(2)
+    # x 2 and sqrt(2).
+    trajectories = [_trajectory(1.0, [5]), _trajectory(0.0, [5]), _trajectory(0.0, [5]),
+                    _trajectory(1.0, [5]), _trajectory(0.0, [5]), _trajectory(1.0, [6])]
+    raw_samples, raw = group_samples(trajectories, 3, "agent")
+    samples, pooled = group_samples(trajectories, 3, "agent", pool_same_turn=True)
+    assert raw["decision/informative_groups"] == 1.0 and pooled["decision/informative_groups"] == 0.5
+    assert pooled["decision/mean_reward"] == raw["decision/mean_reward"] == pytest.approx(3 / 6)  # as played
+    assert pooled["decision/distinct_turns"] == raw["decision/distinct_turns"] == pytest.approx((1 + 2) / 2)
+    assert [s.advantages[0] for s in samples[:3]] == [0.0, 0.0, 0.0]
+    assert [s.advantages[0] for s in samples[3:]] == [pytest.approx(-(2**-0.5), abs=1e-5)] * 2 + [pytest.approx(2**0.5, abs=1e-5)]
+    assert [s.advantages[0] for s in raw_samples[:3]] != [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("pool", [False, True])
+def test_the_sead_trainer_passes_pool_same_turn_to_the_update(pool):
+    # One recorded group of two copies that said the same turn and ended 1 and 0 (continuation noise):
+    # the update the trainer makes trains on advantages +-1 unpooled and 0 pooled.
+    from trainers.sead.config import build_config
+    from trainers.sead.train import decision_point_step
+
+    class Recorded:
+        def completed_episodes(self, iteration):
+            return {0: _trajectory(1.0, [5]), 1: _trajectory(0.0, [5])}
+
+    class Policy:
+        def step(self, samples):
+            return {"advantages": [s.advantages[0] for s in samples]}
+
+    config = build_config("cpu-lm-scratch", group_size=2, pool_same_turn=pool)
+    _, update = decision_point_step(config, Recorded(), 0, [{}], Policy(), None, None, None, [])
+    assert update["decision/informative_groups"] == (0.0 if pool else 1.0)
+    assert update["advantages"] == ([0.0, 0.0] if pool else [pytest.approx(1.0, abs=1e-5), pytest.approx(-1.0, abs=1e-5)])

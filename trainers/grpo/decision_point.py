@@ -162,16 +162,37 @@ def group_advantages(rewards: Sequence[float]) -> np.ndarray:
     return (values - values.mean()) / (values.std() + STD_EPS)
 
 
-def group_samples(trajectories: Sequence[Trajectory], group_size: int, learner: str) -> tuple[list[TurnSample], dict[str, float]]:
+def pooled_rewards(rewards: Sequence[float], turns: Sequence[Sequence[int]]) -> list[float]:
+    """Each copy's reward replaced by the mean reward of the copies in its group that sampled the same
+    turn (token for token). An LM continuation samples on after the point, so two copies that said the
+    same thing can end differently (continuation noise: 25% of the 1,800-step clone's groups at T = 1,
+    docs/training.md); pooled, a reward difference in the group comes from the sampled turns alone. With
+    a scripted continuation, copies that said the same play on identically and pooling changes nothing."""
+    if len(rewards) != len(turns):
+        raise ValueError(f"pooled_rewards: {len(rewards)} rewards for {len(turns)} sampled turns; pass one turn per copy.")
+    by_turn: dict[tuple[int, ...], list[float]] = {}
+    for reward, turn in zip(rewards, turns):
+        by_turn.setdefault(tuple(turn), []).append(reward)
+    return [float(np.mean(by_turn[tuple(turn)])) for turn in turns]
+
+
+def group_samples(
+    trajectories: Sequence[Trajectory], group_size: int, learner: str, pool_same_turn: bool = False,
+) -> tuple[list[TurnSample], dict[str, float]]:
     """The training samples of :func:`play_groups`' ``trajectories`` (each sampled turn's tokens,
-    weighted by its copy's advantage within its group of ``group_size``) and rollout metrics: mean
-    reward, the share of groups whose rewards differ (the others carry no signal), and the mean
-    sampled-turn length."""
-    samples, rewards, informative = [], [], 0
+    weighted by its copy's advantage within its group of ``group_size``; with ``pool_same_turn`` the
+    advantages are of :func:`pooled_rewards`) and rollout metrics: mean reward (as played), the share of
+    groups whose rewards (as trained on) differ (the others carry no signal), the mean number of distinct
+    sampled turns per group, and the mean sampled-turn length."""
+    samples, rewards, informative, distinct = [], [], 0, 0
     groups = [trajectories[start : start + group_size] for start in range(0, len(trajectories), group_size)]
     for group in groups:
         group_rewards = [trajectory.rewards.get(learner, 0.0) for trajectory in group]
         rewards.extend(group_rewards)
+        said = [trajectory.meta["learner_record"]["completion_ids"] for trajectory in group]
+        distinct += len({tuple(turn) for turn in said})
+        if pool_same_turn:
+            group_rewards = pooled_rewards(group_rewards, said)
         informative += len(set(group_rewards)) > 1
         for advantage, turn in zip(group_advantages(group_rewards), (trajectory.meta["learner_record"] for trajectory in group)):
             if turn["completion_ids"]:
@@ -179,5 +200,6 @@ def group_samples(trajectories: Sequence[Trajectory], group_size: int, learner: 
     return samples, {
         "decision/mean_reward": float(np.mean(rewards)) if rewards else float("nan"),
         "decision/informative_groups": informative / max(1, len(groups)),
+        "decision/distinct_turns": distinct / max(1, len(groups)),
         "decision/sampled_tokens": float(np.mean([len(s.completion_ids) for s in samples])) if samples else 0.0,
     }

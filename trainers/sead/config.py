@@ -101,6 +101,11 @@ class SeadTrainConfig:
     greedily as it is evaluated (on-policy states; the SPEC's option)."""
     continuation: str = "adaptive"
     """decision_point: who plays the learner's turns after the sampled one: a fair scripted agent or "lm"."""
+    pool_same_turn: bool = False
+    """decision_point: train on each copy's reward pooled with the copies of its group that sampled the same
+    turn (trainers/grpo/decision_point.py pooled_rewards): with an LM continuation, copies that said the same
+    can end differently, and pooling leaves a group informative only where its sampled turns differ. A scripted
+    continuation plays on identically after the same turn, so there it changes nothing."""
     user: str = "scripted"
     """Who plays the user: scripted or llm."""
     user_training: str = "fixed"

@@ -309,7 +309,7 @@ def decision_point_step(
             policy.greedy = False
         trajectories = play_groups(games, seat, {"user": user}, "agent", points, config.group_size, mix_seed(config.seed, iteration, SAMPLE_STREAM))
         run.append_trajectories(enumerate(trajectories), iteration)
-    samples, rollout = group_samples(trajectories, config.group_size, "agent")
+    samples, rollout = group_samples(trajectories, config.group_size, "agent", config.pool_same_turn)
     return trajectories, {**rollout, **policy.step(samples)}
 
 
