@@ -130,8 +130,8 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "run_folders": (
         ("trainers/common/atomic.py", "trainers/common/rundir.py", "trainers/common/dagger.py", "trainers/common/threads.py"),
-        ("tests/trainers/test_atomic_writes.py", "tests/trainers/test_atomic_edges.py", "tests/trainers/test_run_folder_repair.py",
-         "tests/trainers/test_rundir.py", "tests/trainers/test_threads.py", "tests/trainers/test_sead_lm_pipeline.py"),
+        ("tests/trainers/test_rundir_edges.py", "tests/trainers/test_rundir_torn_tail.py", "tests/trainers/test_atomic_writes.py",
+         "tests/trainers/test_atomic_edges.py", "tests/trainers/test_run_folder_repair.py", "tests/trainers/test_rundir.py", "tests/trainers/test_threads.py", "tests/trainers/test_sead_lm_pipeline.py"),
     ),
     "audit": (
         ("dialogue_gym/audit.py",),
@@ -345,7 +345,10 @@ def changed_lines(relative: str, revision: str) -> set[int]:
 
 
 def scratch_copy(destination: Path) -> None:
-    """The working tree as git sees it (tracked and untracked, not ignored) copied to ``destination``."""
+    """The working tree as git sees it (tracked and untracked, not ignored) copied to ``destination``,
+    committed there as a git repository of its own: code that reads its checkout (the results'
+    revision and ``git_dirty``) runs as it does in the real one, so its mutants can be killed, and
+    nothing the tests do in the copy touches the real repository."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, check=True
     ).stdout.decode().split("\0")
@@ -355,6 +358,9 @@ def scratch_copy(destination: Path) -> None:
             target = destination / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
+    identity = ("-c", "user.name=mutation", "-c", "user.email=mutation@localhost", "-c", "commit.gpgsign=false")
+    for command in (("init", "-q"), ("add", "-A"), ("commit", "-q", "-m", "scratch copy")):
+        subprocess.run(["git", *identity, *command], cwd=destination, capture_output=True, check=True)
 
 
 def run_tests(copy: Path, tests: tuple[str, ...], timeout: float) -> str:

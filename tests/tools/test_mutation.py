@@ -202,3 +202,29 @@ def test_the_packaged_plausible_mutants_apply_and_name_their_bug():
     mutants = mutation.plausible_mutants(mutation.PLAUSIBLE_FILE, Path(mutation.ROOT))
     assert mutants and all(m.description.startswith(mutation.PLAUSIBLE) and len(m.description) > len(mutation.PLAUSIBLE) + 5 for m in mutants)
     assert len({(m.file, m.start, m.replacement) for m in mutants}) == len(mutants)
+
+
+def test_the_scratch_copy_is_a_clean_git_checkout_of_the_working_tree(tmp_path, monkeypatch):
+    """Code that reads its git checkout (the results' revision and dirty flag) must run in the copy as in
+    the repository, or every mutant of it survives; and the copy's git is its own, not the real one's."""
+    source = tmp_path / "source"
+    source.mkdir()
+    git = ("git", "-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false")
+    subprocess.run([*git, "init", "-q"], cwd=source, check=True)
+    (source / ".gitignore").write_text("ignored.txt\n")
+    (source / "tracked.py").write_text("x = 1\n")
+    subprocess.run([*git, "add", "-A"], cwd=source, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "one"], cwd=source, check=True)
+    (source / "untracked.py").write_text("y = 2\n")
+    (source / "ignored.txt").write_text("no\n")
+    monkeypatch.setattr(mutation, "ROOT", source)
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    mutation.scratch_copy(copy)
+    assert sorted(p.name for p in copy.iterdir() if p.name != ".git") == [".gitignore", "tracked.py", "untracked.py"]
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=copy, capture_output=True, text=True, check=True)
+    assert status.stdout == ""
+    listed = subprocess.run(["git", "ls-files"], cwd=copy, capture_output=True, text=True, check=True).stdout.split()
+    assert listed == [".gitignore", "tracked.py", "untracked.py"]
+    assert subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=source, capture_output=True, text=True).stdout.strip() == "1"
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=source, capture_output=True, text=True).stdout.split("\n")[0] == "?? untracked.py"
