@@ -31,8 +31,27 @@ def test_a_tracer_run_shows_its_paired_changes_in_the_trainers_words_and_how_it_
         "eval_change_sft": {"intent_dtw": {"before": 12.2, "after": 11.7, "change": -0.5, "change_low": -3.4, "change_high": 1.8}},
         "eval_change_rl": {"intent_dtw": {"before": 11.7, "after": 11.0, "change": -0.7, "change_low": -2.5, "change_high": 0.25}},
     })
+    folder = tmp_path / "training" / "tracer-small"
+    rows = [{"iteration": 0, "eval/intent_dtw": 12.2, "eval/pcr": 0.5}, {"iteration": 1, "eval/intent_dtw": 11.4, "reward": 0.1}]
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    final = {"intent_dtw": 11.0, "pcr": 0.7, "group_dpcr": 0.3}
+    (folder / "state" / "eval.json").write_text(json.dumps({**final, "real_pcr": 0.6}))
+    baselines = {
+        "scripted": {"intent_dtw": 9.5, "pcr": 0.9, "group_dpcr": 0.2}, "terse": {"intent_dtw": 10.5, "pcr": 0.45, "group_dpcr": 0.1},
+        "quiet": {"intent_dtw": 13.0, "pcr": 0.1, "group_dpcr": 0.4},
+    }
+    (folder / "state" / "eval_baselines.json").write_text(json.dumps(baselines))
     block = docs_tables.render(BLOCK.format(name="tracer-small"))
-    assert "```text\nintent_dtw untuned -> SFT: 12.200 -> 11.700, change -0.500 [-3.400, +1.800] (paired over groups)\n" in block
+    # Group-dPCR was evaluated at the end only (no start); lower DTW and Group-dPCR are better; PCR is best
+    # closest to the real sessions' 0.6 (terse, 0.15 away; scripted is highest, quiet lowest)
+    assert block.split("```text\n")[1].split("\n")[:3] == [
+        "Group-dPCR: 0.300 (after training); best scripted baseline terse 0.100",
+        "intent DTW cost: 12.200 (iteration 0) -> 11.000 (after training); best scripted baseline scripted 9.500",
+        "PCR: 0.500 (iteration 0) -> 0.700 (after training); best scripted baseline terse 0.450 (real 0.600)",
+    ]
+    (folder / "state" / "eval.json").write_text(json.dumps(final))  # no real sessions' PCR: the highest is best
+    assert "PCR: 0.500 (iteration 0) -> 0.700 (after training); best scripted baseline scripted 0.900\n" in docs_tables.render(BLOCK.format(name="tracer-small"))
+    assert "\nintent_dtw untuned -> SFT: 12.200 -> 11.700, change -0.500 [-3.400, +1.800] (paired over groups)\n" in block
     assert "intent_dtw SFT -> RL: 11.700 -> 11.000, change -0.700 [-2.500, +0.250] (paired over groups)\n```" in block
     assert (
         "Made by `python -m trainers.tracer --preset cpu-lm-scratch --sft-steps 20` (revision 0123456, a clean tree, 2026-12-06, 2 CPUs, "
@@ -50,16 +69,19 @@ def test_an_rlada_run_shows_its_matches_and_held_out_change(tmp_path, monkeypatc
         "progress": progress,
         "heldout_before": {"routing_accuracy": 0.25, "strict_pass": 0.125},
         "heldout_after": {"routing_accuracy": 0.5, "strict_pass": 0.375},
+        "heldout_baseline": {"agent": "keyword", "routing_accuracy": 0.75, "strict_pass": 0.625, "strict_pass_per_agent": {"keyword": 0.625, "menu": 0.5}},
         "heldout_change": {"before": 0.125, "after": 0.375, "change": 0.25, "change_low": 0.0, "change_high": 0.5, "episodes": 8},
     })
     lines = docs_tables.render(BLOCK.format(name="rlada-small")).split("\n")
     assert lines[2:7] == [
         "match 1: agent win rate 0.250 (safety 0.500)",
         "stopped: max_matches",
-        "held-out routing 0.250 -> 0.500, strict PASS 0.125 -> 0.375",
+        "held-out routing 0.250 -> 0.500, strict PASS 0.125 -> 0.375; best scripted baseline keyword: routing 0.750, strict PASS 0.625",
         "held-out strict PASS after the warm-up 0.125 -> at the end 0.375: change +0.250 [+0.000, +0.500] (paired over the same 8 episodes, resampling scenarios)",
         "```",
     ]
+    (tmp_path / "training" / "rlada-small" / "state" / "heldout_after.json").unlink()  # the run stopped before its last held-out evaluation
+    assert "held-out routing" not in docs_tables.render(BLOCK.format(name="rlada-small"))
 
 
 def test_a_block_without_a_saved_run_and_a_train_call_without_its_trainer_name_the_fix(tmp_path, monkeypatch):
