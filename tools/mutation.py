@@ -436,7 +436,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="mutation-") as scratch:
         copy = Path(scratch)
         scratch_copy(copy)
-        if run_tests(copy, tests, args.timeout) != "passed":
+        baseline = run_tests(copy, tests, args.timeout)
+        if baseline == "timeout":
+            raise SystemExit(f"the tests {tests} ran past --timeout {args.timeout:g} s without any mutation; raise --timeout (a loaded machine is slower)")
+        if baseline != "passed":
             raise SystemExit(f"the tests {tests} fail without any mutation; fix them first")
         originals = {name: (copy / name).read_text(encoding="utf-8") for name in files}
         for number, mutant in enumerate(mutants, 1):

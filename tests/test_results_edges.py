@@ -1,0 +1,97 @@
+"""Results behaviours pinned by hand (issue 43, item 6: results.py's surviving mutants): the few-starts
+note's threshold, and git consulted only in a checkout."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dialogue_gym import results
+from dialogue_gym.results import FEW_STARTS, few_starts_note
+
+PACKAGE_ROOT = Path(results.__file__).resolve().parents[1]
+
+
+def test_the_few_starts_note_is_given_below_thirty_starts_only():
+    assert FEW_STARTS == 30
+    assert few_starts_note(29) == (
+        "note: 29 starts are too few for a bootstrap interval to be trusted (use at least 30); read it as a rough spread."
+    )
+    assert few_starts_note(1) is not None
+    assert few_starts_note(30) is None
+    assert few_starts_note(31) is None
+
+
+def test_git_is_asked_only_in_a_checkout_and_then_names_its_head():
+    answer = results._git("rev-parse", "HEAD")
+    if not (PACKAGE_ROOT / ".git").exists():
+        assert answer is None
+        return
+    head = subprocess.run(["git", "-C", str(PACKAGE_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout
+    assert answer is not None and answer.returncode == 0 and answer.stdout == head
+
+
+class _Done:
+    """What subprocess.run returns, as much of it as results reads."""
+
+    def __init__(self, returncode: int = 0, stdout: str = ""):
+        self.returncode, self.stdout = returncode, stdout
+
+
+class _Installed:
+    def __init__(self, text):
+        self.text = text
+
+    def read_text(self, name):
+        return self.text if name == "direct_url.json" else None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"vcs_info": {"commit_id": "' + "cd" * 20 + '"}}', "cd" * 20),
+        (None, None),  # installed without direct_url.json (from a wheel or an index)
+        ('{"vcs_info": {"commit_id": ""}}', None),
+        ('{"vcs_info": {"commit_id": 5}}', None),
+        ('{"dir_info": {}}', None),
+        ("not json", None),
+    ],
+)
+def test_the_installed_revision_is_pips_commit_id_when_it_is_a_non_empty_string(monkeypatch, text, expected):
+    monkeypatch.setattr(results.metadata, "distribution", lambda name: _Installed(text))
+    assert results.installed_revision() == expected
+
+
+@pytest.mark.parametrize("answer", [None, _Done(128, "?? dialogue_gym/x.py\0")])
+def test_untracked_files_are_unknown_without_a_working_git(monkeypatch, answer):
+    monkeypatch.setattr(results, "_git", lambda *arguments: answer)
+    assert results.untracked_in_package() is None
+
+
+def test_untracked_files_are_the_untracked_and_ignored_entries_outside_pycache(monkeypatch):
+    listing = " M dialogue_gym/changed.py\0?? dialogue_gym/new.py\0!! dialogue_gym/__pycache__/a.pyc\0!! envs_registry/old.json\0"
+    monkeypatch.setattr(results, "_git", lambda *arguments: _Done(0, listing))
+    assert results.untracked_in_package() == ["dialogue_gym/new.py", "envs_registry/old.json"]
+
+
+@pytest.mark.parametrize(
+    ("diff", "status", "problems", "dirty"),
+    [
+        (_Done(0), _Done(0, ""), [], False),
+        (_Done(1), _Done(0, ""), [], True),  # a tracked file differs from HEAD
+        (_Done(0), _Done(0, "?? dialogue_gym/new.py\0"), [], True),
+        (_Done(0), _Done(0, ""), ["dialogue_gym/__pycache__/x: foreign"], True),
+        (_Done(2), _Done(0, ""), [], None),  # git diff failed: unknown, not clean
+        (_Done(0), _Done(128, ""), [], None),  # git status failed: unknown
+    ],
+)
+def test_git_dirty_is_none_when_git_cannot_tell(monkeypatch, diff, status, problems, dirty):
+    from dialogue_gym import integrity
+
+    answers = {"rev-parse": _Done(0, "ab" * 20 + "\n"), "diff": diff, "status": status}
+    monkeypatch.setattr(results, "_git", lambda *arguments: answers[arguments[0]])
+    monkeypatch.setattr(integrity, "bytecode_problems", lambda roots=None: problems)
+    software = results.software()
+    assert software["git_revision"] == "ab" * 20 and software["git_dirty"] is dirty
