@@ -159,12 +159,14 @@ PRESETS: dict[str, dict[str, Any]] = {
     # the trivial-reward check (tests/trainers/test_grpo_trivial_reward.py, docs/training.md) moves greedy
     # decoding in 3 iterations, where the old 1e-5 does not move it in 15. Decision points are cut from the
     # clone's own greedy dialogues (prefix "lm": the states it reaches when evaluated; issue 41) and adaptive
-    # finishes each copy: on 16 such points of a 1,200-step clone, G = 8 copies differed in reward at 1 point with
-    # adaptive or sop finishing and at 8 with the LM finishing, but at 7 of those the same sampled turn got
-    # different rewards (continuation noise) and a group cost 8.5x as long (docs/training.md).
+    # finishes each copy (deterministic given the seed and the history: a reward difference comes from the sampled
+    # turn alone, where an LM continuation also adds its own luck and costs 3-4x as long). The rollout temperature
+    # is 2.0: on 32 points of the 1,800-step clone, G = 8 copies differ in reward at 3% of points at T = 1, 28%
+    # at 1.5 and 88% at 2.0 (benchmarks/sead_informative_groups.py, docs/training.md); the sharp clone's samples
+    # at T = 1 are mostly its greedy turn again.
     "cpu-lm-scratch": {
         "policy": "lm", "model": "scratch", "scratch_layers": 4, "sft_steps": 800, "sft_learning_rate": 5e-3, "rl_mode": "decision_point", "prefix": "lm", "iterations": 30,
-        "batch_size": 32, "group_size": 8, "learning_rate": 3e-4, "temperature": 1.0, "max_new_tokens": 24, "eval_episodes": 240, "kl_coef": 0.0,
+        "batch_size": 32, "group_size": 8, "learning_rate": 3e-4, "temperature": 2.0, "max_new_tokens": 24, "eval_episodes": 240, "kl_coef": 0.0,
     },
     # The same pipeline at GPU batch sizes (benchmarks/gpu_lm_check.sh, about 8 minutes on one H100):
     # SmolLM2-135M-Instruct fully fine-tuned, or --model /local/folder for a larger instruct model.
