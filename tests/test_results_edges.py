@@ -95,3 +95,71 @@ def test_git_dirty_is_none_when_git_cannot_tell(monkeypatch, diff, status, probl
     monkeypatch.setattr(integrity, "bytecode_problems", lambda roots=None: problems)
     software = results.software()
     assert software["git_revision"] == "ab" * 20 and software["git_dirty"] is dirty
+
+
+def test_headline_intervals_are_the_ones_the_saved_bootstrap_seed_reproduces():
+    """results_of records ``"bootstrap": {"seed": 0}``: compute_headline's default seed must be that one."""
+    from dialogue_gym.metrics.core import bootstrap_resamples, percentile_interval, resampled_ratios
+    from dialogue_gym.results import CONFIDENCE, AgentResult
+
+    parts = [0.1, 0.9, 0.3, 0.7, 0.2, 0.5, 1.0, 0.0]
+    episodes = [{"start": s, "repeat": 0, "seed": 100 + s, "scores": {"success": [parts[s], 1.0]}} for s in range(8)]
+    agent = AgentResult("a", False, {}, episodes)
+    agent.compute_headline(None, 1, 200)
+    numerators, denominators = agent.per_start("success")
+
+    def interval(seed):
+        return percentile_interval(resampled_ratios(numerators, denominators, bootstrap_resamples(8, 200, seed)), CONFIDENCE)
+
+    assert interval(0) != interval(1), "the example must tell the seeds apart"
+    low, high = interval(0)
+    assert agent.headline == {"success": {"value": 0.4625, "low": low, "high": high}}
+
+
+def test_a_results_file_that_is_not_utf8_is_named_with_its_first_bad_byte(tmp_path):
+    from dialogue_gym.errors import ConfigError
+
+    path = tmp_path / "r.json"
+    path.write_bytes(b'{"format": "\xff\xfe"}')
+    with pytest.raises(ConfigError, match=r"not UTF-8 text \(byte b'\\xff' at offset 12\), so not a results JSON"):
+        results.Results.load(path)
+
+
+@pytest.mark.parametrize(
+    ("provenance", "isolation", "seeds"),
+    [
+        ({}, "none", "open"),
+        ({"isolated": True}, "process", "open"),  # files from before the isolation levels
+        ({"isolation": "sandbox", "isolated": True}, "sandbox", "open"),
+        ({"isolation": "process", "sealed": True, "agent_limits": {"memory": 1}}, "process", "sealed"),
+        ({"sealed": True, "replay": True}, "none", "replay of a sealed run"),
+    ],
+)
+def test_the_setting_of_a_saved_run(provenance, isolation, seeds):
+    assert results.setting(provenance) == {"isolation": isolation, "seeds": seeds, "agent_limits": provenance.get("agent_limits")}
+
+
+@pytest.mark.parametrize("pair", [[1.0, 2.0, 3.0], [1.0], (1.0, 2.0), "12"])
+def test_a_score_that_is_not_a_two_item_list_is_refused_as_a_pair(pair):
+    from dialogue_gym.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^here must be a \[numerator, denominator\] pair of finite numbers"):
+        results._score_pair(pair, "here")
+
+
+def test_results_of_draws_a_thousand_resamples_by_default_as_its_provenance_says():
+    from dialogue_gym.evaluation import evaluate
+    from dialogue_gym.metrics.core import bootstrap_resamples, percentile_interval, resampled_ratios
+
+    runs = {"sop": evaluate("SEAD-Outbound-v0", "sop", 6, seed=4)}
+    provenance = {"env_kwargs": {}, "learner": "agent", "episodes": 6, "repeats": 1, "seed": 4}
+    built = results.results_of("SEAD-Outbound-v0", runs, provenance)
+    assert built.provenance["bootstrap"] == {"resamples": 1000, "seed": 0, "confidence": 0.95, "unit": "start"}
+    agent = built.agent("sop")
+    numerators, denominators = agent.per_start("upa")  # a ratio whose interval moves with the resample count
+
+    def interval(resamples):
+        return percentile_interval(resampled_ratios(numerators, denominators, bootstrap_resamples(6, resamples, 0)), 0.95)
+
+    assert interval(1000) != interval(1001), "the example must tell the counts apart"
+    assert (agent.headline["upa"]["low"], agent.headline["upa"]["high"]) == interval(1000)
