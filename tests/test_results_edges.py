@@ -163,3 +163,23 @@ def test_results_of_draws_a_thousand_resamples_by_default_as_its_provenance_says
 
     assert interval(1000) != interval(1001), "the example must tell the counts apart"
     assert (agent.headline["upa"]["low"], agent.headline["upa"]["high"]) == interval(1000)
+
+
+def test_the_bootstrap_count_is_an_int_within_the_cells_cap():
+    from dialogue_gym.errors import ConfigError
+    from dialogue_gym.results import check_resamples
+
+    assert check_resamples(1, 1000) == 1 and check_resamples(50_000, 1000) == 50_000
+    assert check_resamples(100_000, 1) == 100_000  # few starts: the resample cap binds
+    for bad in (0, 50_001, True, "10", 10.0, None):
+        with pytest.raises(ConfigError) as error:
+            check_resamples(bad, 1000)
+        assert str(error.value) == (
+            f"--bootstrap must be an int in [1, 50,000] for 1,000 starts (resamples x starts <= 50,000,000, resamples <= 100,000), "
+            f"got {bad!r}; 1000 is the usual choice."
+        )
+    with pytest.raises(ConfigError, match=r"in \[1, 100,000\] for 1 starts"):
+        check_resamples(100_001, 1)
+    assert check_resamples(67_658, 739) == 67_658  # 739 x 67,659 = 50,000,001 cells: one too many
+    with pytest.raises(ConfigError, match=r"in \[1, 67,658\] for 739 starts"):
+        check_resamples(67_659, 739)
