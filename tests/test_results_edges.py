@@ -183,3 +183,18 @@ def test_the_bootstrap_count_is_an_int_within_the_cells_cap():
     assert check_resamples(67_658, 739) == 67_658  # 739 x 67,659 = 50,000,001 cells: one too many
     with pytest.raises(ConfigError, match=r"in \[1, 67,658\] for 739 starts"):
         check_resamples(67_659, 739)
+
+
+def test_compare_draws_a_thousand_resamples_with_seed_zero_by_default():
+    from dialogue_gym.results import AgentResult, Results, compare
+
+    def run(parts):
+        episodes = [{"start": s, "repeat": 0, "seed": 100 + s, "scores": {"x": [p, 1.0]}} for s, p in enumerate(parts)]
+        provenance = {"env_id": "E", "learner": "agent", "episodes": len(parts), "repeats": 1, "seed": 0}
+        return Results(provenance, [AgentResult("a", False, {}, episodes)])
+
+    a, b = run([0.1, 0.9, 0.3, 0.7, 0.2, 0.5, 1.0, 0.0]), run([0.4, 0.8, 0.1, 0.9, 0.6, 0.5, 0.3, 0.2])
+    default = compare(a, b)
+    assert default == compare(a, b, resamples=1000, seed=0)
+    assert default != compare(a, b, resamples=1001, seed=0) and default != compare(a, b, resamples=1000, seed=1)
+    assert [(row["key"], row["a"], row["b"]) for row in default] == [("x", 0.4625, pytest.approx(0.475, rel=1e-15))]
