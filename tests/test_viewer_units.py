@@ -1,0 +1,88 @@
+"""The viewer's Python helpers pinned by hand (issue 43, item 6: viewer.py's mutants): big integers kept
+as text, non-finite numbers absent, the depth pre-check, previews cut with an ellipsis, failed turns,
+numeric states and bidi marks."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from dialogue_gym import viewer
+
+
+def test_integers_of_sixteen_digits_or_more_stay_text_so_the_page_shows_them_exactly():
+    assert viewer._parse_int("9" * 15) == 999_999_999_999_999
+    assert viewer._parse_int("-" + "9" * 15) == -999_999_999_999_999  # the sign is no digit
+    assert viewer._parse_int("1" + "0" * 15) == "1" + "0" * 15
+    assert viewer._parse_int("-1" + "0" * 15) == "-1" + "0" * 15
+
+
+def test_non_finite_numbers_read_as_absent():
+    assert viewer._parse_float("1.5") == 1.5 and viewer._parse_float("-0.25") == -0.25
+    assert viewer._parse_float("1e999") is None and viewer._parse_float("-1e999") is None
+    assert viewer._no_constant("NaN") is None
+
+
+def test_the_depth_check_counts_brackets_before_scanning():
+    assert not viewer._deeper_than_a_record("[" * 100 + "]" * 100)  # exactly the limit
+    assert viewer._deeper_than_a_record("[" * 101 + "]" * 101)
+    assert viewer._deeper_than_a_record("{\"a\":" * 101 + "1" + "}" * 101)
+    assert not viewer._deeper_than_a_record(json.dumps(["[" * 200]))  # brackets inside a string are text
+    assert not viewer._deeper_than_a_record("[" * 60 + "{}," * 60 + "1" + "]" * 60)  # many brackets, shallow
+
+
+def test_values_are_shown_compact_and_cut_with_an_ellipsis():
+    assert viewer._compact({"a": [1, 2]}, 20) == '{"a": [1, 2]}'
+    assert viewer._compact("abcdef", 8) == '"abcdef"'  # 8 characters: whole
+    assert viewer._compact("abcdefg", 8) == '"abcdef\u2026'  # 9: cut to 8
+    assert viewer._text(None) == "" and viewer._text("é") == "é" and viewer._text({"é": 1}) == '{"é": 1}'
+
+
+def test_the_profile_preview_skips_nested_and_absent_values_and_is_cut_at_ninety_characters():
+    assert viewer._profile_preview({"a": "x", "b": None, "c": {"d": 1}, "e": [1, 2], "f": 1.5}) == "a=x e=[1,2] f=1.5"
+    whole = {"k": "y" * 88}  # "k=" + 88 = 90 characters
+    assert viewer._profile_preview(whole) == "k=" + "y" * 88
+    assert viewer._profile_preview({"k": "y" * 89}) == "k=" + "y" * 87 + "\u2026"
+
+
+@pytest.mark.parametrize(
+    ("health", "failed"),
+    [
+        ({}, False),
+        ({"format_ok": True}, False),
+        ({"format_ok": False}, True),
+        ({"role_reversal": ["user spoke as agent"]}, True),
+        ({"rule_violations": ["r1"]}, True),
+        ({"repaired": ["closed a tag"]}, False),  # repaired is shown, not a failure
+        ({"format_ok": True, "role_reversal": [], "rule_violations": []}, False),
+    ],
+)
+def test_a_turn_failed_when_out_of_format_reversed_or_breaking_a_rule(health, failed):
+    assert viewer._failed({"health": health}) is failed
+    assert viewer._failed({"health": "not a record"}) is False and viewer._failed({}) is False
+
+
+def test_a_numeric_state_is_a_non_empty_list_of_numbers_not_bools():
+    assert viewer._numeric_vector([1, 2.5]) and viewer._numeric_vector([0])
+    assert not viewer._numeric_vector([]) and not viewer._numeric_vector([1, True]) and not viewer._numeric_vector([1, "2"])
+    assert not viewer._numeric_vector((1, 2)) and not viewer._numeric_vector(3)
+    assert viewer._number(True) is None and viewer._number(2) == 2 and viewer._number(math.inf) == math.inf
+    assert viewer._index(True) is None and viewer._index(2.0) is None and viewer._index(3) == 3
+
+
+def test_the_sead_state_is_named_only_for_a_sead_scenario_of_three_values():
+    sead = viewer.state_series("SEAD-Outbound-v0", [[1, 2, 3], [0, 0, 9]])
+    assert [s["name"] for s in sead] == list(viewer.STATE_NAMES)
+    assert [s["max"] for s in sead] == [max(n - 1, seen) for n, seen in zip(viewer.STATE_DIMS, (1, 2, 9))]
+    other = viewer.state_series("Other-v0", [[1, -2, 3]])
+    assert other == [
+        {"name": "state[0]", "min": 0, "max": 1, "values": [1]},
+        {"name": "state[1]", "min": -2, "max": 0, "values": [-2]},
+        {"name": "state[2]", "min": 0, "max": 3, "values": [3]},
+    ]
+
+
+def test_bidi_controls_show_as_visible_code_points():
+    assert viewer._BIDI.sub(viewer._bidi_mark, "a\u202eb\u2066c") == "a\u27e6U+202E\u27e7b\u27e6U+2066\u27e7c"
