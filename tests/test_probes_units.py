@@ -1,0 +1,58 @@
+"""Probe helpers pinned by hand (issue 43, item 6: probes.py's mutants): how deep vandalising reaches,
+cycles and sets, and the SplitMix64 inversion's pieces."""
+
+from __future__ import annotations
+
+import random
+
+from dialogue_gym.probes import _MASK64, VANDAL, _unshift, invert_mix_seed, vandalise
+from dialogue_gym.seeding import mix_seed
+
+
+def _nested(levels: int) -> tuple[dict, list]:
+    """A dict holding ``levels`` dicts one in another, the last holding a list; returns both ends."""
+    innermost = [1]
+    value: object = innermost
+    for _ in range(levels):
+        value = {"k": value}
+    return value, innermost
+
+
+def test_vandalise_follows_twelve_levels_down_and_no_further():
+    outer, innermost = _nested(12)  # the list is at depth 12
+    vandalise(outer)
+    assert innermost == [VANDAL, VANDAL]
+    outer, innermost = _nested(13)  # depth 13: past the limit, untouched
+    vandalise(outer)
+    assert innermost == [1]
+
+
+def test_vandalise_handles_cycles_sets_and_tuples_of_mutables():
+    cyclic: list = [1]
+    cyclic.append(cyclic)
+    vandalise(cyclic)
+    assert cyclic == [VANDAL, VANDAL, VANDAL]
+    inner = {"a": 1}
+    handed = ({"b": inner}, {1, 2})
+    vandalise(handed)
+    assert inner == {"a": VANDAL, VANDAL: VANDAL} and handed[1] == {VANDAL}
+    for atom in ("text", b"bytes", 5, 1.5, None):
+        vandalise(atom)  # nothing to write: no error
+
+
+def test_unshift_inverts_a_xor_shift_for_every_shift_the_mixer_uses():
+    draw = random.Random(7)
+    for shift in (27, 30, 31, 1, 63):
+        for _ in range(50):
+            x = draw.getrandbits(64)
+            assert _unshift(x ^ (x >> shift), shift) == x
+    assert _MASK64 == 2**64 - 1
+
+
+def test_both_candidates_of_the_inversion_map_back_to_the_output():
+    for episode in (5, 2**63 + 9):
+        output = mix_seed(episode, 0)
+        candidates = invert_mix_seed(output, 0)
+        assert len(candidates) == 2 and episode in candidates
+        assert all(0 <= candidate <= _MASK64 for candidate in candidates)
+        assert [mix_seed(candidate, 0) for candidate in candidates] == [output, output]
