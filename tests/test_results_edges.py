@@ -198,3 +198,11 @@ def test_compare_draws_a_thousand_resamples_with_seed_zero_by_default():
     assert default == compare(a, b, resamples=1000, seed=0)
     assert default != compare(a, b, resamples=1001, seed=0) and default != compare(a, b, resamples=1000, seed=1)
     assert [(row["key"], row["a"], row["b"]) for row in default] == [("x", 0.4625, pytest.approx(0.475, rel=1e-15))]
+
+
+def test_a_failing_git_rev_parse_falls_back_to_the_installed_revision(monkeypatch):
+    """A checkout whose rev-parse fails (a repository with no commit yet) records pip's revision, not git's empty answer."""
+    monkeypatch.setattr(results, "_git", lambda *arguments: _Done(128, ""))
+    monkeypatch.setattr(results.metadata, "distribution", lambda name: _Installed('{"vcs_info": {"commit_id": "' + "ef" * 20 + '"}}'))
+    software = results.software()
+    assert software["git_revision"] == "ef" * 20 and software["git_dirty"] is None
