@@ -203,6 +203,8 @@ def test_compare_draws_a_thousand_resamples_with_seed_zero_by_default():
 def test_a_failing_git_rev_parse_falls_back_to_the_installed_revision(monkeypatch):
     """A checkout whose rev-parse fails (a repository with no commit yet) records pip's revision, not git's empty answer."""
     monkeypatch.setattr(results, "_git", lambda *arguments: _Done(128, ""))
-    monkeypatch.setattr(results.metadata, "distribution", lambda name: _Installed('{"vcs_info": {"commit_id": "' + "ef" * 20 + '"}}'))
+    original = results.metadata.distribution
+    installed = _Installed('{"vcs_info": {"commit_id": "' + "ef" * 20 + '"}}')
+    monkeypatch.setattr(results.metadata, "distribution", lambda name: installed if name == "dialogue_gym" else original(name))
     software = results.software()
     assert software["git_revision"] == "ef" * 20 and software["git_dirty"] is None
