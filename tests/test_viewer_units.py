@@ -86,3 +86,19 @@ def test_the_sead_state_is_named_only_for_a_sead_scenario_of_three_values():
 
 def test_bidi_controls_show_as_visible_code_points():
     assert viewer._BIDI.sub(viewer._bidi_mark, "a\u202eb\u2066c") == "a\u27e6U+202E\u27e7b\u27e6U+2066\u27e7c"
+
+
+def test_a_dialogue_row_counts_the_learners_turns_and_takes_its_reward():
+    record = {
+        "scenario": "SEAD-Outbound-v0", "learner": "agent", "seed": 5, "outcome": "success",
+        "turns": [{"role": "user", "text": "a"}, {"role": "agent", "text": "b"}, {"role": "agent", "text": "c", "invalid": "no tag"}],
+        "rewards": {"agent": 1.5, "user": -1.0}, "meta": {"agent": "sop", "start": 3, "repeat": 0},
+    }
+    row, detail = viewer.dialogue_entry(record)
+    assert (row["turns"], row["learner_turns"], row["invalid"], row["reward"]) == (3, 2, 1, 1.5)
+    assert (row["agent"], row["start"], row["repeat"], row["seed"], row["env"]) == ("sop", 3, 0, 5, "SEAD-Outbound-v0")
+    assert detail["rewards"] == {"agent": 1.5, "user": -1.0} and detail["meta"] == {}
+    no_learner, _ = viewer.dialogue_entry({**record, "learner": None, "rewards": {"user": 2.0}})
+    assert no_learner["learner_turns"] == 0 and no_learner["reward"] == 2.0  # one reward: that one
+    two, _ = viewer.dialogue_entry({**record, "learner": None})
+    assert two["reward"] is None  # two rewards and no learner: none is the dialogue's

@@ -34,6 +34,9 @@ from dialogue_gym.verify import Verdict, _first_difference, _same, _seeding, _sh
         ({"a": 1.0, "b": [1, 2]}, {"b": [1, 2], "a": 1.0 + 1e-12}, True),
         ({"a": 1}, {"a": 1, "b": 2}, False),
         ({"a": 1}, {"a": 2}, False),
+        ({"a": 1}, ["a"], False),  # a dict is never the same as a list or a string
+        (["a"], {"a": 1}, False),
+        ({"a": 1}, "a", False),
         ([1, 2], (1, 2), True),
         ([1, 2], [1, 2, 3], False),
         ([1, 2], [1, 3], False),
