@@ -38,3 +38,19 @@ def test_an_edited_field_of_the_games_meta_is_caught_by_the_replay(saved, tmp_pa
     verdict = verify(tmp_path / "run.jsonl", saved / "results.json")
     (mismatch,) = verdict.mismatches
     assert f"start {lines[2]['meta']['start']} repeat 0: transcript differs from its replay: meta: recorded " in mismatch
+
+
+def test_a_record_cut_short_is_named_even_when_its_meta_claims_a_failure(saved, tmp_path):
+    """Only a record whose outcome is a backend failure may end before the game does; a 'failure' note in
+    the meta of any other record does not excuse missing moves."""
+    lines = [json.loads(line) for line in (saved / "run.jsonl").read_text().splitlines()]
+    record = lines[1]
+    learner = record["learner"]
+    moves = [index for index, turn in enumerate(record["turns"]) if turn["role"] == learner]
+    assert record["outcome"] != "backend_failure" and len(moves) >= 2
+    record["turns"] = record["turns"][: moves[-1]]  # the learner's last move and what followed it gone
+    record["meta"]["failure"] = "claimed, though the outcome is no backend failure"
+    (tmp_path / "run.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    verdict = verify(tmp_path / "run.jsonl", saved / "results.json")
+    expected = f"transcript differs from its replay: the record holds {len(moves) - 1} moves of {learner!r}, the game asks for more"
+    assert any(mismatch.endswith(expected) for mismatch in verdict.mismatches), verdict.mismatches
