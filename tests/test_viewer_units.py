@@ -102,3 +102,13 @@ def test_a_dialogue_row_counts_the_learners_turns_and_takes_its_reward():
     assert no_learner["learner_turns"] == 0 and no_learner["reward"] == 2.0  # one reward: that one
     two, _ = viewer.dialogue_entry({**record, "learner": None})
     assert two["reward"] is None  # two rewards and no learner: none is the dialogue's
+
+
+def test_states_are_charted_by_the_scenario_and_non_numeric_ones_shown_on_their_turn():
+    turns = [{"role": "user", "text": "a", "state": [1, 2, 3]}, {"role": "agent", "text": "b", "state": {"phase": "close"}},
+             {"role": "user", "text": "c", "state": [2, 2, 3]}]
+    _, detail = viewer.dialogue_entry({"scenario": "SEAD-Outbound-v0", "turns": turns, "meta": {"env_id": "Custom-v0"}})
+    assert [s["name"] for s in detail["series"]] == list(viewer.STATE_NAMES)  # the scenario names the state, not the id
+    assert [turn.get("state") for turn in detail["turns"]] == [None, {"phase": "close"}, None]  # numeric ones are in the chart
+    _, by_id = viewer.dialogue_entry({"scenario": "", "turns": turns, "meta": {"env_id": "SEAD-Outbound-v0"}})
+    assert [s["name"] for s in by_id["series"]] == list(viewer.STATE_NAMES)  # no scenario: the env id
