@@ -54,3 +54,16 @@ def test_a_record_cut_short_is_named_even_when_its_meta_claims_a_failure(saved, 
     verdict = verify(tmp_path / "run.jsonl", saved / "results.json")
     expected = f"transcript differs from its replay: the record holds {len(moves) - 1} moves of {learner!r}, the game asks for more"
     assert any(mismatch.endswith(expected) for mismatch in verdict.mismatches), verdict.mismatches
+
+
+def test_records_of_another_id_or_agent_in_the_run_file_are_left_aside_with_a_note(saved, tmp_path):
+    lines = [json.loads(line) for line in (saved / "run.jsonl").read_text().splitlines()]
+    other_id = json.loads(json.dumps(lines[0]))
+    other_id["meta"]["env_id"] = "RLADA-Other-v0"
+    other_agent = json.loads(json.dumps(lines[0]))
+    other_agent["meta"]["agent"] = "someone-else"
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in [other_id, *lines, other_agent]))
+    verdict = verify(path, saved / "results.json")
+    assert verdict.ok, verdict.mismatches
+    assert f"2 trajectories of other agents or ids in {path} left aside" in verdict.notes

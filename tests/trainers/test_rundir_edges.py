@@ -128,3 +128,8 @@ def test_truncate_metrics_after_creates_no_file_in_a_run_without_metrics(tmp_pat
     with RunDir.create(tmp_path / "run", {}) as run:
         run.truncate_metrics_after(3)
         assert not (run.path / "metrics.jsonl").exists()
+
+
+def test_create_makes_the_missing_parent_folders(tmp_path):
+    with RunDir.create(tmp_path / "runs" / "sead" / "seed0", {"seed": 0}) as run:
+        assert run.read_config() == {"seed": 0} and (run.path / "state").is_dir()
