@@ -63,8 +63,9 @@ def test_a_tracer_run_shows_its_paired_changes_in_the_trainers_words_and_how_it_
 
 
 def test_an_rlada_run_shows_its_matches_and_held_out_change(tmp_path, monkeypatch):
+    """Saved without its checkpoints (progress.json still names them)."""
     monkeypatch.setattr(docs_tables, "RESULTS", tmp_path)
-    progress = {"step": 7, "next": {"phase": "done"}, "matches": [{"match": 1, "step": 4, "win_rate": 0.25, "safety_pass_rate": 0.5}], "checkpoints": {}, "versions": {"agent": 2, "customer": 1}, "stop_reason": "max_matches"}
+    progress = {"step": 7, "next": {"phase": "done"}, "matches": [{"match": 1, "step": 4, "win_rate": 0.25, "safety_pass_rate": 0.5}], "checkpoints": {"agent": "checkpoints/agent_step_0005"}, "versions": {"agent": 2, "customer": 1}, "stop_reason": "max_matches"}
     save(tmp_path / "training" / "rlada-small", "rlada", {
         "progress": progress,
         "heldout_before": {"routing_accuracy": 0.25, "strict_pass": 0.125},

@@ -464,8 +464,10 @@ HELDOUT_FIELDS = {"routing_accuracy": (int, float), "strict_pass": (int, float)}
 BASELINE_FIELDS = {**HELDOUT_FIELDS, "agent": str, "strict_pass_per_agent": dict}
 
 
-def load_progress(run: RunDir) -> dict[str, Any] | None:
-    """The committed state, checked field by field (a wrong one names the file and the field)."""
+def load_progress(run: RunDir, checkpoints: bool = True) -> dict[str, Any] | None:
+    """The committed state, checked field by field (a wrong one names the file and the field); with
+    ``checkpoints=False`` the checkpoints it names need not exist (a run's files saved without them, read
+    for its :func:`summary`)."""
     state = run.load_state("progress", PROGRESS_FIELDS)
     if state is None:
         return None
@@ -484,7 +486,8 @@ def load_progress(run: RunDir) -> dict[str, Any] | None:
     for side, name in state["checkpoints"].items():
         if side not in ("agent", "customer"):
             raise wrong(f"checkpoints.{side}", "absent (only 'agent' and 'customer' have checkpoints)", name)
-        run.checkpoint_path("progress", f"checkpoints.{side}", name)
+        if checkpoints:
+            run.checkpoint_path("progress", f"checkpoints.{side}", name)
     for side in ("agent", "customer"):
         if not has_kind(state["versions"].get(side), int):
             raise wrong(f"versions.{side}", "an int", state["versions"].get(side))
@@ -538,7 +541,7 @@ def summary(run: RunDir) -> list[str]:
     and strict PASS from after the warm-up to the end beside the best scripted baseline, with the paired
     change. Read from the run folder's files only, so ``tools/docs_tables.py`` renders a saved run's files with it."""
     lines = []
-    state = load_progress(run)
+    state = load_progress(run, checkpoints=False)
     for match in state["matches"]:
         lines.append(f"match {match['match']}: agent win rate {match['win_rate']:.3f} (safety {match['safety_pass_rate']:.3f})")
     lines.append(f"stopped: {state['stop_reason']}")
