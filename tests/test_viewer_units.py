@@ -112,3 +112,19 @@ def test_states_are_charted_by_the_scenario_and_non_numeric_ones_shown_on_their_
     assert [turn.get("state") for turn in detail["turns"]] == [None, {"phase": "close"}, None]  # numeric ones are in the chart
     _, by_id = viewer.dialogue_entry({"scenario": "", "turns": turns, "meta": {"env_id": "SEAD-Outbound-v0"}})
     assert [s["name"] for s in by_id["series"]] == list(viewer.STATE_NAMES)  # no scenario: the env id
+
+
+def test_a_training_run_is_shown_by_iteration_then_episode_with_records_of_no_iteration_last(tmp_path):
+    records = [
+        {"iteration": 1, "episode": 0, "learner": "agent", "seed": 10},
+        {"episode": 0, "learner": "agent", "seed": 99},  # no iteration
+        {"iteration": 0, "episode": 1, "learner": "agent", "seed": 1},
+        {"iteration": 0, "episode": 0, "learner": "agent", "seed": 0, "meta": {"learner_record": {"x": 1}, "note": "n"}},
+        {"iteration": 1, "episode": 0, "learner": "agent", "seed": 11},  # played again after a resume: replaces seed 10
+    ]
+    (tmp_path / "config.json").write_text(json.dumps({"preset": "cpu-strategy", "policy": "lm", "model": "scratch"}))
+    (tmp_path / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    shown, training = viewer.sample_training_run(tmp_path)
+    assert [r["seed"] for r in shown] == [0, 1, 11, 99]
+    assert shown[0]["meta"] == {"note": "n", "agent": "trained agent: lm (scratch)"}
+    assert training == {"folder": tmp_path.name, "per_iteration": 20, "sample_seed": 0, "iterations": 2, "dialogues": 4, "shown": 4, "preset": "cpu-strategy"}
