@@ -128,3 +128,12 @@ def test_a_training_run_is_shown_by_iteration_then_episode_with_records_of_no_it
     assert [r["seed"] for r in shown] == [0, 1, 11, 99]
     assert shown[0]["meta"] == {"note": "n", "agent": "trained agent: lm (scratch)"}
     assert training == {"folder": tmp_path.name, "per_iteration": 20, "sample_seed": 0, "iterations": 2, "dialogues": 4, "shown": 4, "preset": "cpu-strategy"}
+
+
+def test_a_training_run_shows_at_least_one_dialogue_per_iteration_and_refuses_fewer(tmp_path):
+    (tmp_path / "trajectories.jsonl").write_text("".join(json.dumps({"iteration": 0, "episode": e}) + "\n" for e in range(3)))
+    shown, training = viewer.sample_training_run(tmp_path, per_iteration=1)
+    assert len(shown) == 1 and training["shown"] == 1 and training["dialogues"] == 3
+    for bad in (0, True, 1.0):
+        with pytest.raises(viewer.ConfigError, match=r"--per-iteration must be an integer >= 1"):
+            viewer.sample_training_run(tmp_path, per_iteration=bad)

@@ -67,3 +67,13 @@ def test_records_of_another_id_or_agent_in_the_run_file_are_left_aside_with_a_no
     verdict = verify(path, saved / "results.json")
     assert verdict.ok, verdict.mismatches
     assert f"2 trajectories of other agents or ids in {path} left aside" in verdict.notes
+
+
+def test_a_results_file_without_a_bootstrap_count_is_checked_with_no_intervals(tmp_path):
+    """A file saved without intervals (no resamples recorded) is re-scored without them: its null bounds match."""
+    evaluate("RLADA-Banking-v0", "keyword", 4, seed=3, out=tmp_path / "run.jsonl", save=tmp_path / "results.json", bootstrap=0)
+    results = json.loads((tmp_path / "results.json").read_text())
+    results["provenance"]["bootstrap"].pop("resamples")
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    verdict = verify(tmp_path / "run.jsonl", tmp_path / "results.json")
+    assert verdict.ok, verdict.mismatches
