@@ -77,3 +77,30 @@ def test_a_results_file_without_a_bootstrap_count_is_checked_with_no_intervals(t
     (tmp_path / "results.json").write_text(json.dumps(results))
     verdict = verify(tmp_path / "run.jsonl", tmp_path / "results.json")
     assert verdict.ok, verdict.mismatches
+
+
+def test_two_swapped_episodes_are_named_by_the_first_line_out_of_order(saved, tmp_path):
+    lines = (saved / "run.jsonl").read_text().splitlines()
+    starts = [json.loads(line)["meta"]["start"] for line in lines]
+    lines[2], lines[3] = lines[3], lines[2]
+    (tmp_path / "run.jsonl").write_text("".join(line + "\n" for line in lines))
+    verdict = verify(tmp_path / "run.jsonl", saved / "results.json", replay=False)
+    assert verdict.mismatches == [
+        f"'keyword': episodes out of the run's order from line 3 of its episodes (start {starts[3]} where start {starts[2]} was played)"
+    ]
+
+
+def test_a_provenance_naming_other_agents_is_a_mismatch(saved, tmp_path):
+    results = json.loads((saved / "results.json").read_text())
+    results["provenance"]["agents"] = ["keyword", "extra"]
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    verdict = verify(saved / "run.jsonl", tmp_path / "results.json", replay=False)
+    assert verdict.mismatches == ["provenance names agents ['keyword', 'extra'], the results hold ['keyword']"]
+
+
+def test_a_run_that_counts_unhealthy_episodes_as_invalid_is_rescored_the_same_way(tmp_path):
+    evaluate("RLADA-Banking-v0", "keyword", 4, seed=5, out=tmp_path / "run.jsonl", save=tmp_path / "results.json", bootstrap=20,
+             invalid_on_unhealthy=True)
+    assert json.loads((tmp_path / "results.json").read_text())["provenance"]["invalid_on_unhealthy"] is True
+    verdict = verify(tmp_path / "run.jsonl", tmp_path / "results.json")
+    assert verdict.ok and verdict.episodes == 4, verdict.mismatches
