@@ -104,3 +104,12 @@ def test_a_run_that_counts_unhealthy_episodes_as_invalid_is_rescored_the_same_wa
     assert json.loads((tmp_path / "results.json").read_text())["provenance"]["invalid_on_unhealthy"] is True
     verdict = verify(tmp_path / "run.jsonl", tmp_path / "results.json")
     assert verdict.ok and verdict.episodes == 4, verdict.mismatches
+
+
+def test_a_results_file_without_a_bootstrap_seed_is_rechecked_with_seed_zero(saved, tmp_path):
+    """Files from before the seed was recorded drew their intervals with seed 0, as every run still does."""
+    results = json.loads((saved / "results.json").read_text())
+    assert results["provenance"]["bootstrap"].pop("seed") == 0
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    verdict = verify(saved / "run.jsonl", tmp_path / "results.json", replay=False)
+    assert verdict.ok, verdict.mismatches
