@@ -107,7 +107,7 @@ def test_a_run_that_counts_unhealthy_episodes_as_invalid_is_rescored_the_same_wa
 
 
 def test_a_results_file_without_a_bootstrap_seed_is_rechecked_with_seed_zero(saved, tmp_path):
-    """Files from before the seed was recorded drew their intervals with seed 0, as every run still does."""
+    """A file whose bootstrap records no seed is re-checked with seed 0, the seed every run draws its intervals with."""
     results = json.loads((saved / "results.json").read_text())
     assert results["provenance"]["bootstrap"].pop("seed") == 0
     (tmp_path / "results.json").write_text(json.dumps(results))
