@@ -93,3 +93,10 @@ def test_connection_options():
         "no answer to reset from ws://h/ws within 1.5 s (message_timeout_s); the session was closed."
     )
     assert str(_Options("http://h")._no_answer("step")).endswith("within 60 s (message_timeout_s); the session was closed.")
+
+
+def test_a_state_the_server_leaves_empty_reads_as_a_fresh_episode():
+    state = _state({})
+    fields = (state.env_id, state.learner, state.episode_id, state.step_count, state.seed, state.done, state.outcome,
+              state.learner_return, state.trajectory, state.extra)
+    assert fields == ("", "", None, 0, None, False, None, 0.0, None, {})
