@@ -82,3 +82,21 @@ def test_the_log_name_keeps_only_safe_characters_and_80_of_them():
         assert path.name.startswith("dialogue-gym-agent-E-v0.agent.pkg.Cls.")
     finally:
         path.unlink()
+
+
+def test_building_an_agent_in_process_puts_its_search_path_first_and_keeps_the_rest(monkeypatch, tmp_path):
+    import sys
+
+    from collections import OrderedDict
+
+    from dialogue_gym.agents.process import in_process
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.setattr(sys, "path", ["first", "second"])
+    agent = in_process({"class": "collections:OrderedDict", "kwargs": {"a": 1}})  # any importable class is built
+    assert agent == OrderedDict(a=1)
+    assert sys.path == [str(tmp_path), "first", "second"]
+    in_process("collections:OrderedDict")  # already on the path: nothing added or lost
+    assert sys.path == [str(tmp_path), "first", "second"]
+    assert in_process("keyword") == "keyword"  # a registered name is passed on as given
