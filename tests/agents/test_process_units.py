@@ -100,3 +100,14 @@ def test_building_an_agent_in_process_puts_its_search_path_first_and_keeps_the_r
     in_process("collections:OrderedDict")  # already on the path: nothing added or lost
     assert sys.path == [str(tmp_path), "first", "second"]
     assert in_process("keyword") == "keyword"  # a registered name is passed on as given
+
+
+def test_the_files_of_a_loaded_single_file_module_are_its_own_file():
+    import csv
+    from pathlib import Path as P
+
+    from dialogue_gym.agents.process import module_files
+
+    assert module_files("csv:DictReader") == [P(csv.__file__)]
+    with pytest.raises(ConfigError, match=r"an agent class is given as 'module:Class'"):
+        module_files("csv:not-a-name")

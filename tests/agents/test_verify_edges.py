@@ -113,3 +113,19 @@ def test_a_results_file_without_a_bootstrap_seed_is_rechecked_with_seed_zero(sav
     (tmp_path / "results.json").write_text(json.dumps(results))
     verdict = verify(saved / "run.jsonl", tmp_path / "results.json", replay=False)
     assert verdict.ok, verdict.mismatches
+
+
+def test_intervals_are_rechecked_with_the_bootstrap_seed_the_file_records(saved, tmp_path):
+    from envs_registry import get
+
+    from dialogue_gym.results import Results
+
+    results = Results.load(saved / "results.json")
+    provenance = results.provenance
+    provenance["bootstrap"]["seed"] = 5
+    for agent in results.agents:
+        agent.compute_headline(get(provenance["env_id"]).pass_metric, provenance["repeats"], provenance["bootstrap"]["resamples"], 5)
+    results.save(tmp_path / "results.json")
+    seed_zero = Results.load(saved / "results.json")
+    assert [a.headline for a in results.agents] != [a.headline for a in seed_zero.agents], "the example must tell the seeds apart"
+    assert verify(saved / "run.jsonl", tmp_path / "results.json", replay=False).ok
