@@ -100,3 +100,10 @@ def test_a_state_the_server_leaves_empty_reads_as_a_fresh_episode():
     fields = (state.env_id, state.learner, state.episode_id, state.step_count, state.seed, state.done, state.outcome,
               state.learner_return, state.trajectory, state.extra)
     assert fields == ("", "", None, 0, None, False, None, 0.0, None, {})
+
+
+@pytest.mark.parametrize("client", [openenv.DialogueGymClient, openenv.SyncDialogueGymClient])
+def test_both_clients_wait_ten_seconds_to_connect_a_minute_for_an_answer_and_take_100_mb(client):
+    made = client("http://h:1")
+    assert (made._connect_timeout, made._message_timeout, made._max_message_size_mb, made._token) == (10.0, 60.0, 100.0, None)
+    assert made._ws_url == "ws://h:1/ws"
