@@ -107,3 +107,27 @@ def test_both_clients_wait_ten_seconds_to_connect_a_minute_for_an_answer_and_tak
     made = client("http://h:1")
     assert (made._connect_timeout, made._message_timeout, made._max_message_size_mb, made._token) == (10.0, 60.0, 100.0, None)
     assert made._ws_url == "ws://h:1/ws"
+
+
+def test_disconnecting_says_close_once_and_closes_the_socket_even_when_the_server_is_gone():
+    class Socket:
+        def __init__(self, fail=False):
+            self.sent, self.closed, self.fail = [], 0, fail
+
+        def send(self, text):
+            if self.fail:
+                raise ConnectionError("gone")
+            self.sent.append(json.loads(text))
+
+        def close(self):
+            self.closed += 1
+
+    client = openenv.SyncDialogueGymClient("http://h:1")
+    client.disconnect()  # never connected: nothing to do
+    client._ws = socket = Socket()
+    client.close()
+    client.close()  # a second close is no error and sends nothing
+    assert socket.sent == [{"type": "close"}] and socket.closed == 1 and client._ws is None
+    client._ws = gone = Socket(fail=True)
+    client.disconnect()
+    assert gone.closed == 1 and client._ws is None
