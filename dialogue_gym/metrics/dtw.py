@@ -36,6 +36,7 @@ side by side, with dtaidistance as a peer.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import sys
 import threading
@@ -975,6 +976,16 @@ def discounted_suffix(deviations: Any, rho: float) -> np.ndarray:
     ``rho=0`` gives d_t itself."""
     if isinstance(rho, bool) or not isinstance(rho, (int, float)) or not 0.0 <= rho <= 1.0:
         raise ConfigError(f"rho must be a number in [0, 1], got {rho!r}.")
+    if type(deviations) is tuple and all(type(value) is float and math.isfinite(value) for value in deviations):
+        # An Alignment's own deviations (a tuple of finite floats): the same additions in Python floats,
+        # which are float64, so the same bits, at 3 us instead of 18 us for TRACER's ~8 turns, where
+        # converting, checking and indexing NumPy scalars was all the cost (tested equal in test_dtw.py).
+        running = 0.0
+        values = [0.0] * len(deviations)
+        for t in range(len(deviations) - 1, -1, -1):
+            running = deviations[t] + rho * running
+            values[t] = running
+        return np.array(values, dtype=np.float64)
     d = _real(deviations, "deviations")
     if d.ndim != 1:
         raise ConfigError(f"deviations must be a 1-D sequence, got shape {d.shape}.")
@@ -1005,9 +1016,28 @@ def _align_cost(cost: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:  # pr
     return path, accumulated[-1, -1], totals / counts
 
 
+_EXACT_INT = 2**53
+"""Integers up to this magnitude are float64 values exactly (however NumPy converts them)."""
+
+
+def _exact_ints(value: Any) -> bool:
+    """Whether ``value`` is a non-empty tuple or list of Python ints (not bools) that float64 holds exactly."""
+    return (
+        type(value) in (tuple, list) and len(value) > 0
+        and all(type(item) is int and -_EXACT_INT <= item <= _EXACT_INT for item in value)
+    )
+
+
 def align(simulated: Any, reference: Any, metric: str = "abs") -> Alignment:
     """Optimal path, cost D and per-turn deviations d_t of ``simulated`` against ``reference``."""
-    path, cost, deviations = _align_cost(np.ascontiguousarray(local_cost_matrix(simulated, reference, metric)))
+    if metric == "abs" and _exact_ints(simulated) and _exact_ints(reference):
+        # TRACER's intent levels: the local costs as local_cost_matrix takes them (the same float64
+        # values, the same subtraction), without its checks, which cannot fail on such ints and were
+        # 26 of align's 40 us on 8 x 9 levels (tested equal in test_dtw.py).
+        local = np.abs(np.array(simulated, dtype=np.float64)[:, None] - np.array(reference, dtype=np.float64)[None, :])
+    else:
+        local = np.ascontiguousarray(local_cost_matrix(simulated, reference, metric))
+    path, cost, deviations = _align_cost(local)
     return Alignment(tuple(map(tuple, path.tolist())), float(cost), tuple(deviations.tolist()))
 
 

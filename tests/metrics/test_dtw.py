@@ -246,6 +246,44 @@ def test_suffix_definition_and_deviations_bound(simulated, reference, rho):
     assert np.allclose(alignment.suffix(rho), explicit)
 
 
+wide_ints = st.lists(st.integers(-(2**53) - 2, 2**53 + 2) | st.integers(0, 5), min_size=1, max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(wide_ints, wide_ints, st.booleans())
+def test_align_of_python_ints_equals_the_checked_path_bit_for_bit(simulated, reference, as_tuples):
+    """align's fast path for tuples and lists of ints (TRACER's levels) gives what the checked path
+    gives the same numbers as int64 arrays, bits included (ints past 2**53, which float64 rounds,
+    take the checked path in both), under each metric."""
+    for metric in ("abs", "sqeuclidean"):  # only abs costs are taken fast
+        fast = align(tuple(simulated) if as_tuples else simulated, tuple(reference) if as_tuples else reference, metric)
+        checked = align(np.array(simulated, dtype=np.int64), np.array(reference, dtype=np.int64), metric)
+        assert fast.path == checked.path
+        assert fast.cost.hex() == checked.cost.hex()
+        assert [d.hex() for d in fast.deviations] == [d.hex() for d in checked.deviations]
+
+
+def test_align_fast_path_keeps_the_checks():
+    for empty in ((), []):
+        with pytest.raises(ConfigError, match="a must be a non-empty 1-D sequence"):
+            align(empty, (1, 2))
+    assert align((True, False), (1, 0)) == align(np.array([1.0, 0.0]), np.array([1.0, 0.0]))  # bools: the checked path
+
+
+@settings(max_examples=200, deadline=None)
+@given(reals, st.floats(0, 1) | st.sampled_from([0, 1]))
+def test_suffix_of_a_tuple_of_floats_equals_the_array_path_bit_for_bit(deviations, rho):
+    """discounted_suffix on a tuple of finite floats (an Alignment's deviations) takes Python floats;
+    the same sums as on an array, bit for bit."""
+    fast = discounted_suffix(tuple(deviations), rho)
+    checked = discounted_suffix(np.array(deviations), rho)
+    assert fast.dtype == checked.dtype == np.float64 and fast.shape == checked.shape
+    assert [v.hex() for v in fast.tolist()] == [v.hex() for v in checked.tolist()]
+    for bad in (np.inf, -np.inf, np.nan):  # a tuple with a non-finite value is refused as a list is
+        with pytest.raises(ConfigError, match="deviations must be finite"):
+            discounted_suffix((*deviations, bad), rho)
+
+
 @pytest.mark.parametrize(
     "call, message",
     [
