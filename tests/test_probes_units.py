@@ -56,3 +56,11 @@ def test_both_candidates_of_the_inversion_map_back_to_the_output():
         assert len(candidates) == 2 and episode in candidates
         assert all(0 <= candidate <= _MASK64 for candidate in candidates)
         assert [mix_seed(candidate, 0) for candidate in candidates] == [output, output]
+
+
+def test_a_seed_replay_considers_start_zero_and_no_negative_start():
+    from dialogue_gym.probes import SeedReplay
+
+    probe = SeedReplay("RLADA-Customer-v0", "customer", ["direct", "contextual"])
+    found = probe.candidates({"seed": mix_seed(0, 1)})  # start 0 of an open run from run seed 0 (the customer is role 1)
+    assert (0, 0) in found and all(start >= 0 for start, _ in found)
