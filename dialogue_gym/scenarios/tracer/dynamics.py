@@ -94,7 +94,7 @@ class FeatureMap:
             on += [f"turn:{flag}" for flag in reading.flags]
         else:
             on.append("act:none")
-        if sum(carries(u, CONTACT_ACT, facts) for u in assistant_utterances) >= PUSHY_AFTER:
+        if _asked_for_contact(assistant_utterances, facts, PUSHY_AFTER):
             on.append("pushy")
         user = profile.get("user", {})
         on += [f"personality:{user.get('personality')}", f"need:{user.get('need')}"]
@@ -105,6 +105,19 @@ class FeatureMap:
                 x[position] = 1.0
         x[positions["progress"]] = min(turn, self.max_turns) / self.max_turns
         return x
+
+
+def _asked_for_contact(utterances: Sequence[str], facts: tuple[str, ...], times: int) -> bool:
+    """Whether at least ``times`` of ``utterances`` ask for contact, counting only that far: recounting
+    every utterance every turn was 40% of a feature vector whose reading was memoised, and stopping
+    early takes 1.3% of the instructions off a TRACER user turn (test_tracer_dynamics.py holds it
+    equal to the full count)."""
+    for utterance in utterances:
+        if carries(utterance, CONTACT_ACT, facts):
+            times -= 1
+            if times <= 0:
+                return True
+    return times <= 0
 
 
 @lru_cache(maxsize=32)
