@@ -21,6 +21,7 @@ from typing import Any
 
 from dialogue_gym.scenarios.tracer.acts import fact_overlaps
 from dialogue_gym.scenarios.tracer.data import load_phrases
+from dialogue_gym.scenarios.tracer.judges import sounds_negative
 from dialogue_gym.simulators.base import ScriptedPolicy
 
 FACT_ACTS = ("answer", "benefit")
@@ -46,7 +47,9 @@ class PhraseAssistant(ScriptedPolicy):
 
     @staticmethod
     def negative(reply: str) -> bool:
-        return bool(re.search(load_phrases()["negative_cues"], reply.strip(), re.IGNORECASE))
+        # The judge's memoised reading of the same cues (a scripted user's replies repeat): searching the
+        # long alternation afresh each turn cost 1.1% of the instructions of a DM-Bench assistant turn.
+        return sounds_negative(reply.strip())
 
     def phrase(self, act: str, memory: dict[str, Any]) -> str:
         """The next phrasing of ``act`` (rotating, so a scripted assistant does not repeat itself verbatim)."""

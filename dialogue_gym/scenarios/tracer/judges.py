@@ -100,7 +100,7 @@ class HeuristicJudge:
             else:
                 met["helpfulness"] += brief and bool(reading.acts & {"answer", "probe"})
             met["informativeness"] += brief and bool(reading.new_facts)
-            sensitive = _sounds_negative(heard.strip()) or not heard.strip()
+            sensitive = sounds_negative(heard.strip()) or not heard.strip()
             said = analyze(text, facts)  # what the turn says, before saturation: a judge reads each turn
             met["empathy"] += "urgency" not in said and (not sensitive or "empathy" in said)
         return _scores({name: 1.0 + 4.0 * count / len(spoken) for name, count in met.items()})
@@ -112,12 +112,12 @@ class HeuristicJudge:
 @memoise_short_texts(maxsize=4096)
 def _claims(text: str) -> tuple[frozenset[str], bool]:
     """The numbers an assistant turn states, and whether it promises or claims scarcity. Memoised, as
-    :func:`_sounds_negative` is: a scripted assistant repeats its lines."""
+    :func:`sounds_negative` is: a scripted assistant repeats its lines."""
     return frozenset(_NUMBER.findall(text)), _OVERCLAIM.search(text) is not None
 
 
 @memoise_short_texts(maxsize=4096)
-def _sounds_negative(reply: str) -> bool:
+def sounds_negative(reply: str) -> bool:
     """Whether a user reply carries one of the phrase file's negative cues. Memoised: the cue pattern is
     a long alternation (13 µs a search) and scripted users repeat their replies."""
     return re.compile(load_phrases()["negative_cues"], re.IGNORECASE).search(reply) is not None

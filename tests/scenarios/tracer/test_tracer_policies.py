@@ -1,4 +1,5 @@
 import random
+import re
 
 import numpy as np
 import pytest
@@ -7,6 +8,8 @@ from dialogue_gym.backends import CannedBackend
 from dialogue_gym.envs.driver import CounterpartDriver
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.scenarios.tracer import dynamics
+from dialogue_gym.scenarios.tracer.assistants import PhraseAssistant
+from dialogue_gym.scenarios.tracer.data import load_phrases, load_replies
 from dialogue_gym.scenarios.tracer.dynamics import (
     FeatureMap,
     IntentDynamics,
@@ -168,3 +171,17 @@ def test_llm_judge_parses_the_rubric_json_in_one_batch():
     assert isinstance(judge, LLMJudge)
     with pytest.raises(ConfigError, match="judge='llm' needs judge_backend"):
         make_judge("llm")
+
+
+def test_the_assistants_negative_reply_check_is_the_plain_search():
+    """PhraseAssistant.negative reads through the judge's memo: equal to searching the cues afresh, on
+    every reply template (each level and industry, slots filled) and on free text, twice (memo hit)."""
+    cues = load_phrases()["negative_cues"]
+    fields = {"phone": "13xxxx1234", "wechat": "user123a", "need_short": "a car", "merchant": "Shop"}
+    replies = [t.format(**fields) for by_industry in load_replies()["replies"].values() for lines in by_industry.values() for t in lines]
+    # "^hmm" is anchored (the reply is stripped first); a long reply is searched whole, past the memo's bound
+    replies += ["", "  No thanks.  ", "NO THANKS", "   hmm, let me think", "I'm not sure", "Sounds great!", "x " * 3000 + "too expensive"]
+    found = [bool(re.search(cues, reply.strip(), re.IGNORECASE)) for reply in replies]
+    assert any(found) and not all(found)
+    for _ in range(2):
+        assert [PhraseAssistant.negative(reply) for reply in replies] == found
