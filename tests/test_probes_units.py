@@ -64,3 +64,11 @@ def test_a_seed_replay_considers_start_zero_and_no_negative_start():
     probe = SeedReplay("RLADA-Customer-v0", "customer", ["direct", "contextual"])
     found = probe.candidates({"seed": mix_seed(0, 1)})  # start 0 of an open run from run seed 0 (the customer is role 1)
     assert (0, 0) in found and all(start >= 0 for start, _ in found)
+
+
+def test_a_seed_replay_believes_in_starts_below_a_million_only():
+    from dialogue_gym.probes import MAX_START, SeedReplay
+
+    probe = SeedReplay("RLADA-Customer-v0", "customer", ["direct", "contextual"])
+    assert (MAX_START - 1, 0) in probe.candidates({"seed": mix_seed(MAX_START - 1, 1)})
+    assert (MAX_START, 0) not in probe.candidates({"seed": mix_seed(MAX_START, 1)})

@@ -111,3 +111,13 @@ def test_the_files_of_a_loaded_single_file_module_are_its_own_file():
     assert module_files("csv:DictReader") == [P(csv.__file__)]
     with pytest.raises(ConfigError, match=r"an agent class is given as 'module:Class'"):
         module_files("csv:not-a-name")
+
+
+def test_the_files_of_a_module_found_in_the_working_folder_or_nowhere(monkeypatch, tmp_path):
+    from dialogue_gym.agents.process import module_files
+
+    (tmp_path / "h43_agent_module.py").write_text("class Agent:\n    pass\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    assert module_files("h43_agent_module:Agent") == [tmp_path / "h43_agent_module.py"]  # found, not imported
+    assert module_files("h43_no_such_module:Agent") == []  # nowhere: nothing to show the agent's process
