@@ -241,7 +241,7 @@ class SeedReplay(ReplayProbe):
             memory.setdefault("oracle", self.oracle.start(replica.game.episode_profile(), memory["seed"]))
             proposed = {**proposed, ORACLE: (replica.act(self.oracle, memory["oracle"]), memory["oracle"])}
             players[ORACLE] = self.oracle
-        best, best_return = proposed[self.fallback][0], None
+        best, best_return = None, None  # the first pass (the fallback) always sets both
         for name in [self.fallback, *(n for n in proposed if n != self.fallback)]:
             text, policy_memory = proposed[name]
             fork = replica.fork(memory["history"])

@@ -72,3 +72,72 @@ def test_a_seed_replay_believes_in_starts_below_a_million_only():
     probe = SeedReplay("RLADA-Customer-v0", "customer", ["direct", "contextual"])
     assert (MAX_START - 1, 0) in probe.candidates({"seed": mix_seed(MAX_START - 1, 1)})
     assert (MAX_START, 0) not in probe.candidates({"seed": mix_seed(MAX_START, 1)})
+
+
+class _ScoredReplica:
+    """A stand-in for a rebuilt game: a fork played to the end by a policy returns that policy's score,
+    and records the text said first and the history it was forked from."""
+
+    def __init__(self, scores: dict[str, float], played: list | None = None, history: list | None = None):
+        self.scores, self.played, self.history = scores, played if played is not None else [], history
+
+    def fork(self, history):
+        return _ScoredReplica(self.scores, self.played, list(history))
+
+    def step(self, text):
+        self.played.append((tuple(self.history), text))
+
+    def finish(self, policy, memory):
+        return self.scores[policy]
+
+
+def _selector(kind, fair: list[str]):
+    """A probe of ``kind`` whose fair policies are their own names (the stand-in replica scores names)."""
+    probe = object.__new__(kind)
+    probe.fair = {name: name for name in fair}
+    probe.fallback, probe.oracle = fair[-1], None
+    return probe
+
+
+def test_the_clairvoyant_selector_keeps_the_best_policy_and_the_fallback_on_a_tie():
+    from dialogue_gym.probes import ClairvoyantSelector
+
+    class Named(str):
+        def start(self, profile, seed):
+            return {"profile": profile, "seed": seed}
+
+    probe = _selector(ClairvoyantSelector, ["weak", "middle", "best"])
+    probe.fair = {name: Named(name) for name in probe.fair}
+    proposed = {name: (f"{name} says", None) for name in probe.fair}
+    memory = {"profile": {}, "seed": 0}
+    assert probe.choose(_ScoredReplica({"weak": 0.2, "middle": 0.9, "best": 0.5}), proposed, memory) == "middle says"
+    assert memory["chosen"] == "middle"
+    assert probe.choose(_ScoredReplica({"weak": 1.0, "middle": 1.0, "best": 0.0}), proposed, memory) == "middle says"  # chosen once, kept
+    tie = {"profile": {}, "seed": 0}  # weak and the fallback tie at the top: the fallback, whatever the order
+    assert probe.choose(_ScoredReplica({"weak": 0.7, "middle": 0.1, "best": 0.7}), proposed, tie) == "best says"
+    first = {"profile": {}, "seed": 0}  # two non-fallback policies tie: the first one stays
+    assert probe.choose(_ScoredReplica({"weak": 0.8, "middle": 0.8, "best": 0.1}), proposed, first) == "weak says"
+    assert probe.choose(None, proposed, {"profile": {}, "seed": 0}) == "best says"  # no game rebuilt: the fallback
+
+
+def test_a_seed_replay_says_the_proposal_whose_fork_scores_best_after_the_history_so_far():
+    from dialogue_gym.probes import SeedReplay
+
+    probe = _selector(SeedReplay, ["weak", "best"])
+    proposed = {"weak": ("weak says", {}), "best": ("best says", {})}
+    played: list = []
+    memory = {"history": ["hello"]}
+    assert probe.choose(_ScoredReplica({"weak": 1.0, "best": 0.5}, played), proposed, memory) == "weak says"
+    assert played == [(("hello",), "best says"), (("hello",), "weak says")]  # the fallback tried first, each after the history
+    assert probe.choose(_ScoredReplica({"weak": 0.5, "best": 0.5}), proposed, memory) == "best says"  # a tie keeps the fallback's
+    assert probe.choose(None, proposed, memory) == "best says"
+
+
+def test_the_snoop_keeps_its_env_kwargs_as_its_own_copy_and_none_as_empty():
+    from dialogue_gym.probes import GarbageCollectorSnoop
+
+    kwargs = {"max_agent_turns": 6}
+    snoop = GarbageCollectorSnoop("RLADA-Customer-v0", "customer", "direct", "oracle", kwargs)
+    kwargs["max_agent_turns"] = 99
+    assert snoop.spec == ("RLADA-Customer-v0", "customer", "direct", "oracle", {"max_agent_turns": 6})
+    assert GarbageCollectorSnoop("RLADA-Customer-v0", "customer", "direct", "oracle").spec[-1] == {}

@@ -103,7 +103,7 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "sealing": (
         ("dialogue_gym/sealing.py", "dialogue_gym/seeding.py", "dialogue_gym/probes.py"),
         ("tests/test_sealing.py", "tests/test_sealing_behaviours.py", "tests/test_cli_sealed.py", "tests/test_probes.py",
-         "tests/test_probes_edges.py", "tests/envs/test_handed_data.py"),
+         "tests/test_probes_edges.py", "tests/test_probes_units.py", "tests/envs/test_handed_data.py"),
     ),
     "sealed_runs": (
         ("dialogue_gym/evaluation.py", "dialogue_gym/envs/driver.py"),
@@ -117,16 +117,16 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "results": (
         ("dialogue_gym/results.py", "dialogue_gym/inputs.py", "dialogue_gym/reporting.py"),
         ("tests/test_results.py", "tests/test_results_behaviours.py", "tests/test_reporting.py", "tests/test_inputs.py", "tests/test_inputs_edges.py",
-         "tests/test_inputs_unreadable.py", "tests/test_cli_inputs.py", "tests/metrics/test_reproducible.py"),
+         "tests/test_inputs_unreadable.py", "tests/test_cli_inputs.py", "tests/metrics/test_reproducible.py", "tests/test_results_edges.py"),
     ),
     "viewer": (
         ("dialogue_gym/viewer.py",),
-        ("tests/test_viewer.py", "tests/test_viewer_inputs.py"),
+        ("tests/test_viewer.py", "tests/test_viewer_inputs.py", "tests/test_viewer_units.py"),
     ),
     "openenv": (
         ("dialogue_gym/integrations/openenv.py", "dialogue_gym/integrations/openenv_server.py"),
         ("tests/integrations/test_openenv.py", "tests/integrations/test_openenv_sealed.py", "tests/integrations/test_openenv_server.py",
-         "tests/integrations/test_openenv_guard.py"),
+         "tests/integrations/test_openenv_guard.py", "tests/integrations/test_openenv_client_units.py", "tests/integrations/test_openenv_server_units.py"),
     ),
     "run_folders": (
         ("trainers/common/atomic.py", "trainers/common/rundir.py", "trainers/common/dagger.py", "trainers/common/threads.py"),
