@@ -121,3 +121,16 @@ def test_the_files_of_a_module_found_in_the_working_folder_or_nowhere(monkeypatc
     monkeypatch.delenv("PYTHONPATH", raising=False)
     assert module_files("h43_agent_module:Agent") == [tmp_path / "h43_agent_module.py"]  # found, not imported
     assert module_files("h43_no_such_module:Agent") == []  # nowhere: nothing to show the agent's process
+
+
+def test_episodes_are_numbered_from_zero_one_apart_and_forgotten_at_their_end():
+    from dialogue_gym.agents.process import AgentProcess
+
+    agent = AgentProcess("RLADA-Banking-v0", "agent", {}, "keyword", level="process")
+    try:
+        assert [agent.start({}, seed) for seed in (7, 8, 9)] == [0, 1, 2]
+        assert agent.problems(1) == [] and agent._turns == {0: 0, 1: 0, 2: 0}
+        agent.end(1)
+        assert sorted(agent._turns) == [0, 2]
+    finally:
+        agent.close()
