@@ -116,7 +116,7 @@ def test_each_kind_of_block_names_the_command_that_makes_its_file(tmp_path, monk
     assert docs_tables.regenerate("benchmark", "quick") == "python tools/docs_tables.py --benchmark quick -- --quick --seconds 2"
     # two agents of one saved run: that run's command, once
     assert docs_tables.regenerate("compare", "SEAD-Outbound-v0.json#sop SEAD-Outbound-v0.json#adaptive") == docs_tables.regenerate("baselines", "SEAD-Outbound-v0")
-    trained = sorted((DOCS / "results" / "training").glob("*/before.json"))
+    trained = sorted(path for path in (DOCS / "results" / "training").glob("*/before.json") if (path.parent / "after.json").exists())
     if trained:  # a trainer's held-out files: the trainer's own command
         run = trained[0].parent.name
         made = docs_tables.regenerate("compare", f"training/{run}/before.json training/{run}/after.json")
