@@ -141,3 +141,26 @@ def test_the_snoop_keeps_its_env_kwargs_as_its_own_copy_and_none_as_empty():
     kwargs["max_agent_turns"] = 99
     assert snoop.spec == ("RLADA-Customer-v0", "customer", "direct", "oracle", {"max_agent_turns": 6})
     assert GarbageCollectorSnoop("RLADA-Customer-v0", "customer", "direct", "oracle").spec[-1] == {}
+
+
+def test_a_probe_that_found_no_starts_yet_looks_again_next_turn():
+    """candidates() says "not yet" (None) on the first turn and names start 0 on the second: the probe
+    must rebuild that start then (and not keep the empty list it filtered on the first turn)."""
+    from dialogue_gym.probes import FingerprintMatcher, Replica, role_info
+
+    probe = FingerprintMatcher("RLADA-Customer-v0", "customer", ["direct", "contextual"], starts=12, narrow=3)
+    answers = iter([None, [(0, 0)]])
+    probe.candidates = lambda memory: next(answers)
+    handed: list = []
+
+    def choose(replica, proposed, memory):
+        handed.append(None if replica is None else (replica.start, replica.run_seed))
+        return proposed[probe.fallback][0]
+
+    probe.choose = choose
+    real = Replica(probe.environment, 0, 0)  # the episode the probe is playing: start 0 of an open run
+    learner = probe.environment.learner
+    memory = probe.start(real.game.role_profile(learner), 0)
+    for _ in range(2):
+        real.step(probe.act(real.game.observe(learner), role_info(real.game, learner, probe), memory))
+    assert handed == [None, (0, 0)]
