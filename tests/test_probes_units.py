@@ -164,3 +164,15 @@ def test_a_probe_that_found_no_starts_yet_looks_again_next_turn():
     for _ in range(2):
         real.step(probe.act(real.game.observe(learner), role_info(real.game, learner, probe), memory))
     assert handed == [None, (0, 0)]
+
+
+def test_the_snoop_takes_the_started_game_whose_learner_is_handed_what_it_was_handed_and_no_other():
+    from dialogue_gym.probes import FingerprintMatcher, GarbageCollectorSnoop, Replica
+
+    environment = FingerprintMatcher("RLADA-Customer-v0", "customer", ["direct"], starts=1).environment
+    decoys = [Replica(environment, start, 0) for start in (1, 2, 3)]  # started games at the customer's turn, other starts
+    target = Replica(environment, 5, 0)
+    snoop = GarbageCollectorSnoop("RLADA-Customer-v0", "customer", "direct", "oracle")
+    assert snoop.live_game(target.game.observe("customer")) is target.game
+    assert snoop.live_game({**target.game.observe("customer"), "unseen": True}) is None
+    assert all(decoy.game.started for decoy in decoys)
