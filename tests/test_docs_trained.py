@@ -93,3 +93,16 @@ def test_a_block_without_a_saved_run_and_a_train_call_without_its_trainer_name_t
         docs_tables.run_training("x", ["--preset", "cpu-lm-scratch"])
     with pytest.raises(SystemExit, match="leave out --run-dir and --resume"):
         docs_tables.run_training("x", ["tracer", "--run-dir", "/tmp/elsewhere"])
+
+
+def test_a_clean_worktree_is_head_runs_its_own_code_and_is_removed_afterwards():
+    import subprocess
+
+    def git(*arguments: str, cwd: Path = ROOT) -> str:
+        return subprocess.run(["git", *arguments], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+
+    with docs_tables.clean_worktree(("dialogue_gym",)) as (scratch, tree, environment):
+        assert git("rev-parse", "HEAD", cwd=tree) == git("rev-parse", "HEAD") and git("status", "--porcelain", cwd=tree) == ""
+        assert tree.parent == scratch and environment["PYTHONPATH"] == str(tree)
+        assert environment["PYTHONDONTWRITEBYTECODE"] == "1" and Path(environment["NUMBA_CACHE_DIR"]).parent == scratch
+    assert not scratch.exists() and str(tree) not in git("worktree", "list")

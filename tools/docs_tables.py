@@ -42,12 +42,14 @@ up as a stale block in ``tests/test_docs.py``; rerun this script (and commit bot
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -211,7 +213,6 @@ def benchmark(name: str) -> str:
 def compared(files: str) -> str:
     """What ``dialogue-gym compare A B`` prints for two saved runs (``A.json[#agent] B.json[#agent]``,
     paths under docs/results/), with the paths as the page names them."""
-    import contextlib
     import io
 
     from dialogue_gym.cli import main as cli
@@ -385,43 +386,53 @@ def run_audit(env_id: str, arguments: list[str]) -> None:
     run_in_clean_tree("audit", env_id, arguments, AUDITS / f"{env_id}.json", lambda saved: load_audit(saved)["provenance"], exits=(0, 1))
 
 
-def run_in_clean_tree(command: str, env_id: str, arguments: list[str], target: Path, provenance_of, exits: tuple[int, ...] = (0,)) -> None:
-    """``dialogue-gym COMMAND ENV_ID ARGUMENTS --quiet --save TARGET``, played by the code of HEAD in a
-    temporary clean worktree (no bytecode or compiled-kernel caches written into it), so the saved
-    provenance says which committed revision made the numbers and that nothing else did."""
+@contextlib.contextmanager
+def clean_worktree(packages: tuple[str, ...]) -> Iterator[tuple[Path, Path, dict[str, str]]]:
+    """``(scratch, tree, environment)``: a temporary clean worktree of HEAD in a scratch folder, and the
+    environment that runs its code (its packages first on the path, no bytecode or compiled-kernel caches
+    written into it), so what a run saves was made by a committed revision and nothing else. Uncommitted
+    changes under ``packages`` are named on stderr: they are not in the run."""
     import tempfile
 
-    changed = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "dialogue_gym", "envs_registry"], capture_output=True, text=True, check=True).stdout
+    changed = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", *packages], capture_output=True, text=True, check=True).stdout
     if changed.strip():
-        print(f"note: uncommitted changes under dialogue_gym/ or envs_registry/ are not in this run (it plays HEAD):\n{changed}", file=sys.stderr)
-    if target.exists():
-        target.unlink()  # a failed run must not leave the old file behind looking fresh
-    with tempfile.TemporaryDirectory(prefix="docs-tables-") as scratch:
-        tree = Path(scratch) / "tree"
+        print(f"note: uncommitted changes under {', '.join(packages)} are not in this run (it plays HEAD):\n{changed}", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="docs-tables-") as folder:
+        scratch = Path(folder)
+        tree = scratch / "tree"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--quiet", "--detach", str(tree), "HEAD"], check=True)
         try:
-            saved = Path(scratch) / "run.json"
-            argv = [sys.executable, "-m", "dialogue_gym.cli", command, env_id, *arguments, "--quiet", "--save", str(saved)]
-            environment = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "NUMBA_CACHE_DIR": str(Path(scratch) / "numba"), "PYTHONPATH": str(tree)}
-            done = subprocess.run(argv, cwd=tree, env=environment)
-            if done.returncode not in exits:
-                raise SystemExit(f"`dialogue-gym {command} {env_id}` exited {done.returncode}; nothing was saved.")
-            provenance = provenance_of(saved)
-            if provenance.get("git_dirty") is not False:
-                raise SystemExit(f"the run in the clean worktree reports git_dirty={provenance.get('git_dirty')!r}; nothing was saved.")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(saved.read_bytes())
+            yield scratch, tree, {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "NUMBA_CACHE_DIR": str(scratch / "numba"), "PYTHONPATH": str(tree)}
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
 
 
+def run_in_clean_tree(command: str, env_id: str, arguments: list[str], target: Path, provenance_of, exits: tuple[int, ...] = (0,)) -> None:
+    """``dialogue-gym COMMAND ENV_ID ARGUMENTS --quiet --save TARGET``, played by the code of HEAD in a
+    temporary clean worktree (:func:`clean_worktree`), so the saved provenance says which committed
+    revision made the numbers and that nothing else did."""
+    if target.exists():
+        target.unlink()  # a failed run must not leave the old file behind looking fresh
+    with clean_worktree(("dialogue_gym", "envs_registry")) as (scratch, tree, environment):
+        saved = scratch / "run.json"
+        argv = [sys.executable, "-m", "dialogue_gym.cli", command, env_id, *arguments, "--quiet", "--save", str(saved)]
+        done = subprocess.run(argv, cwd=tree, env=environment)
+        if done.returncode not in exits:
+            raise SystemExit(f"`dialogue-gym {command} {env_id}` exited {done.returncode}; nothing was saved.")
+        provenance = provenance_of(saved)
+        if provenance.get("git_dirty") is not False:
+            raise SystemExit(f"the run in the clean worktree reports git_dirty={provenance.get('git_dirty')!r}; nothing was saved.")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(saved.read_bytes())
+
+
 def run_training(name: str, arguments: list[str]) -> None:
     """``python -m trainers.TRAINER ARGUMENTS`` (``arguments`` = TRAINER, then its arguments) run by the code
-    of HEAD in a clean worktree; the run folder's config, metrics and state files (not the per-episode
-    records, checkpoints or trajectories) are kept in ``docs/results/training/NAME/`` beside ``run.json``."""
+    of HEAD in a clean worktree (:func:`clean_worktree`); the run folder's config, metrics and state files
+    (not the per-episode records, checkpoints or trajectories) are kept in ``docs/results/training/NAME/``
+    beside ``run.json``."""
     import json
     import shutil
-    import tempfile
     import time
 
     if not arguments or arguments[0] not in TRAINERS:
@@ -432,28 +443,22 @@ def run_training(name: str, arguments: list[str]) -> None:
     target = TRAINING / name
     if target.exists():
         shutil.rmtree(target)  # a failed run must not leave the old files behind looking fresh
-    with tempfile.TemporaryDirectory(prefix="docs-tables-") as scratch:
-        tree = Path(scratch) / "tree"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--quiet", "--detach", str(tree), "HEAD"], check=True)
-        try:
-            revision = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-            run = Path(scratch) / "run"
-            environment = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "NUMBA_CACHE_DIR": str(Path(scratch) / "numba"), "PYTHONPATH": str(tree)}
-            started = time.monotonic()
-            done = subprocess.run([sys.executable, "-m", f"trainers.{trainer}", *arguments, "--run-dir", str(run)], cwd=tree, env=environment)
-            if done.returncode:
-                raise SystemExit(f"`python -m trainers.{trainer}` exited {done.returncode}; nothing was saved.")
-            (target / "state").mkdir(parents=True)
-            for path in [run / "config.json", run / "metrics.jsonl", *sorted((run / "state").glob("*.json"))]:
-                if path.exists() and not path.name.endswith("_episodes.json"):
-                    shutil.copyfile(path, target / path.relative_to(run))
-            made = {
-                "trainer": trainer, "arguments": arguments, "revision": revision, "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "seconds": round(time.monotonic() - started, 1), "cpus": os.cpu_count(), "load": round(os.getloadavg()[0], 2),
-            }
-            (target / "run.json").write_text(json.dumps(made, indent=1) + "\n", encoding="utf-8")
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+    with clean_worktree(("dialogue_gym", "envs_registry", "trainers")) as (scratch, tree, environment):
+        revision = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        run = scratch / "run"
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", f"trainers.{trainer}", *arguments, "--run-dir", str(run)], cwd=tree, env=environment)
+        if done.returncode:
+            raise SystemExit(f"`python -m trainers.{trainer}` exited {done.returncode}; nothing was saved.")
+        (target / "state").mkdir(parents=True)
+        for path in [run / "config.json", run / "metrics.jsonl", *sorted((run / "state").glob("*.json"))]:
+            if path.exists() and not path.name.endswith("_episodes.json"):
+                shutil.copyfile(path, target / path.relative_to(run))
+        made = {
+            "trainer": trainer, "arguments": arguments, "revision": revision, "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "seconds": round(time.monotonic() - started, 1), "cpus": os.cpu_count(), "load": round(os.getloadavg()[0], 2),
+        }
+        (target / "run.json").write_text(json.dumps(made, indent=1) + "\n", encoding="utf-8")
 
 
 def run_benchmark(name: str, arguments: list[str]) -> None:
