@@ -13,6 +13,10 @@ trainer's ``prefix: lm``), each continuation and rollout temperature plays G cop
     2+ distinct    share of points whose G samples hold at least 2 distinct turns (a filter that needs
                    sampling only), and the share informative among them
 
+With ``--greedy-copy`` copy 0 of every group decodes its turn greedily (the trainer's ``greedy_copy``) and
+two more columns count the groups where a sampled turn beat the greedy one (``beaten``: the signal that can
+move the argmax) and where the greedy turn beat a sampled one (``beats``).
+
 G = 8 is the first 8 copies of a 16-copy group. The SEAD reward is terminal only (SPEC: R = 1[success]),
 so there is no per-turn term to densify it with. One torch thread; the load is printed.
 """
@@ -46,7 +50,11 @@ def shares(groups: list[list[Any]]) -> dict[str, Any]:
         noisy += any(len(v) > 1 for v in by_turn.values())
     pooled = [len(set(pooled_rewards([reward(t) for t in g], [said(t) for t in g]))) > 1 for g in groups]
     kept = [i for i, d in enumerate(distinct) if d >= 2]
-    return {
+    greedy = {}
+    if groups and groups[0][0].meta["decision_point"].get("greedy"):
+        greedy = {"greedy_beaten": sum(max(map(reward, g)) > reward(g[0]) for g in groups) / len(groups),
+                  "greedy_beats": sum(min(map(reward, g)) < reward(g[0]) for g in groups) / len(groups)}
+    return {**greedy,
         "informative": sum(informative) / len(groups),
         "same_turn_different_rewards": noisy / len(groups),
         "informative_pooled": sum(pooled) / len(groups),
@@ -62,6 +70,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--points", type=int, default=32)
     parser.add_argument("--settings", default=SETTINGS, help="comma-separated CONTINUATION:TEMPERATURE:G")
     parser.add_argument("--json", type=Path, help="also save the rows here")
+    parser.add_argument("--greedy-copy", action="store_true", help="copy 0 of every group decodes greedily (the trainer's greedy_copy)")
     args = parser.parse_args(argv)
     import torch
 
@@ -91,21 +100,23 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         started = time.perf_counter()
         policy = lm(temperature)
         continuation = policy if cont == "lm" else make_policy("agent", cont, games[0].library)
-        trajectories = play_groups(games, DecisionPointSeat(policy, continuation), {"user": user}, "agent", points, size, 1234)
+        trajectories = play_groups(games, DecisionPointSeat(policy, continuation), {"user": user}, "agent", points, size, 1234, args.greedy_copy)
         groups = [trajectories[i : i + size] for i in range(0, len(trajectories), size)]
         row = {"continuation": cont, "temperature": temperature, "G": size, "seconds": round(time.perf_counter() - started, 1),
                "load": round(os.getloadavg()[0], 2), "mean_reward": sum(t.rewards.get("agent", 0.0) for t in trajectories) / len(trajectories),
                "by_G": {str(k): shares([g[:k] for g in groups]) for k in sorted({8, size})}}
         rows.append(row)
-    print("\n| continuation | T | G | informative | noise | pooled | distinct | 2+ distinct | informative of those | mean R | s (load) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    extra = " beaten | beats |" if args.greedy_copy else ""
+    print("\n| continuation | T | G | informative | noise | pooled | distinct | 2+ distinct | informative of those | mean R | s (load) |" + extra)
+    print("|---|---|---|---|---|---|---|---|---|---|---|" + "---|---|" * args.greedy_copy)
     for row in rows:
         for k, s in row["by_G"].items():
             among = "" if s["informative_among_2plus_distinct"] is None else f"{s['informative_among_2plus_distinct']:.2f}"
             print(f"| {row['continuation']} | {row['temperature']:g} | {k} | {s['informative']:.2f} | {s['same_turn_different_rewards']:.2f} | "
                   f"{s['informative_pooled']:.2f} | {s['distinct_turns_mean']:.2f} | {s['points_with_2plus_distinct']:.2f} | {among} | "
-                  f"{row['mean_reward']:.3f} | {row['seconds']:.0f} ({row['load']:.1f}) |")
-    result = {"checkpoint": args.checkpoint, "points": args.points, "turns": [p.turn for p in points], "rows": rows}
+                  f"{row['mean_reward']:.3f} | {row['seconds']:.0f} ({row['load']:.1f}) |"
+                  + (f" {s['greedy_beaten']:.2f} | {s['greedy_beats']:.2f} |" if args.greedy_copy else ""))
+    result = {"checkpoint": args.checkpoint, "points": args.points, "greedy_copy": args.greedy_copy, "turns": [p.turn for p in points], "rows": rows}
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=1) + "\n")

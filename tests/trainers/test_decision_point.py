@@ -20,6 +20,7 @@ from trainers.grpo.decision_point import (
     group_samples,
     play_groups,
     pooled_rewards,
+    rescore_greedy,
 )
 
 GARBLE = ""
@@ -139,7 +140,7 @@ def test_copies_share_the_prefix_and_differ_only_from_the_sampled_turn():
             cut = trajectory.turns.index(agent_turns[point.turn])
             assert tuple(turn.raw for turn in agent_turns[: point.turn]) == point.prefix  # said again word for word
             prefixes.add(json.dumps([(t.role, t.raw) for t in trajectory.turns[:cut]]))
-            assert trajectory.meta["decision_point"] == {"seed": point.seed, "turn": point.turn, "copy": copy}
+            assert trajectory.meta["decision_point"] == {"seed": point.seed, "turn": point.turn, "copy": copy, "greedy": False}
             assert trajectory.meta["learner_record"]["completion_ids"] == ids(agent_turns[point.turn].raw)
         assert len(prefixes) == 1
         sampled = {trajectory.meta["learner_record"]["completion_ids"] == ids(GARBLE) for trajectory in group}
@@ -277,3 +278,99 @@ def test_the_sead_trainer_passes_pool_same_turn_to_the_update(pool):
     _, update = decision_point_step(config, Recorded(), 0, [{}], Policy(), None, None, None, [])
     assert update["decision/informative_groups"] == (0.0 if pool else 1.0)
     assert update["advantages"] == ([0.0, 0.0] if pool else [pytest.approx(1.0, abs=1e-5), pytest.approx(-1.0, abs=1e-5)])
+
+
+def test_the_sead_trainer_rescores_the_greedy_copies_of_a_recorded_iteration_with_greedy_copy():
+    # A resumed iteration's saved greedy turn carries the untempered logprobs it was decoded with: the
+    # update must train on the policy's tempered scores of it, and only with greedy_copy on.
+    from trainers.sead.config import build_config
+    from trainers.sead.train import decision_point_step
+
+    class Recorded:
+        def completed_episodes(self, iteration):
+            greedy, sampled = _trajectory(1.0, [5, 6]), _trajectory(0.0, [7])
+            greedy.meta["decision_point"], sampled.meta["decision_point"] = {"copy": 0, "greedy": True}, {"copy": 1, "greedy": False}
+            return {0: greedy, 1: sampled}
+
+    class Policy:
+        def score(self, prompt, completion):
+            return [-0.25] * len(completion)
+
+        def step(self, samples):
+            return {"old": [s.old_logprobs for s in samples]}
+
+    for greedy_copy, expected in ((True, [[-0.25, -0.25], [-1.0]]), (False, [[-1.0, -1.0], [-1.0]])):
+        config = build_config("cpu-lm-scratch", group_size=2, greedy_copy=greedy_copy)
+        _, update = decision_point_step(config, Recorded(), 0, [{}], Policy(), None, None, None, [])
+        assert update["old"] == expected
+        assert update["decision/greedy_beats"] == 1.0
+
+
+class GreedyOrGarble(FakeLM):
+    """Says the expert's turn when its memory is marked greedy (the argmax) and garbles every sampled
+    turn; records whether each move was greedy."""
+
+    def act_batch(self, observations, infos, memories):
+        texts = []
+        for observation, info, memory in zip(observations, infos, memories):
+            [expert_text] = self.expert.act_batch([observation], [info], [memory["inner"]])
+            text = expert_text if memory.get("greedy") else GARBLE
+            memory["turns"].append({"prompt_ids": [1], "completion_ids": ids(text), "logprobs": [-9.0] * len(ids(text)), "greedy": bool(memory.get("greedy"))})
+            texts.append(text)
+        return texts
+
+
+def test_with_greedy_copy_copy_0_plays_the_argmax_once_per_group_and_counts_once_in_its_advantages():
+    pool, expert, user = sead_setup(32)
+    lm = GreedyOrGarble(expert)
+    points = draw_points(pool, {"agent": expert, "user": user}, "agent", [(seed, {}) for seed in range(4)], random.Random(1))
+    trajectories = play_groups(pool, DecisionPointSeat(lm, expert), {"user": user}, "agent", points, 4, seed=2, greedy_copy=True)
+    assert len(trajectories) == 16
+    for point_index in range(4):
+        group = trajectories[4 * point_index : 4 * point_index + 4]
+        assert [t.meta["decision_point"]["greedy"] for t in group] == [True, False, False, False]
+        assert [t.meta["learner_record"]["greedy"] for t in group] == [True, False, False, False]
+        assert group[0].meta["learner_record"]["completion_ids"] != ids(GARBLE)  # the argmax, not a sample
+        assert all(t.meta["learner_record"]["completion_ids"] == ids(GARBLE) for t in group[1:])
+    samples, metrics = group_samples(trajectories, 4, "agent")
+    assert len(samples) == 16  # the greedy turn is one of the G, not an extra one
+    for point_index in range(4):
+        rewards = [t.rewards["agent"] for t in trajectories[4 * point_index : 4 * point_index + 4]]
+        advantages = [s.advantages[0] for s in samples[4 * point_index : 4 * point_index + 4]]
+        assert advantages == pytest.approx(group_advantages(rewards).tolist(), abs=1e-9)
+    # a garbled sample costs the invalid penalty: the argmax beats some sample at most points
+    groups = [[t.rewards["agent"] for t in trajectories[4 * p : 4 * p + 4]] for p in range(4)]
+    assert metrics["decision/greedy_beats"] == sum(min(g[1:]) < g[0] for g in groups) / 4 >= 0.5
+    assert metrics["decision/greedy_beaten"] == sum(max(g[1:]) > g[0] for g in groups) / 4 < 0.5
+    plain = play_groups(pool, DecisionPointSeat(lm, expert), {"user": user}, "agent", points, 4, seed=2)
+    assert all(t.meta["learner_record"]["completion_ids"] == ids(GARBLE) for t in plain)
+    assert "decision/greedy_beats" not in group_samples(plain, 4, "agent")[1]
+
+
+def test_only_the_point_turn_of_a_greedy_copy_is_greedy_when_the_lm_plays_on():
+    lm = Constant("L")
+    greedy_at = []
+    lm.start = lambda profile, seed: {"seed": seed}
+    lm.act_batch = lambda observations, infos, memories: [greedy_at.append(m.get("greedy")) or "L" for m in memories]
+    seat = DecisionPointSeat(lm, lm)
+    memory = seat.start({}, 0)
+    seat.assign(memory, DecisionPoint(seed=0, turn=1, prefix=("P",)), lm_seed=3, greedy=True)
+    assert [seat.act_batch([{"messages": []}], [{}], [memory])[0] for _ in range(4)] == ["P", "L", "L", "L"]
+    assert greedy_at == [True, False, False]
+
+
+def test_rescore_greedy_replaces_the_logprobs_of_greedy_turns_only():
+    greedy, sampled, empty = _trajectory(1.0, [5, 6]), _trajectory(0.0, [7]), _trajectory(0.0, [])
+    greedy.meta["decision_point"] = {"copy": 0, "greedy": True}
+    sampled.meta["decision_point"] = {"copy": 1, "greedy": False}
+    empty.meta["decision_point"] = {"copy": 0, "greedy": True}
+    asked = []
+
+    def score(prompt, completion):
+        asked.append((list(prompt), list(completion)))
+        return [-0.5 * (i + 1) for i in range(len(completion))]
+
+    assert rescore_greedy([greedy, sampled, empty], score) == 2
+    assert greedy.meta["learner_record"]["logprobs"] == [-0.5, -1.0]
+    assert sampled.meta["learner_record"]["logprobs"] == [-1.0]
+    assert asked == [([1, 2], [5, 6])]  # an empty turn has nothing to score

@@ -326,3 +326,27 @@ def test_a_packed_dialogue_gives_the_loss_and_gradient_of_its_turns_one_by_one(t
     assert metrics["loss/clip_fraction"] == pytest.approx(stats["loss/clip_fraction"], abs=1e-7)
     for got, expected in zip([p.grad for p in policy.model.parameters() if p.requires_grad], gradient):
         torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-6)
+
+
+def test_a_memory_marked_greedy_decodes_greedily_among_sampled_rows_and_score_gives_the_tempered_logprobs(tiny_model_dir):
+    # The greedy copy of a decision point (SeadTrainConfig.greedy_copy) is one row of a sampled batch.
+    policy = CausalLMPolicy(str(tiny_model_dir), GRPOConfig(max_new_tokens=6, temperature=2.0, kl_coef=0.0))
+    observation = {"messages": [{"role": "user", "content": "hello there"}], "turn": 0}
+    rows = [policy.start({}, seed) for seed in range(6)]
+    for memory in rows[:3]:
+        memory["greedy"] = True
+    said = policy.act_batch([observation] * 6, [{}] * 6, rows)
+    policy.greedy = True
+    [argmax] = policy.act_batch([observation], [{}], [policy.start({}, 99)])
+    policy.greedy = False
+    assert said[:3] == [argmax] * 3  # greedy whatever the seed
+    assert len(set(said[3:])) > 1  # the unmarked rows still sample
+    # Greedy decoding records the untempered logprobs; score() gives those of the rollout temperature,
+    # which step() recomputes: the ratio starts at 1 only with the rescored ones.
+    greedy_turn, sampled_turn = rows[0]["turns"][0], rows[3]["turns"][0]
+    rescored = policy.score(greedy_turn["prompt_ids"], greedy_turn["completion_ids"])
+    assert max(abs(a - b) for a, b in zip(policy.score(sampled_turn["prompt_ids"], sampled_turn["completion_ids"]), sampled_turn["logprobs"])) < 1e-4
+    assert max(abs(a - b) for a, b in zip(rescored, greedy_turn["logprobs"])) > 1e-2
+    ones = [1.0] * len(rescored)
+    step = policy.step([TurnSample(greedy_turn["prompt_ids"], greedy_turn["completion_ids"], rescored, ones)])
+    assert step["loss/ratio_mean"] == pytest.approx(1.0, abs=1e-4) and step["loss/clip_fraction"] == 0.0

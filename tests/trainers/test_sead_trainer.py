@@ -64,6 +64,11 @@ def test_config_errors():
         build_config(iters=3)
     with pytest.raises(ConfigError, match="curriculum='random'"):
         build_config(curriculum="random")
+    with pytest.raises(ConfigError, match=r"greedy_copy=True with rl_mode='dialogue' and group_size=8.*pass rl_mode='decision_point'"):
+        build_config("cpu-lm-scratch", greedy_copy=True, rl_mode="dialogue")
+    with pytest.raises(ConfigError, match=r"greedy_copy=True with rl_mode='decision_point' and group_size=1.*group_size >= 2"):
+        build_config("cpu-lm-scratch", greedy_copy=True, group_size=1)
+    assert build_config("cpu-lm-scratch", greedy_copy=True, group_size=2).greedy_copy
 
 
 def test_ablation_cli_prints_intervals(tmp_path, capsys):

@@ -83,9 +83,11 @@ class DecisionPointSeat:
         scripted = self.continuation.start(profile, seed) if self.scripted else None
         return {"scripted": scripted, "profile": profile, "moves": 0, "point": None, "lm": None}
 
-    def assign(self, memory: dict[str, Any], point: DecisionPoint, lm_seed: int) -> None:
-        """This game replays ``point``'s prefix, then its LM plays the point's turn, sampling with ``lm_seed``."""
+    def assign(self, memory: dict[str, Any], point: DecisionPoint, lm_seed: int, greedy: bool = False) -> None:
+        """This game replays ``point``'s prefix, then its LM plays the point's turn, sampling with ``lm_seed``
+        (``greedy``: decoding greedily, the turn held-out evaluation would play there)."""
         memory["point"] = point
+        memory["greedy"] = greedy
         memory["lm"] = self.lm.start(memory["profile"], lm_seed)
 
     def act_batch(self, observations, infos, memories) -> list[str]:
@@ -108,6 +110,9 @@ class DecisionPointSeat:
                 memory["heard"] = json.dumps(observations[row]["messages"])
             memory["moves"] += 1
         if lm_rows:
+            # Only the point's turn of a greedy copy is greedy: an LM continuation samples on in every copy.
+            for row in lm_rows:
+                memories[row]["lm"]["greedy"] = memories[row]["greedy"] and memories[row]["moves"] - 1 == memories[row]["point"].turn
             sampled = self.lm.act_batch([observations[r] for r in lm_rows], [infos[r] for r in lm_rows], [memories[r]["lm"] for r in lm_rows])
             for row, text in zip(lm_rows, sampled):
                 texts[row] = text
@@ -116,12 +121,15 @@ class DecisionPointSeat:
 
 def play_groups(
     games: Sequence[Game], seat: DecisionPointSeat, counterparts: Mapping[str, Any], learner: str,
-    points: Sequence[DecisionPoint], group_size: int, seed: int,
+    points: Sequence[DecisionPoint], group_size: int, seed: int, greedy_copy: bool = False,
 ) -> list[Trajectory]:
     """Play every point's G copies (``len(points) * group_size`` games, in lockstep) and return their
     trajectories point by point. Copy g of point p samples its turn with seed ``mix_seed(seed, p, g)``;
-    its trajectory's ``meta["learner_record"]`` is the LM's record of that turn (``prompt_ids``,
-    ``completion_ids``, ``logprobs``) and ``meta["decision_point"]`` the point and copy. Raises
+    with ``greedy_copy``, copy 0 decodes its turn greedily instead (``meta["decision_point"]["greedy"]``),
+    so the group's advantages score each sampled turn against the turn greedy evaluation plays there.
+    A trajectory's ``meta["learner_record"]`` is the LM's record of that turn (``prompt_ids``,
+    ``completion_ids``, ``logprobs``; a greedy turn's logprobs are of the untempered model, see
+    :func:`rescore_greedy`) and ``meta["decision_point"]`` the point and copy. Raises
     ScenarioError if the copies of a point did not reach its turn with the same history (the replay was
     not deterministic)."""
     total = len(points) * group_size
@@ -137,7 +145,7 @@ def play_groups(
     for index, game in enumerate(games[:total]):
         memories.append(driver.start(game))
         point_index, copy = divmod(index, group_size)
-        seat.assign(memories[-1][learner], points[point_index], mix_seed(seed, point_index, copy))
+        seat.assign(memories[-1][learner], points[point_index], mix_seed(seed, point_index, copy), greedy=greedy_copy and copy == 0)
     driver.advance(games[:total], memories)
     trajectories = []
     for point_index, point in enumerate(points):
@@ -151,9 +159,25 @@ def play_groups(
         for copy, (trajectory, memory) in enumerate(copies):
             trajectory.learner = learner
             trajectory.meta = {**trajectory.meta, "learner_record": memory["lm"]["turns"][0],
-                               "decision_point": {"seed": point.seed, "turn": point.turn, "copy": copy}}
+                               "decision_point": {"seed": point.seed, "turn": point.turn, "copy": copy, "greedy": greedy_copy and copy == 0}}
             trajectories.append(trajectory)
     return trajectories
+
+
+def rescore_greedy(trajectories: Sequence[Trajectory], score: Any) -> int:
+    """Replace the recorded logprobs of each greedy copy's turn by ``score(prompt_ids, completion_ids)``
+    (the policy's logprobs at its rollout temperature, :meth:`CausalLMPolicy.score`) and return how many
+    turns were rescored. Greedy decoding records the untempered model's logprobs, while the GRPO ratio's
+    numerator is tempered: left as recorded, the greedy copy's ratio would start away from 1 and clipping
+    would drop its gradient. Rescoring the saved records each time also covers a resumed iteration."""
+    count = 0
+    for trajectory in trajectories:
+        if trajectory.meta["decision_point"].get("greedy"):
+            record = trajectory.meta["learner_record"]
+            if record["completion_ids"]:
+                trajectory.meta["learner_record"] = {**record, "logprobs": score(record["prompt_ids"], record["completion_ids"])}
+            count += 1
+    return count
 
 
 def group_advantages(rewards: Sequence[float]) -> np.ndarray:
@@ -185,10 +209,16 @@ def group_samples(
     groups whose rewards (as trained on) differ (the others carry no signal), the mean number of distinct
     sampled turns per group, and the mean sampled-turn length."""
     samples, rewards, informative, distinct = [], [], 0, 0
+    greedy_groups, beaten, beats = 0, 0, 0
     groups = [trajectories[start : start + group_size] for start in range(0, len(trajectories), group_size)]
     for group in groups:
         group_rewards = [trajectory.rewards.get(learner, 0.0) for trajectory in group]
         rewards.extend(group_rewards)
+        greedy = [reward for reward, trajectory in zip(group_rewards, group) if trajectory.meta.get("decision_point", {}).get("greedy")]
+        if greedy:
+            greedy_groups += 1
+            beaten += max(group_rewards) > greedy[0]
+            beats += min(group_rewards) < greedy[0]
         said = [trajectory.meta["learner_record"]["completion_ids"] for trajectory in group]
         distinct += len({tuple(turn) for turn in said})
         if pool_same_turn:
@@ -197,9 +227,14 @@ def group_samples(
         for advantage, turn in zip(group_advantages(group_rewards), (trajectory.meta["learner_record"] for trajectory in group)):
             if turn["completion_ids"]:
                 samples.append(TurnSample(turn["prompt_ids"], turn["completion_ids"], turn["logprobs"], [float(advantage)] * len(turn["completion_ids"])))
-    return samples, {
+    metrics = {
         "decision/mean_reward": float(np.mean(rewards)) if rewards else float("nan"),
         "decision/informative_groups": informative / max(1, len(groups)),
         "decision/distinct_turns": distinct / max(1, len(groups)),
         "decision/sampled_tokens": float(np.mean([len(s.completion_ids) for s in samples])) if samples else 0.0,
     }
+    if greedy_groups:
+        # With a greedy copy: how often a sampled turn beat the argmax's, and how often the argmax beat one.
+        metrics["decision/greedy_beaten"] = beaten / greedy_groups
+        metrics["decision/greedy_beats"] = beats / greedy_groups
+    return samples, metrics

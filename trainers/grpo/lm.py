@@ -208,7 +208,7 @@ class CausalLMPolicy:
     def act_batch(self, observations, infos, memories) -> list[str]:
         requests = [
             GenerationRequest(
-                tuple(o["messages"]), SamplingParams(temperature=0.0 if self.greedy else None, seed=mix_seed(m["seed"], int(o["turn"]))),
+                tuple(o["messages"]), SamplingParams(temperature=0.0 if self.greedy or m.get("greedy") else None, seed=mix_seed(m["seed"], int(o["turn"]))),
                 self._own_ids_prompt(o["messages"], m),
             )
             for o, m in zip(observations, memories)
@@ -244,6 +244,18 @@ class CausalLMPolicy:
         return None if between is None else tuple(last["prompt_ids"] + last["completion_ids"] + between)
 
     # -- learning -------------------------------------------------------------------------
+    def score(self, prompt_ids: Sequence[int], completion_ids: Sequence[int]) -> list[float]:
+        """The logprob of each of ``completion_ids`` after ``prompt_ids`` under the current weights at the
+        rollout temperature (what :meth:`step` recomputes as the ratio's numerator)."""
+        torch = _torch()
+        sample = TurnSample(list(prompt_ids), list(completion_ids), [0.0] * len(completion_ids), [0.0] * len(completion_ids))
+        input_ids, attention, mask, _, _ = (t.to(self.device) for t in build_batch([sample], self._pad))
+        self.model.eval()
+        with torch.no_grad():
+            scores = token_logprobs(self.model, input_ids, attention, self.config.temperature)
+        start = len(prompt_ids) - 1
+        return [float(x) for x in scores[0, start : start + len(completion_ids)]]
+
     def record(self, memory: dict[str, Any]) -> dict[str, Any]:
         return {"turns": memory["turns"]}
 

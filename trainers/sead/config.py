@@ -106,6 +106,11 @@ class SeadTrainConfig:
     turn (trainers/grpo/decision_point.py pooled_rewards): with an LM continuation, copies that said the same
     can end differently, and pooling leaves a group informative only where its sampled turns differ. A scripted
     continuation plays on identically after the same turn, so there it changes nothing."""
+    greedy_copy: bool = False
+    """decision_point: copy 0 of every group decodes the point's turn greedily (the turn held-out greedy
+    evaluation plays there) and the other G - 1 sample at the rollout temperature, so a group's advantages
+    say which sampled turns did better or worse than the current argmax: the comparison that must move
+    for greedy CR to move (issue 41)."""
     user: str = "scripted"
     """Who plays the user: scripted or llm."""
     user_training: str = "fixed"
@@ -204,6 +209,11 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> SeadTrainCon
         raise ConfigError(f"user_training='joint' trains the scripted owner, got user={config.user!r}; pass user=scripted.")
     if config.smoothing not in CHOICES["smoothing"]:
         raise ConfigError(f"smoothing={config.smoothing!r}; use None or 'beta'.")
+    if config.greedy_copy and (config.rl_mode != "decision_point" or config.group_size < 2):
+        raise ConfigError(
+            f"greedy_copy=True with rl_mode={config.rl_mode!r} and group_size={config.group_size}: the greedy copy is one of a "
+            "decision point's G copies; pass rl_mode='decision_point' and group_size >= 2 (it needs sampled copies to compare with)."
+        )
     require_range(config, ("batch_size", "n_max", "max_agent_turns", "max_new_tokens", "sft_episodes", "sft_batch_size", "group_size", "dagger_episodes", "dagger_steps", "scratch_layers"), 1)
     require_range(config, ("iterations", "eval_episodes", "lora_rank", "kl_coef", "entropy_coef", "sft_steps", "dagger_rounds", "threads"), 0)
     require_range(config, ("clip_eps",), 0, 1)

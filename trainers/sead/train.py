@@ -47,7 +47,7 @@ from trainers.common.cli import config_from_cli, run_main
 from trainers.common.rundir import STATE_FIX
 from trainers.grpo.policy import advantages_for
 from trainers.common.play import play_games
-from trainers.grpo.decision_point import DecisionPointSeat, draw_points, group_samples, play_groups
+from trainers.grpo.decision_point import DecisionPointSeat, draw_points, group_samples, play_groups, rescore_greedy
 from trainers.sead.config import SCRATCH_MODEL, SeadTrainConfig, build_config, parser
 
 ENV_ID = "SEAD-Outbound-v0"
@@ -307,8 +307,12 @@ def decision_point_step(
             points = draw_points(games, {"agent": prefix, "user": user}, "agent", starts, rng)
         finally:
             policy.greedy = False
-        trajectories = play_groups(games, seat, {"user": user}, "agent", points, config.group_size, mix_seed(config.seed, iteration, SAMPLE_STREAM))
+        trajectories = play_groups(
+            games, seat, {"user": user}, "agent", points, config.group_size, mix_seed(config.seed, iteration, SAMPLE_STREAM), config.greedy_copy,
+        )
         run.append_trajectories(enumerate(trajectories), iteration)
+    if config.greedy_copy:
+        rescore_greedy(trajectories, policy.score)
     samples, rollout = group_samples(trajectories, config.group_size, "agent", config.pool_same_turn)
     return trajectories, {**rollout, **policy.step(samples)}
 
