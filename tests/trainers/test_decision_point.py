@@ -374,3 +374,33 @@ def test_rescore_greedy_replaces_the_logprobs_of_greedy_turns_only():
     assert greedy.meta["learner_record"]["logprobs"] == [-0.5, -1.0]
     assert sampled.meta["learner_record"]["logprobs"] == [-1.0]
     assert asked == [([1, 2], [5, 6])]  # an empty turn has nothing to score
+
+
+def test_the_sead_trainer_plays_a_greedy_copy_in_every_group_with_greedy_copy():
+    from dialogue_gym.curriculum import ProfileController
+    from trainers.sead.config import build_config
+    from trainers.sead.train import decision_point_step
+
+    class Fresh:
+        def completed_episodes(self, iteration):
+            return {}
+
+        def append_trajectories(self, trajectories, iteration):
+            self.saved = list(trajectories)
+
+    class Learner(GreedyOrGarble):
+        def score(self, prompt, completion):
+            return [-0.25] * len(completion)
+
+        def step(self, samples):
+            return {"old": [s.old_logprobs[0] for s in samples]}
+
+    pool, expert, user = sead_setup(8)
+    lm = Learner(expert)
+    profiles = ProfileController(mode="full", batch_size=2, n_max=200, seed=0).sample()
+    for greedy_copy in (True, False):
+        config = build_config("cpu-lm-scratch", group_size=4, greedy_copy=greedy_copy)
+        trajectories, update = decision_point_step(config, Fresh(), 0, profiles, lm, expert, DecisionPointSeat(lm, expert), user, pool)
+        assert [t.meta["decision_point"]["greedy"] for t in trajectories] == [greedy_copy, False, False, False] * 2
+        assert update["old"] == ([-0.25, -9.0, -9.0, -9.0] * 2 if greedy_copy else [-9.0] * 8)
+        assert ("decision/greedy_beats" in update) is greedy_copy
