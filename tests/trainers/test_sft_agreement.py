@@ -77,3 +77,34 @@ def test_dagger_seat_plays_the_learner_and_keeps_the_experts_label_of_every_stat
         for earlier, later in zip(session, session[1:]):
             assert later["prompt"][len(earlier["prompt"])]["content"] == earlier["said"]  # the history holds what the learner said
     assert 0 < label_agreement(seat.sessions) < 1
+
+
+class PieceTokenizer:
+    """Decodes ids to fixed pieces of text, as a pretrained BPE tokenizer splits a tag."""
+
+    def __init__(self, pieces):
+        self.pieces = pieces
+
+    def decode(self, ids):
+        return "".join(self.pieces[i] for i in ids)
+
+
+def test_utterance_stop_counts_the_tokens_up_to_a_tag_split_over_several():
+    from trainers.common.sft import utterance_stop
+
+    tokenizer = PieceTokenizer(["<response>", "Hello", " there", "</", "resp", "onse", ">", "<score>", "3"])
+    assert utterance_stop(tokenizer, [0, 1, 2, 3, 4, 5, 6, 7, 8], "</response>") == 7  # "</", "resp", "onse", ">" end at token 7
+    assert utterance_stop(tokenizer, [1, 2, 3, 4, 5, 6], "</response>") == 6
+    assert utterance_stop(tokenizer, [1, 2, 7, 8], "</response>") == 4  # no tag: the whole turn
+    one_token = PieceTokenizer(["Hi", "</response>", "<score>"])
+    assert utterance_stop(one_token, [0, 1, 2], "</response>") == 2  # a tag that is one token: as before
+
+
+def test_utterance_end_must_be_a_tag():
+    from trainers.common.sft import teacher_forced_agreement
+
+    from dialogue_gym.errors import ConfigError
+
+    for bad in ("", 7):
+        with pytest.raises(ConfigError, match=r"utterance_end=.* is not a tag of the turn format; pass e.g. '</response>'"):
+            teacher_forced_agreement(None, PieceTokenizer([]), [], 8, utterance_end=bad)

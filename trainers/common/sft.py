@@ -193,13 +193,12 @@ def teacher_forced_agreement(
     ``utterance_end`` (a token of the turn's format, e.g. SEAD's ``</response>``) also
     ``utterance_agreement`` and ``utterance_agreement_per_turn``: the turn agrees up to and including
     that token (what was said, whatever the rest of the turn estimates)."""
+    if utterance_end is not None and (not isinstance(utterance_end, str) or not utterance_end):
+        raise ConfigError(f"utterance_end={utterance_end!r} is not a tag of the turn format; pass e.g. '</response>', or None.")
     torch = _torch()
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     agree: list[list[bool]] = []
     said_agree: list[list[bool]] = []
-    end_id = tokenizer.convert_tokens_to_ids(utterance_end) if utterance_end is not None else None
-    if utterance_end is not None and (end_id is None or end_id == tokenizer.unk_token_id):
-        raise ConfigError(f"utterance_end={utterance_end!r} is not one token of this tokenizer; pass a token of the turn format, or None.")
     too_long = 0
     model.eval()
     encoded = [turn_spans(tokenizer, chat) for chat in chats]
@@ -222,18 +221,29 @@ def teacher_forced_agreement(
                     agree.append([])
                     said_agree.append([])
                 agree[turn].append(fits and all(hits))
-                if end_id is not None:
-                    stop = ids.index(end_id, start, end) + 1 - start if end_id in ids[start:end] else end - start
+                if utterance_end is not None:
+                    stop = utterance_stop(tokenizer, ids[start:end], utterance_end)
                     said_agree[turn].append(stop <= max_new_tokens and all(hits[:stop]))
     turns = sum(map(len, agree))
     result = {
         "agreement": sum(map(sum, agree)) / max(1, turns), "agreement_per_turn": [sum(a) / len(a) for a in agree],
         "turns_per_turn": [len(a) for a in agree], "too_long": too_long / max(1, turns), "turns": turns,
     }
-    if end_id is not None:
+    if utterance_end is not None:
         result["utterance_agreement"] = sum(map(sum, said_agree)) / max(1, turns)
         result["utterance_agreement_per_turn"] = [sum(a) / len(a) for a in said_agree]
     return result
+
+
+def utterance_stop(tokenizer: Any, turn_ids: Sequence[int], utterance_end: str) -> int:
+    """How many of a turn's tokens it takes to say ``utterance_end``: the shortest prefix whose text
+    holds the tag (all of them if none does). Found in the decoded text, not as one token id, because a
+    pretrained tokenizer splits a tag such as ``</response>`` into several tokens (SmolLM2: 5), and
+    how it splits depends on the text before it."""
+    for count in range(1, len(turn_ids) + 1):
+        if utterance_end in tokenizer.decode(turn_ids[:count]):
+            return count
+    return len(turn_ids)
 
 
 def _torch():
