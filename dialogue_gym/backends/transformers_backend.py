@@ -10,11 +10,13 @@ Each :class:`~dialogue_gym.backends.base.GenerationOutput` carries
 * ``text``: the decoded generated tokens, special tokens stripped (and cut before a stop string),
 * ``token_ids``: the generated token ids, including the end-of-sequence token when the model
   produced one (so a trainer also learns to stop),
-* ``logprobs``: per generated token, the log-softmax of the *processed* scores that ``generate``
-  sampled from (``output_scores=True``). Under greedy decoding (``temperature == 0``) these are the
-  model's own log-probabilities; under sampling they are those of the warped distribution
-  (logits divided by ``temperature``, tokens outside the ``top_p`` nucleus removed), i.e. the
-  log-probabilities of the policy that actually produced the sample,
+* ``logprobs``: per generated token, the log-softmax of the *processed* scores it was sampled from.
+  Under greedy decoding (``temperature == 0``) these are the model's own log-probabilities; under
+  sampling they are those of the warped distribution (logits divided by ``temperature``, tokens outside
+  the ``top_p`` nucleus removed), i.e. the log-probabilities of the policy that actually produced the
+  sample. Each row samples from a generator of its own, seeded from its request's seed alone
+  (:mod:`~dialogue_gym.backends.row_sampler`), so a request's reply does not depend on its batch-mates,
+  the batch size or the vector width,
 * ``prompt_token_ids``: the tokenised prompt, without padding,
 * ``finish_reason``: ``"stop"`` (end-of-sequence token or stop string) or ``"length"``,
 * ``meta["cached_tokens"]``: how many leading prompt tokens came from the prefix cache (not encoded).
@@ -164,12 +166,13 @@ class TransformersBackend:
         dtype: ``"float32"``, ``"float16"``, ``"bfloat16"`` or ``"auto"``.
         max_new_tokens, temperature, top_p: default sampling settings; each request's
             :class:`SamplingParams` overrides them field by field. ``temperature == 0`` means greedy.
-        seed: makes sampling reproducible. Each ``generate`` call ``n`` (counted from 0) seeds torch
-            with a value derived from ``(seed, n, chunk)``, so two backends built with the same seed
-            return the same outputs for the same sequence of calls, while repeated calls still draw
-            fresh samples. A request's own ``SamplingParams.seed`` takes precedence and is derived
-            from ``(request seed, chunk)`` only, so it reproduces regardless of the call count (for
-            the same batch composition). The global torch RNG state is left untouched.
+        seed: makes sampling reproducible. Request ``i`` of ``generate`` call ``n`` (both counted from
+            0) samples from a generator seeded with a value derived from ``(seed, n, i)``, so two
+            backends built with the same seed return the same outputs for the same sequence of calls,
+            while repeated calls still draw fresh samples. A request's own ``SamplingParams.seed``
+            takes precedence and is the only thing its generator's seed is derived from, so its reply
+            reproduces whatever the call count, its batch-mates and ``batch_size``. Seeded sampling
+            leaves the global torch RNG state untouched; without any seed, rows draw from it.
         batch_size: the most requests per ``model.generate`` call.
         prefix_cache: keep each sequence's keys/values between calls and encode only the uncached
             part of a prompt (see the module docstring); ``False`` re-encodes every prompt in full.
@@ -238,6 +241,7 @@ class TransformersBackend:
         except ImportError as exc:
             raise DependencyNotInstalled("transformers", "llm", _PURPOSE) from exc
         self._torch = torch
+        self._transformers = transformers
 
         try:
             self.device = torch.device(device)
@@ -323,6 +327,7 @@ class TransformersBackend:
             self._cache_types = (DynamicCache, DynamicLayer)
             self._prefix_off_reason = None
             self._kv_buffers = importlib.import_module(".kv_buffers", __package__)
+        self._row_sampler = importlib.import_module(".row_sampler", __package__)
         # Decoding into buffers sized for the whole call (kv_buffers) instead of DynamicLayer's per-step
         # torch.cat: 0 where the model has other layer kinds, which keep transformers' own cache.
         self._preallocated_layers = self._kv_buffers.full_attention_layers(self.model.config) if self._kv_buffers else 0
@@ -436,9 +441,10 @@ class TransformersBackend:
         (split into chunks of ``batch_size``). Outputs come back in request order.
 
         Requests that differ only in their seed share a batch (batching is the point of the vector
-        view): such a chunk is seeded from all its requests' seeds, so a request's sample reproduces
-        whenever its batch does. For per-request reproducibility across different batchings, record
-        the run with the ``cached`` backend."""
+        view), and each row samples from a generator of its own (:mod:`~dialogue_gym.backends.row_sampler`),
+        seeded from its request's seed alone: a request's sample does not depend on its batch-mates, the
+        batch size or the prefix cache (up to floating-point rounding of the scores, which batching and
+        the cache can change, as under greedy decoding)."""
         requests = list(requests)
         call = self._calls
         self._calls += 1
@@ -450,24 +456,22 @@ class TransformersBackend:
         for i, request in enumerate(requests):
             max_new, temperature, top_p, request_seed, stop = self._resolve(getattr(request, "sampling", SamplingParams()), i)
             prompts.append(self._prompt_ids(request, i))
-            seeds.append(request_seed)
+            if request_seed is not None:
+                seeds.append(derive_seed("request", request_seed))
+            elif self.seed is not None:
+                seeds.append(derive_seed("backend", self.seed, call, i))
+            else:
+                seeds.append(None)
             groups.setdefault((max_new, temperature, top_p, stop), []).append(i)
 
         outputs: list[GenerationOutput | None] = [None] * len(requests)
-        chunk_no = 0
         for key, indices in groups.items():
             max_new, temperature, top_p, stop = key
             for start in range(0, len(indices), self.batch_size):
                 chunk = indices[start : start + self.batch_size]
-                chunk_seeds = [seeds[i] for i in chunk if seeds[i] is not None]
-                if chunk_seeds:
-                    seed = derive_seed("request", *chunk_seeds, start // self.batch_size)
-                elif self.seed is not None:
-                    seed = derive_seed("backend", self.seed, call, chunk_no)
-                else:
-                    seed = None
-                chunk_no += 1
-                results = self._generate_chunk([prompts[i] for i in chunk], max_new, temperature, top_p, stop, seed)
+                results = self._generate_chunk(
+                    [prompts[i] for i in chunk], max_new, temperature, top_p, stop, [seeds[i] for i in chunk]
+                )
                 for i, out in zip(chunk, results):
                     outputs[i] = out
         return [o for o in outputs if o is not None]
@@ -671,24 +675,36 @@ class TransformersBackend:
         temperature: float,
         top_p: float,
         stop: tuple[str, ...],
-        seed: int | None,
+        seeds: list[int | None],
     ) -> list[GenerationOutput]:
         torch = self._torch
-        kwargs: dict[str, Any] = {"max_new_tokens": max_new, "output_scores": True, "return_dict_in_generate": True}
-        if temperature == 0:
-            kwargs["do_sample"] = False
-        else:
-            kwargs.update(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
+        sampler = self._row_sampler
+        # generate decodes greedily; the picker, the last processor, picks each row's token (sampled with
+        # the row's own uniforms) and records its logprob, after temperature and top_p as generate's
+        # sampling would apply them
+        processors = self._transformers.LogitsProcessorList()
+        uniforms = None
+        if temperature != 0:
+            if temperature != 1.0:
+                processors.append(self._transformers.TemperatureLogitsWarper(temperature))
+            if top_p < 1.0:
+                processors.append(self._transformers.TopPLogitsWarper(top_p))
+            uniforms = sampler.row_uniforms(seeds, max_new, self.device)
+        picker = sampler.TokenPicker(uniforms)
+        processors.append(picker)
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": max_new,
+            "do_sample": False,
+            "logits_processor": processors,
+            "return_dict_in_generate": True,
+        }
         if stop:
             kwargs.update(stop_strings=list(stop), tokenizer=self.tokenizer)
 
-        devices = [self.device.index or 0] if self.device.type == "cuda" else []
         store = self._active_store()
         try:
-            with torch.random.fork_rng(devices=devices, enabled=seed is not None), torch.inference_mode():
+            with torch.inference_mode():
                 matches = self._match(store, prompts) if store is not None else [(None, 0)] * len(prompts)
-                if seed is not None:
-                    torch.manual_seed(seed)
                 result, used, width = self._run(prompts, matches, kwargs)
         except (RuntimeError, ValueError) as exc:
             raise BackendError(f"TransformersBackend: model.generate failed on a batch of {len(prompts)}: {exc}") from exc
@@ -700,11 +716,7 @@ class TransformersBackend:
         generated = result.sequences[:, width:].cpu()
         steps = generated.shape[1]
         if steps:
-            chosen = []
-            for t, scores in enumerate(result.scores[:steps]):
-                logp = torch.log_softmax(scores.float(), dim=-1)
-                chosen.append(logp.gather(1, generated[:, t : t + 1].to(logp.device)).squeeze(1).cpu())
-            logprobs = torch.stack(chosen, dim=1)
+            logprobs = torch.stack(picker.logprobs[:steps], dim=1).cpu()
         else:
             logprobs = torch.zeros((len(prompts), 0))
 
@@ -736,7 +748,7 @@ class TransformersBackend:
                     logprobs=[float(x) for x in logprobs[row, : len(tokens)]],
                     prompt_token_ids=list(prompt),
                     finish_reason=finish,
-                    meta={"backend": self.name, "model": self.model_name, "seed": seed, "cached_tokens": cached[row]},
+                    meta={"backend": self.name, "model": self.model_name, "seed": seeds[row], "cached_tokens": cached[row]},
                 )
             )
         if store is not None:
