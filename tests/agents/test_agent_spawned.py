@@ -41,6 +41,9 @@ def test_the_agents_process_is_a_fresh_interpreter_holding_nothing_of_the_evalua
     assert os.path.realpath(seen["executable"]) == os.path.realpath(sys.executable)
     assert "EVALUATOR_ONLY_KEY" not in seen["environment"]
     assert str(secret_file) not in seen["files"]
+    stdin, stdout, stderr = seen["standard"]
+    assert stdin == "/dev/null"  # the policy cannot read the evaluator's requests
+    assert stdout == stderr and not stderr.startswith("pipe:")  # its prints go to the log, not into the answers
 
 
 def test_each_episode_gets_what_its_start_was_handed_a_failed_start_is_its_own_problem_and_an_ended_episode_is_freed():

@@ -16,6 +16,13 @@ MARKER = "_evaluator_only_marker"
 """An attribute the evaluator sets on the ``dialogue_gym`` module at run time (a fork would inherit it)."""
 
 
+def _target(handle: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/self/fd/{handle}")
+    except OSError:
+        return None
+
+
 class Memory:
     """One episode's memory in the agent's process: what its ``start`` was handed."""
 
@@ -48,5 +55,7 @@ class Witness:
             "files": files,
             "executable": os.path.realpath("/proc/self/exe"),
             "live_memories": sum(isinstance(item, Memory) for item in gc.get_objects()),
+            # what the policy's own stdin, stdout and stderr are (the protocol's pipes are private copies)
+            "standard": [_target(handle) for handle in (0, 1, 2)],
         }
         return [json.dumps({**seen, "profile": memory.profile, "seed": memory.seed}) for memory in memories]
