@@ -4,6 +4,7 @@ and the refusal frame of a lone surrogate (no server started)."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import math
@@ -93,3 +94,18 @@ def test_the_refusal_frame_of_a_lone_surrogate():
         "the message's data.text holds '\\ud800', which is not UTF-8 text (a lone surrogate); send text without unpaired surrogates.")}}
     assert served._refusal(json.dumps({"type": "step", "data": {"text": "\U0001F600"}})) is None
     assert served._refusal("not json {") is None
+
+
+def test_an_app_serves_64_sessions_closed_after_300_idle_seconds_by_default_as_documented():
+    """docs/integrations.md: ``serve ... [--port 8000] [--max-sessions 64] [--idle-timeout 300]``; the
+    library's entry points take the same defaults as the command."""
+    def session_server(app):
+        return next(filter(None, (served._closure_server(getattr(route, "endpoint", None)) for route in app.router.routes)))
+
+    default = session_server(served.make_app("SEAD-Outbound-v0"))
+    assert (default.max_concurrent_envs, default._session_idle_timeout_s) == (64, 300.0)
+    chosen = session_server(served.make_app("SEAD-Outbound-v0", max_sessions=3, idle_timeout=None))
+    assert (chosen.max_concurrent_envs, chosen._session_idle_timeout_s) == (3, None)
+    for function in (served.make_server, served.check_serve_options):
+        defaults = {name: parameter.default for name, parameter in inspect.signature(function).parameters.items()}
+        assert (defaults["port"], defaults["max_sessions"], defaults["idle_timeout"]) == (8000, 64, 300.0), function.__name__
