@@ -111,7 +111,7 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "agents": (
         ("dialogue_gym/agents/protocol.py", "dialogue_gym/agents/process.py", "dialogue_gym/agents/runner.py",
-         "dialogue_gym/verify.py", "dialogue_gym/integrity.py"),
+         "dialogue_gym/agents/launch.py", "dialogue_gym/verify.py", "dialogue_gym/integrity.py"),
         ("tests/agents", "tests/test_isolation.py"),
     ),
     "results": (
@@ -138,8 +138,20 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("tests/test_audit_ties.py", "tests/test_audit.py", "tests/test_cli.py"),  # test_cli: the saved audit
     ),
     "trl": (
-        ("dialogue_gym/integrations/trl.py",),
-        ("tests/integrations/test_trl_budget.py", "tests/integrations/test_trl.py"),
+        ("dialogue_gym/integrations/trl.py", "dialogue_gym/integrations/common.py"),
+        ("tests/integrations/test_trl_budget.py", "tests/integrations/test_common.py", "tests/integrations/test_trl.py"),
+    ),
+    "health": (
+        ("dialogue_gym/health.py",),
+        ("tests/test_results_behaviours.py", "tests/test_health.py"),
+    ),
+    "fidelity": (
+        ("dialogue_gym/fidelity.py",),
+        ("tests/test_fidelity_behaviours.py", "tests/test_fidelity.py"),
+    ),
+    "handed_data": (
+        ("dialogue_gym/readonly.py",),
+        ("tests/envs/test_handed_data.py",),
     ),
 }
 """Named targets: (the modules to mutate, the tests that must catch a mutant in them). ``sealed_runs`` holds
