@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from dialogue_gym.probes import _MASK64, VANDAL, _unshift, invert_mix_seed, vandalise
+from dialogue_gym.probes import _MASK64, VANDAL, DataMutator, _unshift, invert_mix_seed, vandalise
 from dialogue_gym.seeding import mix_seed
 
 
@@ -176,3 +176,20 @@ def test_the_snoop_takes_the_started_game_whose_learner_is_handed_what_it_was_ha
     assert snoop.live_game(target.game.observe("customer")) is target.game
     assert snoop.live_game({**target.game.observe("customer"), "unseen": True}) is None
     assert all(decoy.game.started for decoy in decoys)
+
+
+class _Keeper:
+    """An inner policy that keeps what its start was handed."""
+
+    def start(self, profile, seed):
+        return {"profile": profile, "seed": seed}
+
+
+def test_the_data_mutator_starts_its_inner_policy_on_a_copy_then_vandalises_the_profile_it_was_handed():
+    items, nested = [1, 2], {"c": 3}
+    profile = {"a": items, "b": nested}
+    memory = DataMutator(_Keeper()).start(profile, 7)
+    assert memory == {"profile": {"a": [1, 2], "b": {"c": 3}}, "seed": 7}  # the inner policy's copy is whole
+    # the handed profile and everything in it: every value replaced, one key added, a list one longer
+    assert profile == {"a": VANDAL, "b": VANDAL, VANDAL: VANDAL}
+    assert items == [VANDAL] * 3 and nested == {"c": VANDAL, VANDAL: VANDAL}
