@@ -10,13 +10,15 @@ learner's own tokens only.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
 from dialogue_gym.errors import ConfigError, DependencyNotInstalled
 from dialogue_gym.evaluation import evaluate
-from trainers.common.atomic import DiskFullError, disk_full_guard, fsync_tree, latest_complete_checkpoint
+from trainers.common.atomic import DiskFullError, disk_full_guard, fsync_tree, latest_complete_checkpoint, write_json
 from trainers.common.rundir import RunFolderError
 
 
@@ -119,6 +121,13 @@ def sft_lm(
         raise DependencyNotInstalled("trl", "train", "The SFT stage of the lm policy") from exc
     from dialogue_gym.backends.transformers_backend import TransformersBackend
 
+    inputs = {
+        "model": str(model), "sessions": _digest(sessions), "epochs": epochs, "learning_rate": learning_rate, "seed": seed,
+        "batch_size": batch_size, "accumulation": accumulation, "max_steps": max_steps,
+    }
+    finished = finished_sft(output_dir, inputs)
+    if finished is not None:
+        return finished
     loaded, cuda = TransformersBackend(model), _cuda()
     examples = [example for rows in sessions for example in pack_session(rows, loaded.tokenizer)]
     args = SFTConfig(
@@ -142,16 +151,45 @@ def sft_lm(
     except DiskFullError:
         latest_complete_checkpoint(output_dir)  # frees what the cut-short checkpoint took
         raise
-    for checkpoint in Path(output_dir).glob("checkpoint-*"):
-        shutil.rmtree(checkpoint, ignore_errors=True)
     curve = [[entry["step"], entry["loss"]] for entry in trainer.state.log_history if "loss" in entry]
     # The mean over every step's logged loss (the history resumes with the checkpoint), not TRL's
     # training_loss, which averages only the steps of the last (resumed) session.
     loss = sum(value for _, value in curve) / len(curve) if curve else float(result.training_loss)
-    return {
+    metrics = {
         "sft/loss": float(loss), "sft/rows": float(sum(map(len, sessions))), "sft/sequences": float(len(examples)),
         "sft/tokens": float(sum(len(e["input_ids"]) for e in examples)), "sft/steps": float(trainer.state.global_step), "sft/curve": curve,
     }
+    fsync_tree(Path(output_dir))
+    write_json(Path(output_dir) / SFT_FINISHED, {"inputs": inputs, "metrics": metrics})
+    for checkpoint in Path(output_dir).glob("checkpoint-*"):
+        shutil.rmtree(checkpoint, ignore_errors=True)
+    return metrics
+
+
+SFT_FINISHED = "sft_finished.json"
+"""Written into an SFT stage's folder once its model is saved whole: what it was trained on and the
+stage's metrics. A run killed or crashed after this (in the agreement, a DAgger round or an
+evaluation) resumes without training the model again (an hour of CPU for the 1,800-step clone)."""
+
+
+def finished_sft(output_dir: str | Path, inputs: dict[str, Any]) -> dict[str, Any] | None:
+    """The metrics of an SFT stage already finished in ``output_dir`` on the same ``inputs``, or None
+    (not finished, or finished on other inputs: then it trains again)."""
+    marker = Path(output_dir) / SFT_FINISHED
+    try:
+        saved = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(saved, dict) or saved.get("inputs") != inputs:
+        return None
+    for checkpoint in Path(output_dir).glob("checkpoint-*"):  # left by a kill between the marker and their removal
+        shutil.rmtree(checkpoint, ignore_errors=True)
+    print(f"sft: {output_dir} already holds this stage's model ({SFT_FINISHED}); not training it again")
+    return saved["metrics"]
+
+
+def _digest(sessions: Sequence[Sequence[dict[str, Any]]]) -> str:
+    return hashlib.sha256(json.dumps(sessions, sort_keys=True, ensure_ascii=True, default=str).encode()).hexdigest()
 
 
 AGREEMENT_BATCH = 16
