@@ -1,5 +1,7 @@
 """dialogue_gym.health: the shared record, the detector, per-role rates, warnings and benchmark marking."""
 
+import re
+
 import pytest
 
 from dialogue_gym.errors import ConfigError, ScenarioError
@@ -101,6 +103,10 @@ def test_warnings_start_above_ten_percent():
         assert warn_unhealthy(counterpart_health(eleven)) == [message]
     with pytest.raises(ConfigError, match="threshold must be a number in \\[0, 1\\)"):
         health_warnings({}, threshold=1.5)
+    for threshold in (False, True, "0.1", None, 1, -0.01):  # a bool is no share; 1 would never fail anything
+        with pytest.raises(ConfigError, match=f"threshold must be a number in \\[0, 1\\).*got {re.escape(repr(threshold))}"):
+            health_warnings({}, threshold=threshold)
+    assert health_warnings({}, threshold=0) == [] and health_warnings({}, threshold=0.99) == []
 
 
 def test_marking_leaves_out_unhealthy_episodes_and_clears_stale_marks():
