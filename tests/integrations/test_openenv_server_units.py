@@ -8,6 +8,7 @@ import inspect
 import json
 import logging
 import math
+import queue
 
 import numpy as np
 import pytest
@@ -109,3 +110,30 @@ def test_an_app_serves_64_sessions_closed_after_300_idle_seconds_by_default_as_d
     for function in (served.make_server, served.check_serve_options):
         defaults = {name: parameter.default for name, parameter in inspect.signature(function).parameters.items()}
         assert (defaults["port"], defaults["max_sessions"], defaults["idle_timeout"]) == (8000, 64, 300.0), function.__name__
+
+
+def test_a_full_log_queue_counts_what_it_drops_and_says_so_once_it_is_below_half_full(monkeypatch):
+    monkeypatch.setattr(served._DroppingQueueHandler, "dropped", 0)  # a server of another test may have dropped lines
+    lines = served.LOG_QUEUE_LINES
+    waiting = queue.Queue(lines)
+    handler = served._DroppingQueueHandler(waiting)
+
+    def record(text):
+        return logging.makeLogRecord({"msg": text})
+
+    for number in range(lines):
+        handler.enqueue(record(str(number)))
+    handler.enqueue(record("lost 1"))
+    handler.enqueue(record("lost 2"))
+    assert waiting.qsize() == lines and served._DroppingQueueHandler.dropped == 2
+    while waiting.qsize() > lines // 2:
+        waiting.get_nowait()
+    handler.enqueue(record("at half"))  # exactly half full: not yet below it, the count waits
+    assert served._DroppingQueueHandler.dropped == 2 and waiting.qsize() == lines // 2 + 1
+    while waiting.qsize() > lines // 2 - 1:
+        waiting.get_nowait()
+    handler.enqueue(record("below half"))
+    assert served._DroppingQueueHandler.dropped == 0
+    *_, said, last = [waiting.get_nowait() for _ in range(waiting.qsize())]
+    assert (said.getMessage(), said.levelname) == ("2 log line(s) dropped (the output was not read)", "WARNING")
+    assert last.getMessage() == "below half"
