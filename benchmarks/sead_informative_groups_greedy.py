@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sead_informative_groups import main  # noqa: E402
+from sead_informative_groups import main
 
 if __name__ == "__main__":
     main(["--greedy-copy", *sys.argv[1:]])

@@ -36,7 +36,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     torch.set_num_threads(1)
     from trainers.common.rundir import RunDir
     from trainers.grpo.decision_point import group_samples
-    from trainers.grpo.lm import CausalLMPolicy, GRPOConfig, build_batch, pack_turns, token_logprobs
+    from trainers.grpo.lm import (
+        CausalLMPolicy,
+        GRPOConfig,
+        build_batch,
+        pack_turns,
+        token_logprobs,
+    )
 
     done = RunDir(args.run).completed_episodes(args.iteration)
     if not done:

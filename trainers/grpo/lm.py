@@ -249,7 +249,7 @@ class CausalLMPolicy:
         rollout temperature (what :meth:`step` recomputes as the ratio's numerator)."""
         torch = _torch()
         sample = TurnSample(list(prompt_ids), list(completion_ids), [0.0] * len(completion_ids), [0.0] * len(completion_ids))
-        input_ids, attention, mask, _, _ = (t.to(self.device) for t in build_batch([sample], self._pad))
+        input_ids, attention, _, _, _ = (t.to(self.device) for t in build_batch([sample], self._pad))
         self.model.eval()
         with torch.no_grad():
             scores = token_logprobs(self.model, input_ids, attention, self.config.temperature)
