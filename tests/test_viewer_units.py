@@ -137,3 +137,15 @@ def test_a_training_run_shows_at_least_one_dialogue_per_iteration_and_refuses_fe
     for bad in (0, True, 1.0):
         with pytest.raises(viewer.ConfigError, match=r"--per-iteration must be an integer >= 1"):
             viewer.sample_training_run(tmp_path, per_iteration=bad)
+
+
+def test_an_invalid_turn_counts_whatever_its_reason_says_even_nothing():
+    """A turn is invalid when its record has an ``invalid`` entry; an empty reason is still one."""
+    record = {
+        "scenario": "SEAD-Outbound-v0", "learner": "agent", "seed": 5,
+        "turns": [{"role": "agent", "text": "a", "invalid": ""}, {"role": "agent", "text": "b", "invalid": None},
+                  {"role": "agent", "text": "c", "invalid": "no tag"}],
+    }
+    row, detail = viewer.dialogue_entry(record)
+    assert row["invalid"] == 2
+    assert [turn.get("invalid") for turn in detail["turns"]] == ["", None, "no tag"]
