@@ -46,6 +46,30 @@ def test_vector_llm_benchmark_batches_reuses_prefixes_and_plays_the_same_dialogu
     assert full_play["prefilled_tokens"] == full_play["prompt_tokens"] == rows[0]["prompt_per_request"] * rows[0]["requests"]
 
 
+def test_vector_llm_benchmark_times_decode_on_off_off_on_and_averages_each_mode(tiny_model_dir):
+    bench = load("vector_llm_throughput")
+    from dialogue_gym.backends import TransformersBackend
+
+    model = TransformersBackend(str(tiny_model_dir), max_new_tokens=4, temperature=0.0, batch_size=64)
+    runs, timed_play = [], bench.timed_play
+
+    def spy(model, n, turns, prefix_cache):
+        before = model.prefix_cache_stats()["cached_tokens"]
+        played, timer = timed_play(model, n, turns, prefix_cache)
+        runs.append((prefix_cache, model.prefix_cache_stats()["cached_tokens"] - before, timer.decode_ms))
+        return played, timer
+
+    bench.timed_play = spy
+    row = bench.measure(model, 2, 1)
+    # a drift of the machine's speed weighs on both modes alike: on, off, off, on, each mode the mean of its runs
+    assert [on for on, _, _ in runs] == [True, False, False, True]
+    assert [cached > 0 for _, cached, _ in runs] == [True, False, False, True]  # the cache really on / off
+    assert row["decode_ms_runs"] == [ms for _, _, ms in runs] and all(ms > 0 for ms in row["decode_ms_runs"])
+    assert row["decode_ms_cache_on"] == pytest.approx((runs[0][2] + runs[3][2]) / 2)
+    assert row["decode_ms_cache_off"] == pytest.approx((runs[1][2] + runs[2][2]) / 2)
+    assert model.prefix_cache
+
+
 def test_vector_llm_benchmark_pins_threads():
     import torch
 
