@@ -59,8 +59,9 @@ def test_a_finished_sft_stage_is_not_trained_again_on_the_same_inputs(tmp_path, 
         arguments = {"epochs": 1, "learning_rate": 1e-3, "seed": 0, "max_steps": 2, **other}
         with pytest.raises(AssertionError, match="trained again"):
             sft_lm(str(model), sessions, out, **arguments)
-    with pytest.raises(AssertionError, match="trained again"):  # other dialogues
-        sft_lm(str(model), sessions[:1], out, epochs=1, learning_rate=1e-3, seed=0, max_steps=2)
+    for other_dialogues in (sessions[:1], sessions[::-1]):  # fewer, or as many in another order
+        with pytest.raises(AssertionError, match="trained again"):
+            sft_lm(str(model), other_dialogues, out, epochs=1, learning_rate=1e-3, seed=0, max_steps=2)
     (out / SFT_FINISHED).write_text("{not json")  # a torn marker: trains again, no traceback of its own
     with pytest.raises(AssertionError, match="trained again"):
         sft_lm(str(model), sessions, out, epochs=1, learning_rate=1e-3, seed=0, max_steps=2)
