@@ -98,6 +98,7 @@ def test_utterance_stop_counts_the_tokens_up_to_a_tag_split_over_several():
     assert utterance_stop(tokenizer, [1, 2, 7, 8], "</response>") == 4  # no tag: the whole turn
     one_token = PieceTokenizer(["Hi", "</response>", "<score>"])
     assert utterance_stop(one_token, [0, 1, 2], "</response>") == 2  # a tag that is one token: as before
+    assert utterance_stop(one_token, [1, 2], "</response>") == 1  # the tag as the turn's first token
 
 
 def test_utterance_end_must_be_a_tag():
@@ -108,3 +109,51 @@ def test_utterance_end_must_be_a_tag():
     for bad in ("", 7):
         with pytest.raises(ConfigError, match=r"utterance_end=.* is not a tag of the turn format; pass e.g. '</response>'"):
             teacher_forced_agreement(None, PieceTokenizer([]), [], 8, utterance_end=bad)
+
+
+class TeacherExceptAtTurnEnds:
+    """A stand-in model whose next-token argmax is the teacher's token everywhere but at the given
+    positions (there it says token 0): teacher-forced agreement counted by hand."""
+
+    device = "cpu"
+
+    def __init__(self, wrong_at):
+        self.wrong_at = wrong_at
+
+    def eval(self):
+        return self
+
+    def __call__(self, input_ids, attention_mask):
+        from types import SimpleNamespace
+
+        logits = torch.zeros((*input_ids.shape, 1 + int(input_ids.max())))
+        for row in range(input_ids.shape[0]):
+            for position in range(input_ids.shape[1] - 1):
+                said = 0 if (row, position + 1) in self.wrong_at else int(input_ids[row, position + 1])
+                logits[row, position, said] = 1.0
+        return SimpleNamespace(logits=logits)
+
+
+def test_agreement_counts_whole_turns_and_what_was_said_apart(tmp_path):
+    """Wrong only at each turn's last token (the end of turn, after the scores): no whole turn agrees,
+    every utterance does; wrong inside what was said, neither does."""
+    from transformers import AutoTokenizer
+
+    from dialogue_gym.backends.tiny import build_tiny_chat_model
+    from trainers.common.sft import teacher_forced_agreement, turn_spans
+
+    chats = [row["messages"] for row in build_rows(evaluate("SEAD-Outbound-v0", "adaptive", 3, seed=4, env_kwargs=KWARGS), "sft", KWARGS)]
+    folder = build_tiny_chat_model(tmp_path / "m", seed=0, corpus=[m["content"] for chat in chats for m in chat], whole_sentences=True)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    spans = [turn_spans(tokenizer, chat)[1] for chat in chats]
+    turns = sum(map(len, spans))
+    ends = {(row, end - 1) for row, chat_spans in enumerate(spans) for _, end in chat_spans}
+    starts = {(row, start) for row, chat_spans in enumerate(spans) for start, _ in chat_spans}
+    perfect = teacher_forced_agreement(TeacherExceptAtTurnEnds(set()), tokenizer, chats, 64, utterance_end="</response>")
+    assert (perfect["agreement"], perfect["utterance_agreement"], perfect["turns"]) == (1.0, 1.0, turns)
+    at_ends = teacher_forced_agreement(TeacherExceptAtTurnEnds(ends), tokenizer, chats, 64, utterance_end="</response>")
+    assert (at_ends["agreement"], at_ends["utterance_agreement"]) == (0.0, 1.0)
+    assert at_ends["utterance_agreement_per_turn"] == [1.0] * len(at_ends["agreement_per_turn"])
+    at_starts = teacher_forced_agreement(TeacherExceptAtTurnEnds(starts), tokenizer, chats, 64, utterance_end="</response>")
+    assert (at_starts["agreement"], at_starts["utterance_agreement"]) == (0.0, 0.0)
+    assert "utterance_agreement" not in teacher_forced_agreement(TeacherExceptAtTurnEnds(ends), tokenizer, chats, 64)
