@@ -103,13 +103,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=0.1)
     parser.add_argument("--every", type=int, default=200)
     parser.add_argument("--layers", type=int, default=4, help="scratch: transformer layers")
-    parser.add_argument("--rounds", type=int, default=2, help="dagger: rounds (200 episodes, 200 steps each: the config's defaults)")
+    parser.add_argument("--rounds", type=int, default=2, help="dagger: rounds of --episodes played starts and --steps steps at peak rate --lr each")
+    parser.add_argument("--episodes", type=int, default=200, help="dagger: starts the model plays per round")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     checkpoint = args.checkpoint or str(args.base / "checkpoints" / "sft")
     base_steps = json.loads((args.base / "config.json").read_text())["sft_steps"]
     if args.command == "dagger":
-        config, run, chats, held = setup(args.base, args.out, dagger_rounds=args.rounds)
+        config, run, chats, held = setup(args.base, args.out, dagger_rounds=args.rounds, dagger_episodes=args.episodes, dagger_steps=args.steps, dagger_learning_rate=args.lr)
     else:
         config, run, chats, held = setup(args.base, args.out)
     if args.command == "more":

@@ -89,6 +89,10 @@ class SeadTrainConfig:
     """Phase ``sft``: dialogues the model plays per DAgger round."""
     dagger_steps: int = 200
     """Phase ``sft``: optimizer steps of each DAgger round."""
+    dagger_learning_rate: float = 0.0
+    """Phase ``sft``: peak AdamW learning rate of each DAgger round (a fresh cosine schedule, 10% warm-up);
+    0 uses ``sft_learning_rate``. A round restarts from a clone that behaviour cloning's schedule left at a
+    rate near 0: a restart at the cloning peak can undo part of the fit (issue 41)."""
     scratch_layers: int = 2
     """``model="scratch"``: transformer layers of the model built from scratch (the rest of its shape is SCRATCH_MODEL)."""
     rl_mode: str = "dialogue"
@@ -215,7 +219,7 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> SeadTrainCon
             "decision point's G copies; pass rl_mode='decision_point' and group_size >= 2 (it needs sampled copies to compare with)."
         )
     require_range(config, ("batch_size", "n_max", "max_agent_turns", "max_new_tokens", "sft_episodes", "sft_batch_size", "group_size", "dagger_episodes", "dagger_steps", "scratch_layers"), 1)
-    require_range(config, ("iterations", "eval_episodes", "lora_rank", "kl_coef", "entropy_coef", "sft_steps", "dagger_rounds", "threads"), 0)
+    require_range(config, ("iterations", "eval_episodes", "lora_rank", "kl_coef", "entropy_coef", "sft_steps", "dagger_rounds", "threads", "dagger_learning_rate"), 0)
     require_range(config, ("clip_eps",), 0, 1)
     for name in ("learning_rate", "temperature", "sft_learning_rate"):
         if getattr(config, name) <= 0:
