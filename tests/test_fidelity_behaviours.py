@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from dialogue_gym.fidelity import judge_agreement, paired, trajectory_dtw
+from dialogue_gym.fidelity import Setup, judge_agreement, paired, per_initial_state, report, trajectory_dtw
 from dialogue_gym.metrics import dmbench
 from dialogue_gym.types import Outcome, Trajectory, Turn
 
@@ -47,3 +47,31 @@ def test_spearman_needs_three_agents_and_is_nan_with_two_as_documented():
     assert math.isnan(rho) and math.isnan(p) and n == 2
     rho, _, n = dmbench.spearman({**two, "c": {"cr": 0.3, "rq": 2.0}})
     assert n == 3 and rho == pytest.approx(0.5)
+
+
+def tracer(seed, intents, outcome):
+    return Trajectory("TRACER-UserSim-v0", seed, {}, [], outcome, learner="user", meta={"reference": {"intents": intents}})
+
+
+def test_a_tracer_start_is_named_by_the_first_intent_level_of_its_reference_session():
+    scripted = [tracer(0, [2, 5, 1], Outcome.SUCCESS), tracer(1, [3, 2], Outcome.SUCCESS), tracer(2, [2, 0], Outcome.TIMEOUT)]
+    llm = [tracer(0, [2, 5, 1], Outcome.TIMEOUT), tracer(1, [3, 2], Outcome.SUCCESS), tracer(2, [2, 0], Outcome.TIMEOUT)]
+    assert per_initial_state(paired(scripted, llm)) == [
+        {"name": "z0=2", "episodes": 2, "scripted": 0.5, "llm": 0.0},
+        {"name": "z0=3", "episodes": 1, "scripted": 1.0, "llm": 1.0},
+    ]
+
+
+def test_no_start_scored_by_both_judges_is_zero_pairs_and_nan_means():
+    for pairs in ([], paired([rlada(0, 1.0), rlada(1, None)], [rlada(0, None), rlada(1, 2.0)])):
+        agreement = judge_agreement(pairs)
+        assert agreement["pairs"] == 0
+        assert all(math.isnan(agreement[key]) for key in ("mean_abs_gap", "scripted", "llm"))
+
+
+def test_a_report_of_a_single_start_names_its_state_dimensions():
+    plan = Setup("SEAD-Outbound-v0", "user", "agent", "sop", {"scripted": {}, "llm": {}})
+    numbers = report(plan, {"sop": {"scripted": [sead(4, [(3, 2, 3)])], "llm": [sead(4, [(2, 2, 3)])]}})
+    entry = numbers["agents"]["sop"]
+    assert entry["state"] == {"what": "owner state (c, e, tr)", "dimensions": ["cooperation", "emotion", "trust"]}
+    assert entry["per_initial_state"] == [{"name": "c2/e2/tr3", "episodes": 1, "scripted": 0.0, "llm": 0.0}]
