@@ -12,7 +12,8 @@ docs/results/training/):
              base run's schedule, agreement every --every steps
     dagger   --rounds DAgger rounds of the pipeline (trainers.sead.train.dagger_round) from the checkpoint
     eval     greedy held-out CR of a checkpoint on the preset's 240 starts (results/NAME.json, for
-             `dialogue-gym compare`) and its agreement on held-out and training dialogues (NAME_fit.json)
+             `dialogue-gym compare`) and its agreement on held-out and training dialogues with the greedy
+             dialogues' conversation audit (near-repeat share, ...; NAME_fit.json)
 
 One torch thread each (the trainers' --threads 1), so two can share a 2-core machine.
 """
@@ -141,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         fitted = [chats[index] for index in range(min(len(held), len(chats)))]
         summary = held_out_evaluation(config, make_policy_for(config, run, None, checkpoint), args.name, run, args.name)
         fit = agreement_of(config, run, Path(checkpoint), held, fitted)
-        (args.out / "results" / f"{args.name}_fit.json").write_text(json.dumps({"checkpoint": checkpoint, **fit}, indent=1) + "\n")
-        print(f"{args.name}: greedy CR {summary['cr']:.3f} [{summary['cr_low']:.3f}, {summary['cr_high']:.3f}]; agreement {fit['agreement']:.3f} held-out, {fit['train_agreement']:.3f} on training dialogues")
+        (args.out / "results" / f"{args.name}_fit.json").write_text(json.dumps({"checkpoint": checkpoint, **fit, "audit": summary["audit"]}, indent=1) + "\n")
+        print(f"{args.name}: greedy CR {summary['cr']:.3f} [{summary['cr_low']:.3f}, {summary['cr_high']:.3f}]; agreement {fit['agreement']:.3f} held-out, {fit['train_agreement']:.3f} on training dialogues; near-repeat turns {summary['audit']['turn:near_repeat']:.3f}")
     return 0
 
 
