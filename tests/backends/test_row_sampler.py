@@ -12,7 +12,7 @@ from transformers import TopPLogitsWarper  # noqa: E402
 from dialogue_gym.backends.row_sampler import TokenPicker, inverse_cdf, row_uniforms  # noqa: E402
 from dialogue_gym.backends.transformers_backend import TransformersBackend  # noqa: E402
 
-SAMPLED = dict(temperature=0.8, top_p=0.9, max_new_tokens=10)
+SAMPLED = {"temperature": 0.8, "top_p": 0.9, "max_new_tokens": 10}
 
 
 def request(text, seed=None, **sampling):
