@@ -11,6 +11,9 @@ docs/results/training/):
     scratch  a fresh scratch model of another depth (the pipeline's builder, as --scratch-layers), the
              base run's schedule, agreement every --every steps
     dagger   --rounds DAgger rounds of the pipeline (trainers.sead.train.dagger_round) from the checkpoint
+    summary  one row per eval's NAME_fit.json given (--fits): held-out and training-chat agreement, the
+             on-policy agreement of the DAgger round that made it (the folder's agreement.json), the
+             near-repeat share and greedy CR (NAME.json) of its greedy dialogues; no --base/--out
     eval     greedy held-out CR of a checkpoint on the preset's 240 starts (results/NAME.json, for
              `dialogue-gym compare`) and its agreement on held-out and training dialogues with the greedy
              dialogues' conversation audit (near-repeat share, ...; NAME_fit.json)
@@ -92,11 +95,35 @@ def train_with_agreement(args, init: str, chats, held, base_steps: int) -> None:
         measure(trainer.model, args.steps)
 
 
+def summary_table(fits: list[Path]) -> str:
+    """The table of ``summary`` (see the module's docstring); turns 8+ pools turns 8 on, weighted by count."""
+    lines = [
+        "| model | held-out agreement | utterance | turns 8+ | training chats | on-policy (round) | near-repeat turns | greedy CR [95%] |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for fit_path in fits:
+        fit = json.loads(fit_path.read_text())
+        name = fit_path.name.removesuffix("_fit.json")
+        headline = json.loads((fit_path.parent / f"{name}.json").read_text())["headline"][name]["cr"]
+        per_turn, counts = fit["agreement_per_turn"], fit["turns_per_turn"]
+        late = sum(a * n for a, n in zip(per_turn[8:], counts[8:])) / max(1, sum(counts[8:]))
+        rounds = fit_path.parent / "agreement.json"
+        # The round whose checkpoint this is: its on-policy agreement is that of the model that played it.
+        played = [s for s in json.loads(rounds.read_text())["stages"] if "on_policy_agreement" in s] if rounds.exists() else []
+        on_policy = f"{played[-1]['on_policy_agreement']:.3f} ({played[-1]['on_policy_turns']} turns)" if played and "dagger" in fit["checkpoint"] else ""
+        lines.append(
+            f"| {fit_path.parent.name}/{name} | {fit['agreement']:.3f} | {fit['utterance_agreement']:.3f} | {late:.3f} | {fit['train_agreement']:.3f} | "
+            f"{on_policy} | {fit['audit']['turn:near_repeat']:.3f} | {headline['value']:.3f} [{headline['low']:.3f}, {headline['high']:.3f}] |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n\n")[0])
-    parser.add_argument("command", choices=("more", "scratch", "dagger", "eval"))
-    parser.add_argument("--base", required=True, type=Path, help="a finished cpu-lm-scratch run folder")
-    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("command", choices=("more", "scratch", "dagger", "eval", "summary"))
+    parser.add_argument("--base", type=Path, help="a finished cpu-lm-scratch run folder (every command but summary)")
+    parser.add_argument("--out", type=Path, help="where results go (every command but summary)")
+    parser.add_argument("--fits", nargs="+", type=Path, default=[], help="summary: NAME_fit.json files that eval wrote")
     parser.add_argument("--checkpoint", help="more/dagger/eval: the model folder (default: the base run's checkpoints/sft)")
     parser.add_argument("--name", default="after", help="eval: the results file's name")
     parser.add_argument("--steps", type=int, default=800)
@@ -109,6 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint-steps", type=int, help="more/dagger: the SFT steps behind --checkpoint, for the rows' step counts (default: the base run's sft_steps)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.command == "summary":
+        print(summary_table(args.fits))
+        return 0
+    if args.base is None or args.out is None:
+        parser.error(f"{args.command} needs --base (a finished cpu-lm-scratch run folder) and --out")
     checkpoint = args.checkpoint or str(args.base / "checkpoints" / "sft")
     base_steps = args.checkpoint_steps if args.checkpoint_steps is not None else json.loads((args.base / "config.json").read_text())["sft_steps"]
     if args.command == "dagger":
