@@ -134,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="dagger: rounds of --episodes played starts and --steps steps at peak rate --lr each")
     parser.add_argument("--episodes", type=int, default=200, help="dagger: starts the model plays per round")
     parser.add_argument("--checkpoint-steps", type=int, help="more/dagger: the SFT steps behind --checkpoint, for the rows' step counts (default: the base run's sft_steps)")
+    parser.add_argument("--eval-episodes", type=int, default=240, help="eval: held-out starts (the preset's 240; the teacher's dialogues on them score agreement)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.command == "summary":
@@ -145,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     base_steps = args.checkpoint_steps if args.checkpoint_steps is not None else json.loads((args.base / "config.json").read_text())["sft_steps"]
     if args.command == "dagger":
         config, run, chats, held = setup(args.base, args.out, dagger_rounds=args.rounds, dagger_episodes=args.episodes, dagger_steps=args.steps, dagger_learning_rate=args.lr)
+    elif args.command == "eval":
+        config, run, chats, held = setup(args.base, args.out, eval_episodes=args.eval_episodes)
     else:
         config, run, chats, held = setup(args.base, args.out)
     if args.command == "more":
