@@ -301,3 +301,93 @@ def test_read_turn_memoises_short_contexts_only():
     reading = read_turn("Laser surgery needs a pre-operation exam first.", FACTS, "What do I need?", long_history)
     assert reading == acts._read_turn("Laser surgery needs a pre-operation exam first.", tuple(FACTS), "What do I need?", tuple(long_history))
     assert acts._read_turn_cached.cache_info().currsize == 1
+
+
+def _plain_read_turn(utterance, facts, heard, earlier):
+    """:func:`read_turn` in one pass with none of its parts memoised (the code before the in-context
+    memo): what the memoised parts must add up to."""
+    from dialogue_gym.scenarios.understanding import near_repeat
+
+    parsed = acts._parse(utterance, facts)
+    said_before, uses = set(), {act: 0 for act in acts.SATURATING_ACTS}
+    for text in earlier:
+        previous = acts._parse(text, facts)
+        said_before |= previous.heard_facts
+        for act in acts.SATURATING_ACTS:
+            uses[act] += act in previous.heard_acts
+    new_facts = parsed.heard_facts - said_before
+    kept = {a for a in parsed.heard_acts if a not in acts.SATURATING_ACTS or uses[a] < acts.SATURATION}
+    asked = acts.relevant_facts(heard, facts) if "?" in heard else frozenset()
+    answered = bool(parsed.heard_facts & asked)
+    if new_facts and (not asked or new_facts & asked):
+        kept.add("answer")
+    flags = {flag for flag, on in (("confusing", parsed.confusing), ("monologue", parsed.monologue)) if on}
+    extra = acts.vocabulary(facts)
+    if heard and acts._echoes(utterance, heard, extra):
+        flags.add("echo")
+    if asked and not answered and "probe" not in kept:
+        flags.add("ignored")
+    if earlier and near_repeat(utterance, earlier, extra) >= acts.REPEAT_THRESHOLD:
+        flags.add("repeat")
+        kept = set()
+    return acts.TurnReading(
+        frozenset(kept or {"none"}), frozenset(flags), frozenset(i for sentence in parsed.facts for i in sentence),
+        frozenset(new_facts), len(parsed.acts), parsed.understood, parsed.words,
+    )
+
+
+def test_read_turn_equals_its_plain_reading_on_scripted_and_hostile_contexts(monkeypatch):
+    """The memoised parts of a reading (the earlier turns' history, grown a turn at a time, and the echo
+    check) give the plain reading on every context scripted DM-Bench and TRACER episodes read, in any
+    order (a history read for one dialogue serves another), and on hostile and long ones."""
+    from dialogue_gym.evaluation import evaluate
+
+    contexts = []
+    reading = acts._read_turn_cached
+    monkeypatch.setattr(acts, "_read_turn_cached", lambda *context: contexts.append(context) or reading(*context))
+    for env_id, learner, agent in (("DMBench-Assistant-v0", "assistant", "sop"), ("TRACER-UserSim-v0", "user", "scripted"),
+                                   ("DMBench-Assistant-v0", "assistant", "random")):
+        evaluate(env_id, agent, 12, seed=3, learner=learner)
+    monkeypatch.undo()
+    facts = tuple(FACTS)
+    gibberish = "kalovex drimun zorpel. " * 3
+    contexts += [
+        ("Down payments start from 15% on most models.", facts, "How much is the down payment?", ()),
+        ("Test drives can be booked any day.", facts, "How much is the down payment?", ("Down payments start from 15% on most models.",)),
+        ("I understand. Sorry to hear that.", facts, "ok", ("I understand.", "Sorry to hear that, I understand.")),
+        ("What is the down payment", facts, "What is the down payment?", ()),
+        (gibberish, facts, gibberish, (gibberish,)),
+        ("Laser surgery needs a pre-operation exam first.", facts, "What do I need?", ("We offer laser surgery and more. " * 40,) * 4),
+        ("I understand, sorry.", facts, "", ("Sorry to hear that.", "I understand.") * (acts.MAX_CHAINED_HISTORY + 3)),
+        ("We offer laser surgery, and more.", facts, "", ("We offer laser surgery.",)),
+        # a history too long to memoise, whose first turn states the fact the turn states again
+        (f"{FACTS[0]}.", facts, "", (f"{FACTS[0]}. " + "We offer laser surgery and more. " * 70, "We are open. " * 200, "Hello.")),
+    ]
+    assert len({context[2] for context in contexts}) > 20, "the episodes read many different replies"
+    for order in (contexts, contexts[::-1]):
+        acts._read_turn_cached.cache_clear()
+        acts._history_cached.cache_clear()
+        acts._echoes_cached.cache_clear()
+        for utterance, facts_, heard, earlier in order:
+            assert read_turn(utterance, facts_, heard, earlier) == _plain_read_turn(utterance, facts_, heard, earlier), (utterance, heard, earlier)
+    assert acts._history_cached.cache_info().hits > 0 and acts._echoes_cached.cache_info().hits > 0
+
+
+def test_a_dialogues_history_grows_a_turn_at_a_time_and_only_while_short():
+    acts._read_turn_cached.cache_clear()
+    acts._history_cached.cache_clear()
+    acts._echoes_cached.cache_clear()
+    said = ["Hello, this is the clinic.", "We offer laser surgery.", "Laser surgery needs a pre-operation exam first."]
+    for turn in range(1, len(said)):
+        read_turn(said[turn], FACTS, "What do I need?", said[:turn])
+    # each reading memoised its whole history and found its prefix's: the empty one is never stored
+    assert acts._history_cached.cache_info()[:2] == (1, 2) and acts._history_cached.cache_info().currsize == 2
+    read_turn(said[2], FACTS, "Is it safe?", said[:2])
+    assert acts._history_cached.cache_info().hits == 2, "another reply to the same turn finds its history read"
+    long_turn = "We offer laser surgery and many other things. " * 100
+    assert len(long_turn) > acts.MAX_CACHED_TEXT_CHARS
+    read_turn("Laser surgery needs a pre-operation exam first.", FACTS, "What do I need?", [long_turn] * 3)
+    assert acts._history_cached.cache_info().currsize == 2 and acts._echoes_cached.cache_info().currsize == 3
+    at_the_limit = ("We offer laser surgery. " * 200)[: acts.MAX_CACHED_TEXT_CHARS]
+    read_turn("Laser surgery needs a pre-operation exam first.", FACTS, "", [at_the_limit, "Hello."])
+    assert acts._history_cached.cache_info().currsize == 3, "a prefix of exactly MAX_CACHED_TEXT_CHARS is memoised"
