@@ -357,7 +357,7 @@ than what the assistant said before it: DM-Bench's sop assistant met a context :
 memoised on 52% of its turns, and re-reading its ~10 earlier turns was most of such a reading. Memoised,
 each reading adds one turn to the history read at the turn before. Measured with
 ``benchmarks/compare_revisions.py --instructions`` (callgrind, 300 episodes a row, same episodes in both trees):
-4.2-4.7% fewer instructions per learner turn for TRACER's user and assistant and 7.5-7.6% for DM-Bench's,
+4.0-4.5% fewer instructions per learner turn for TRACER's user and assistant and 7.0% for DM-Bench's,
 a gain that timing on shared cores (1.00 +/- 0.02) could not resolve."""
 
 
