@@ -54,7 +54,7 @@ def test_a_finished_sft_stage_is_not_trained_again_on_the_same_inputs(tmp_path, 
     monkeypatch.setattr(trl.SFTTrainer, "train", must_not_train)
     (out / "checkpoint-1").mkdir()  # as a kill between the marker and the checkpoints' removal leaves it
     assert sft_lm(str(model), sessions, out, epochs=1, learning_rate=1e-3, seed=0, max_steps=2) == first
-    assert "already holds this stage's model" in capsys.readouterr().out and not (out / "checkpoint-1").exists()
+    assert "already holds this stage's model" in capsys.readouterr().err and not (out / "checkpoint-1").exists()
     for other in ({"learning_rate": 2e-3}, {"max_steps": 3}, {"seed": 1}):
         arguments = {"epochs": 1, "learning_rate": 1e-3, "seed": 0, "max_steps": 2, **other}
         with pytest.raises(AssertionError, match="trained again"):

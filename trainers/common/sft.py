@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -184,7 +185,7 @@ def finished_sft(output_dir: str | Path, inputs: dict[str, Any]) -> dict[str, An
         return None
     for checkpoint in Path(output_dir).glob("checkpoint-*"):  # left by a kill between the marker and their removal
         shutil.rmtree(checkpoint, ignore_errors=True)
-    print(f"sft: {output_dir} already holds this stage's model ({SFT_FINISHED}); not training it again")
+    print(f"sft: {output_dir} already holds this stage's model ({SFT_FINISHED}); not training it again", file=sys.stderr)
     return saved["metrics"]
 
 
@@ -228,7 +229,7 @@ def teacher_forced_agreement(
     greedy decoding from that history says the teacher's turn token for token. Returns
     ``agreement`` (over all turns), ``agreement_per_turn`` and ``turns_per_turn`` (by 0-based learner
     turn), ``too_long`` (the share of turns longer than ``max_new_tokens``) and ``turns``. With
-    ``utterance_end`` (a token of the turn's format, e.g. SEAD's ``</response>``) also
+    ``utterance_end`` (a tag of the turn's format, e.g. SEAD's ``</response>``, one token or several) also
     ``utterance_agreement`` and ``utterance_agreement_per_turn``: the turn agrees up to and including
     that token (what was said, whatever the rest of the turn estimates)."""
     if utterance_end is not None and (not isinstance(utterance_end, str) or not utterance_end):

@@ -275,14 +275,15 @@ def dagger_round(config: SeadTrainConfig, run: RunDir, round_: int, checkpoint: 
         partial.rename(rows_path)  # whole or absent
     labelled = [[json.loads(line) for line in (run.path / "sft" / f"dagger_{r}.jsonl").read_text().splitlines()] for r in range(round_ + 1)]
     played = labelled[-1]
+    learning_rate = config.dagger_learning_rate or config.sft_learning_rate
     if not (out / "config.json").exists():
         rows = [[{"prompt": row["prompt"], "completion": row["completion"]} for row in session] for round_rows in labelled for session in round_rows]
         sft_lm(
-            str(checkpoint), [*sessions, *rows], out, epochs=1, learning_rate=config.dagger_learning_rate or config.sft_learning_rate, seed=config.seed + 1 + round_,
+            str(checkpoint), [*sessions, *rows], out, epochs=1, learning_rate=learning_rate, seed=config.seed + 1 + round_,
             batch_size=config.sft_batch_size, accumulation=1, max_steps=config.dagger_steps,
         )
     return out, {
-        "steps": config.dagger_steps, "learning_rate": config.dagger_learning_rate or config.sft_learning_rate, "on_policy_agreement": label_agreement(played), "on_policy_turns": sum(map(len, played)),
+        "steps": config.dagger_steps, "learning_rate": learning_rate, "on_policy_agreement": label_agreement(played), "on_policy_turns": sum(map(len, played)),
         "labelled_states": sum(len(session) for round_rows in labelled for session in round_rows),
     }
 
