@@ -113,3 +113,15 @@ def test_hostile_input_benchmark_steps_every_shape_of_oversized_action():
     assert all(len(action) >= 30_000 for action in shapes.values())
     for action in shapes.values():  # every shape steps (the timing itself is the benchmark's job)
         bench.slowest_step_ms("SEAD-Outbound-v0", "agent", action, repeats=1)
+
+
+def test_decode_gap_is_read_against_the_spread_of_one_modes_runs():
+    bench = load("vector_llm_throughput")
+    # runs in the order on, off, off, on (the saved SmolLM2 row at N = 32): on = (280.2 + 267.9) / 2 = 274.05,
+    # off = (274.5 + 272.4) / 2 = 273.45, gap 0.6; the on runs differ by 12.3, the off runs by 2.1
+    row = {"decode_ms_runs": [280.2, 274.5, 272.4, 267.9], "decode_ms_cache_on": 274.05, "decode_ms_cache_off": 273.45}
+    gap, spread = bench.decode_gap_and_spread(row)
+    assert gap == pytest.approx(0.6) and spread == pytest.approx(12.3)
+    # the off runs' spread counts too: here it is the larger one (|150 - 170| = 20 against |160 - 161| = 1)
+    row = {"decode_ms_runs": [160.0, 150.0, 170.0, 161.0], "decode_ms_cache_on": 160.5, "decode_ms_cache_off": 160.0}
+    assert bench.decode_gap_and_spread(row) == pytest.approx((0.5, 20.0))
