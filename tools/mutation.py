@@ -88,11 +88,11 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "metrics": (
         ("dialogue_gym/metrics/dtw.py", "dialogue_gym/metrics/tracer.py", "dialogue_gym/metrics/sead.py",
          "dialogue_gym/metrics/rlada.py", "dialogue_gym/metrics/dmbench.py", "dialogue_gym/metrics/core.py",
-         "dialogue_gym/metrics/embedders.py"),
+         "dialogue_gym/metrics/embedders.py", "dialogue_gym/metrics/episodes.py"),
         ("tests/metrics",),
     ),
     "curriculum": (
-        ("dialogue_gym/curriculum/profile_controller.py",),
+        ("dialogue_gym/curriculum/profile_controller.py", "dialogue_gym/curriculum/wrappers.py"),
         ("tests/curriculum", "tests/test_spec_constants.py"),
     ),
     "rlada": (
@@ -152,6 +152,144 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "handed_data": (
         ("dialogue_gym/readonly.py",),
         ("tests/envs/test_handed_data.py",),
+    ),
+    # The scenario families: each game's rules (state, parsing, the scripted users) with the tests that play them.
+    "sead_game": (
+        ("dialogue_gym/scenarios/sead/game.py", "dialogue_gym/scenarios/sead/state.py", "dialogue_gym/scenarios/sead/scripted_user.py",
+         "dialogue_gym/scenarios/sead/parsing.py"),
+        ("tests/scenarios/sead/test_sead_game_mutants.py", "tests/scenarios/sead/test_game.py", "tests/scenarios/sead/test_parsing.py",
+         "tests/scenarios/sead/test_scripted_user.py", "tests/scenarios/sead/test_sead_hostile_output.py", "tests/envs/test_determinism.py",
+         "tests/test_spec_constants.py"),
+    ),
+    "sead": (
+        ("dialogue_gym/scenarios/sead/acts.py", "dialogue_gym/scenarios/sead/agents.py", "dialogue_gym/scenarios/sead/audit.py",
+         "dialogue_gym/scenarios/sead/data.py", "dialogue_gym/scenarios/sead/health.py", "dialogue_gym/scenarios/sead/policies.py",
+         "dialogue_gym/scenarios/sead/prompts.py"),
+        ("tests/scenarios/sead", "tests/simulators/test_cacheable_prompts.py", "tests/test_spec_constants.py"),
+    ),
+    "tracer_game": (
+        ("dialogue_gym/scenarios/tracer/game.py", "dialogue_gym/scenarios/tracer/dynamics.py", "dialogue_gym/scenarios/tracer/users.py",
+         "dialogue_gym/scenarios/tracer/judges.py"),
+        ("tests/scenarios/tracer/test_tracer_game_mutants.py", "tests/scenarios/tracer/test_tracer_game.py",
+         "tests/scenarios/tracer/test_tracer_dynamics.py", "tests/scenarios/tracer/test_tracer_judge.py",
+         "tests/scenarios/tracer/test_tracer_hostile_output.py", "tests/scenarios/tracer/test_tracer_policies.py",
+         "tests/envs/test_tracer_envs.py", "tests/metrics/test_dmbench_metrics.py", "tests/test_spec_constants.py"),
+    ),
+    "tracer": (
+        ("dialogue_gym/scenarios/tracer/acts.py", "dialogue_gym/scenarios/tracer/assistants.py", "dialogue_gym/scenarios/tracer/audit.py",
+         "dialogue_gym/scenarios/tracer/data.py", "dialogue_gym/scenarios/tracer/health.py", "dialogue_gym/scenarios/tracer/parsing.py",
+         "dialogue_gym/scenarios/tracer/policies.py", "dialogue_gym/scenarios/tracer/prompts.py", "dialogue_gym/scenarios/tracer/synthetic.py"),
+        ("tests/scenarios/tracer", "tests/envs/test_tracer_envs.py", "tests/test_hostile_patterns.py", "tests/test_spec_constants.py"),
+    ),
+    "rlada_game": (
+        ("dialogue_gym/scenarios/rlada/game.py", "dialogue_gym/scenarios/rlada/customers.py", "dialogue_gym/scenarios/rlada/bank.py",
+         "dialogue_gym/scenarios/rlada/parsing.py"),
+        ("tests/scenarios/rlada/test_rlada_game_mutants.py", "tests/scenarios/rlada/test_rlada_game.py", "tests/scenarios/rlada/test_rlada_customers.py",
+         "tests/scenarios/rlada/test_rlada_tools.py", "tests/scenarios/rlada/test_rlada_tool_edges.py", "tests/scenarios/rlada/test_rlada_parsing.py",
+         "tests/scenarios/rlada/test_rlada_hostile.py", "tests/scenarios/rlada/test_rlada_truthfulness.py",
+         "tests/scenarios/rlada/test_rlada_contextual_customer.py", "tests/scenarios/rlada/test_rlada_judge_edges.py",
+         "tests/envs/test_rlada_determinism.py", "tests/test_spec_constants.py"),
+    ),
+    "rlada_scenario": (
+        ("dialogue_gym/scenarios/rlada/agents.py", "dialogue_gym/scenarios/rlada/audit.py", "dialogue_gym/scenarios/rlada/cues.py",
+         "dialogue_gym/scenarios/rlada/data.py", "dialogue_gym/scenarios/rlada/planner.py", "dialogue_gym/scenarios/rlada/policies.py",
+         "dialogue_gym/scenarios/rlada/prompts.py", "dialogue_gym/scenarios/rlada/reading.py"),
+        ("tests/scenarios/rlada", "tests/envs/test_rlada_determinism.py", "tests/metrics/test_rlada_metrics.py"),
+    ),
+    "scenario_core": (
+        ("dialogue_gym/game.py", "dialogue_gym/types.py", "dialogue_gym/spaces.py", "dialogue_gym/errors.py",
+         "dialogue_gym/scenarios/common.py", "dialogue_gym/scenarios/understanding.py"),
+        ("tests/test_game_base.py", "tests/test_types.py", "tests/scenarios/test_scenario_common.py", "tests/test_hostile_patterns.py",
+         "tests/envs/test_privileged_channel.py", "tests/envs/test_vector_observations.py", "tests/scenarios/sead/test_sead_acts.py",
+         "tests/scenarios/tracer/test_tracer_acts.py", "tests/scenarios/sead/test_game.py"),
+    ),
+    # Environments: the Gymnasium/PettingZoo views over a game, and the registered env ids.
+    "envs": (
+        ("dialogue_gym/envs/vector.py", "dialogue_gym/envs/single.py", "dialogue_gym/envs/multiagent.py", "dialogue_gym/envs/scenario.py",
+         "dialogue_gym/envs/rendering.py", "dialogue_gym/envs/pipeline.py"),
+        ("tests/envs/test_envs_mutants.py", "tests/envs/test_vector_construction.py", "tests/envs/test_vector_observations.py",
+         "tests/envs/test_vector_actions.py", "tests/envs/test_vector_retention.py", "tests/envs/test_failed_reset.py",
+         "tests/envs/test_reset_never_ends.py", "tests/envs/test_conformance.py", "tests/envs/test_determinism_all_views.py",
+         "tests/envs/test_pipeline.py", "tests/envs/test_privileged_channel.py", "tests/envs/test_hostile_reset_options.py"),
+    ),
+    "env_ids": (
+        ("dialogue_gym/envs/sead_outbound_v0.py", "dialogue_gym/envs/tracer_usersim_v0.py", "dialogue_gym/envs/dmbench_assistant_v0.py",
+         "dialogue_gym/envs/rlada_banking_v0.py", "dialogue_gym/envs/rlada_banking_v1.py", "dialogue_gym/envs/rlada_customer_v0.py"),
+        ("tests/envs/test_conformance.py", "tests/envs/test_determinism.py", "tests/envs/test_determinism_all_views.py",
+         "tests/envs/test_tracer_envs.py", "tests/envs/test_rlada_determinism.py", "tests/envs/test_hostile_reset_options.py",
+         "tests/envs/test_privileged_channel.py", "tests/scenarios/rlada/test_rlada_banking_v1.py",
+         "tests/scenarios/sead/test_sead_hostile_output.py", "tests/scenarios/tracer/test_tracer_hostile_output.py"),
+    ),
+    "simulators": (
+        ("dialogue_gym/simulators/base.py", "dialogue_gym/simulators/llm.py", "dialogue_gym/simulators/named.py"),
+        ("tests/simulators", "tests/envs/test_privileged_channel.py", "tests/test_fault_tolerance.py", "tests/scenarios/tracer/test_tracer_policies.py",
+         "tests/test_sealing.py"),
+    ),
+    # Model backends: the shared plumbing, the OpenAI-compatible client, and the local-model backends.
+    "backends": (
+        ("dialogue_gym/backends/base.py", "dialogue_gym/backends/cache.py", "dialogue_gym/backends/canned.py", "dialogue_gym/backends/kv_buffers.py",
+         "dialogue_gym/backends/prefix_cache.py", "dialogue_gym/backends/sampling.py", "dialogue_gym/backends/tiny.py"),
+        ("tests/backends/test_cache.py", "tests/backends/test_cache_corrupt_file.py", "tests/backends/test_canned_backend.py",
+         "tests/backends/test_latency_backend.py", "tests/backends/test_make_backend.py", "tests/backends/test_kv_buffers.py",
+         "tests/backends/test_prefix_cache.py", "tests/backends/test_vllm_backend.py", "tests/backends/test_openai_backend.py",
+         "tests/test_evaluation_batching.py", "tests/trainers/test_common_sft.py"),
+    ),
+    "openai": (
+        ("dialogue_gym/backends/openai_compat.py",),
+        ("tests/backends/test_openai_backend.py", "tests/backends/test_openai_fault_tolerance.py", "tests/backends/test_openai_hostile_server.py",
+         "tests/backends/test_openai_redaction.py", "tests/backends/test_openai_retry_after.py", "tests/test_spec_constants.py"),
+    ),
+    "local_models": (
+        ("dialogue_gym/backends/transformers_backend.py", "dialogue_gym/backends/row_sampler.py", "dialogue_gym/backends/vllm_backend.py"),
+        ("tests/backends/test_transformers_backend.py", "tests/backends/test_row_sampler.py", "tests/backends/test_vllm_backend.py"),
+    ),
+    # Training-library integrations, distributed rollouts and the command line.
+    "integrations": (
+        ("dialogue_gym/integrations/datasets.py", "dialogue_gym/integrations/skyrl.py", "dialogue_gym/integrations/verifiers.py",
+         "dialogue_gym/integrations/verl.py", "dialogue_gym/integrations/verl_loop.py"),
+        ("tests/integrations/test_datasets.py", "tests/integrations/test_skyrl.py", "tests/integrations/test_verifiers.py",
+         "tests/integrations/test_verl.py", "tests/integrations/test_verl_loop.py"),
+    ),
+    "distributed": (
+        ("dialogue_gym/distributed/ray_rollouts.py",),
+        ("tests/distributed",),
+    ),
+    "cli": (
+        ("dialogue_gym/cli.py",),
+        ("tests/test_cli.py", "tests/test_cli_help.py", "tests/test_cli_inputs.py", "tests/test_cli_sealed.py", "tests/test_rlada_cli.py"),
+    ),
+    # The trainers: shared pieces, the decision-point GRPO, and each scenario's trainer.
+    "trainers_common": (
+        ("trainers/common/baselines.py", "trainers/common/cli.py", "trainers/common/play.py", "trainers/common/sft.py",
+         "trainers/common/stats.py", "trainers/common/sweep.py"),
+        ("tests/trainers/test_common_sft.py", "tests/trainers/test_sft_agreement.py", "tests/trainers/test_dagger_learning_rate.py",
+         "tests/trainers/test_trainer_cli_help.py", "tests/trainers/test_sweeps.py", "tests/trainers/test_sead_ablation.py",
+         "tests/agents/test_agent_rollouts.py", "tests/test_audit_ties.py", "tests/trainers/test_sead_lm_pipeline.py"),
+    ),
+    "decision_point": (
+        ("trainers/grpo/decision_point.py",),
+        ("tests/trainers/test_decision_point.py", "tests/trainers/test_grpo_trivial_reward.py"),
+    ),
+    "sead_trainer": (
+        ("trainers/sead/__main__.py", "trainers/sead/ablate.py", "trainers/sead/config.py", "trainers/sead/joint_user.py",
+         "trainers/sead/plots.py", "trainers/sead/seeds.py", "trainers/sead/strategy_plus.py", "trainers/sead/train.py",
+         "trainers/sead/trl_rollout.py"),
+        ("tests/trainers/test_sead_trainer.py", "tests/trainers/test_sead_joint_user.py", "tests/trainers/test_sead_strategy_plus.py",
+         "tests/trainers/test_sead_ablation.py", "tests/trainers/test_sead_advantage_wiring.py", "tests/trainers/test_strategy_and_trl.py",
+         "tests/trainers/test_trl_env_mask.py", "tests/trainers/test_trainer_cli.py", "tests/trainers/test_dagger_learning_rate.py",
+         "tests/test_spec_constants.py"),
+    ),
+    "tracer_trainer": (
+        ("trainers/tracer/__main__.py", "trainers/tracer/config.py", "trainers/tracer/policy.py", "trainers/tracer/sft.py",
+         "trainers/tracer/sweep.py", "trainers/tracer/train.py"),
+        ("tests/trainers/test_tracer_trainer.py", "tests/trainers/test_tracer_advantage_wiring.py", "tests/trainers/test_sweeps.py",
+         "tests/trainers/test_lm_scratch_presets.py", "tests/test_spec_constants.py"),
+    ),
+    "rlada_trainer": (
+        ("trainers/rlada/__main__.py", "trainers/rlada/config.py", "trainers/rlada/plots.py", "trainers/rlada/sft.py",
+         "trainers/rlada/strategy.py", "trainers/rlada/sweep.py", "trainers/rlada/train.py"),
+        ("tests/trainers/test_rlada_trainer.py", "tests/trainers/test_rlada_stop_rule_boundaries.py", "tests/trainers/test_sweeps.py",
+         "tests/trainers/test_lm_scratch_presets.py", "tests/trainers/test_lm_run_folder_sweep.py", "tests/test_spec_constants.py"),
     ),
 }
 """Named targets: (the modules to mutate, the tests that must catch a mutant in them). ``sealed_runs`` holds

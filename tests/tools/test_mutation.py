@@ -140,6 +140,17 @@ def test_every_named_target_exists():
         assert all((root / t).exists() for t in tests), name
 
 
+def test_every_module_is_in_a_target():
+    """A module in no target is never mutated: every module of the package and the trainers (not the
+    ``__init__`` files) belongs to some named target."""
+    root = Path(mutation.ROOT)
+    modules = {str(path.relative_to(root)) for folder in ("dialogue_gym", "trainers") for path in (root / folder).rglob("*.py")
+               if path.name != "__init__.py"}
+    targeted = {file for files, _ in mutation.TARGETS.values() for file in files}
+    assert modules, "no module found: the test looks in the wrong place"
+    assert sorted(modules - targeted) == []
+
+
 def test_a_plausible_mutant_replaces_its_snippet_once_and_is_described_as_a_bug(tmp_path):
     (tmp_path / "toy.py").write_text(SOURCE)
     listed = tmp_path / "plausible.json"

@@ -1,0 +1,104 @@
+"""The single-agent, vector and PettingZoo views pinned where mutation testing found them loose (issue
+43 item 6): each test names the bug it catches."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+import dialogue_gym  # noqa: F401
+from dialogue_gym.envs.multiagent import DialogueAECEnv, DialogueParallelEnv
+from dialogue_gym.envs.single import DialogueEnv
+from dialogue_gym.envs.vector import batch_infos
+from dialogue_gym.scenarios.sead.game import SeadGame
+from dialogue_gym.scenarios.sead.parsing import render_agent_output, render_user_output
+from dialogue_gym.scenarios.sead.scripted_user import ScriptedUser
+from dialogue_gym.simulators.base import ScriptedPolicy
+
+
+def test_each_sub_env_of_a_seeded_reset_plays_its_own_seed():
+    envs = gym.make_vec("SEAD-Outbound-v0", num_envs=3, vectorization_mode="vector_entry_point")
+    envs.reset(seed=10)
+    # sub-env i is reset with seed + i: the same episodes as single envs reset with 10, 11 and 12
+    profiles = [game.episode_profile() for game in envs.unwrapped.games]
+    single = gym.make("SEAD-Outbound-v0")
+    expected = []
+    for seed in (10, 11, 12):
+        single.reset(seed=seed)
+        expected.append(single.unwrapped.game.episode_profile())
+    assert profiles == expected
+
+
+def test_an_unseeded_reset_plays_a_seed_drawn_from_the_envs_generator():
+    env = gym.make("SEAD-Outbound-v0")
+    env.reset(seed=3)
+    env.reset()
+    # the env's generator after reset(seed=3) is Gymnasium's np_random(3), i.e. default_rng(3); the
+    # first reset played seed 3 itself, so the second draws the generator's first integer below 2**62
+    assert env.unwrapped.trajectory().seed == int(np.random.default_rng(3).integers(2**62))
+
+
+def test_the_learner_is_paid_for_its_own_move():
+    env = gym.make("SEAD-Outbound-v0")
+    env.reset(seed=0)
+    # an empty turn is flagged and costs invalid_action_penalty = 0.1 on the learner's own move
+    _, reward, terminated, _, info = env.step("")
+    assert info["invalid_action"] and not terminated and reward == -0.1
+
+
+class Watched(ScriptedPolicy):
+    """A policy that records each episode it is started for."""
+
+    def __init__(self):
+        self.starts = 0
+
+    def start(self, profile, seed):
+        self.starts += 1
+        return {}
+
+    def act(self, observation, info, memory):
+        return "Hello."
+
+
+def test_a_policy_given_for_the_learners_role_is_not_played():
+    game = SeadGame()
+    watched = Watched()
+    env = DialogueEnv(game, "agent", {"agent": watched, "user": ScriptedUser(game.library)})
+    env.reset(seed=0)
+    assert watched.starts == 0 and set(env.driver.policies) == {"user"}
+
+
+def test_infos_present_in_some_sub_envs_are_masked_where_they_are():
+    batched = batch_infos([{"a": 1}, {"b": 2}, {"a": 3}])
+    assert batched["a"].tolist() == [1, 0, 3] and batched["_a"].tolist() == [True, False, True]
+    assert batched["b"].tolist() == [0, 2, 0] and batched["_b"].tolist() == [False, True, False]
+
+
+# -- the PettingZoo views -------------------------------------------------------------------------
+
+PROFILE = {"state": [3, 2, 3], "behaviors": ["CC1"]}
+
+
+def test_after_the_last_move_the_aec_view_selects_the_next_agent():
+    env = DialogueAECEnv(SeadGame())
+    env.reset(seed=0, options={"profile": PROFILE})
+    env.step(render_agent_output("Hello"))
+    assert env.agent_selection == "user"
+    env.step(render_user_output("Bye.", (1, 1, 1), -1))
+    assert all(env.terminations.values()) and env.agent_selection == "agent"
+
+
+def test_the_aec_view_pays_each_agent_what_came_since_its_last_move():
+    env = DialogueAECEnv(SeadGame())
+    env.reset(seed=0, options={"profile": PROFILE})
+    for _ in range(2):
+        env.step("")  # flagged: -0.1 for the agent
+        env.step(render_user_output("Hm.", (3, 2, 3), 0))
+        assert env.agent_selection == "agent" and env.last()[1] == -0.1
+
+
+def test_each_parallel_agent_observes_its_own_view():
+    env = DialogueParallelEnv(SeadGame())
+    env.reset(seed=0, options={"profile": PROFILE})
+    observations, *_ = env.step({"agent": render_agent_output("Hello"), "user": ""})
+    assert "state" in observations["user"] and "state" not in observations["agent"]

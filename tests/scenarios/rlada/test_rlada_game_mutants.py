@@ -1,0 +1,106 @@
+"""RL-ADA's game, bank, customers and parsers pinned where mutation testing found them loose (issue 43
+item 6): each test names the bug it catches; the values are worked out by hand."""
+
+from __future__ import annotations
+
+import random
+
+from dialogue_gym.scenarios.rlada.bank import Bank, Card, SubAccount, Transaction
+from dialogue_gym.scenarios.rlada.customers import ScriptedCustomer, start_memory
+from dialogue_gym.scenarios.rlada.data import LEVELS, load_domain
+from dialogue_gym.scenarios.rlada.game import RladaGame
+from dialogue_gym.scenarios.rlada.parsing import parse_agent_action, render_agent_action
+from dialogue_gym.scenarios.rlada.prompts import render
+
+
+def test_the_taxonomy_plays_every_intent_at_one_level_before_the_next_level():
+    game = RladaGame()
+    intents = game.domain.intents
+    count = len(intents)
+    starts = [game.evaluation_options(episode, 0)["profile"] for episode in range(count * len(LEVELS))]
+    # episode e: intent e % count, level (e // count) % 3: every (intent, level) pair exactly once
+    assert {(start["intent"], start["concealment"]) for start in starts} == {(i.name, level) for level in LEVELS for i in intents}
+    assert [start["concealment"] for start in starts[:count]] == [LEVELS[0]] * count
+
+
+def test_each_evaluation_episode_gets_its_own_bank():
+    game = RladaGame()
+    seeds = {game.evaluation_options(episode, 3)["profile"]["bank_seed"] for episode in range(20)}
+    assert len(seeds) == 20
+    assert game.evaluation_options(4, 3) == game.evaluation_options(4, 3)
+
+
+def test_the_customer_is_handed_a_copy_of_its_profile():
+    game = RladaGame()
+    game.reset(seed=0)
+    known = game.role_profile("customer")
+    facts_before = dict(game.episode_profile()["facts"])
+    known["facts"]["merchant"] = "somewhere else"
+    assert game.episode_profile()["facts"] == facts_before and "bank_seed" not in known
+
+
+# -- the simulated bank ---------------------------------------------------------------------------
+
+
+def small_bank(seed: int = 0, transactions=()) -> Bank:
+    return Bank(
+        customer_id="ACC-1", name="Ann Lee",
+        accounts=[SubAccount("CHK-1", "checking", 100.0), SubAccount("SAV-1", "savings", 50.0)],
+        cards=[Card("CARD-0001", "1234")], transactions=list(transactions), limits={"daily_transfer": 5000.0}, seed=seed,
+    )
+
+
+def test_a_transfer_moves_money_from_its_source_to_its_target():
+    bank = small_bank()
+    ok, result = bank.execute("transfer_funds", {"from_account_id": "CHK-1", "to_account_id": "SAV-1", "amount": 30})
+    # 100 - 30 = 70 left in checking, 50 + 30 = 80 in savings
+    assert ok and result["new_balances"] == {"CHK-1": 70.0, "SAV-1": 80.0}
+
+
+def test_looking_up_the_account_hands_out_a_copy_of_the_limits():
+    bank = small_bank()
+    ok, result = bank.execute("lookup_account", {"account_id": "ACC-1"})
+    result["limits"]["daily_transfer"] = 10**9
+    assert ok and bank.limits == {"daily_transfer": 5000.0}
+
+
+def test_ticket_ids_come_from_the_banks_seed():
+    tickets = [small_bank(seed).execute("transfer_to_human", {"reason": "x"})[1]["ticket_id"] for seed in (1, 1, 2)]
+    assert tickets[0] == tickets[1] and tickets[0] != tickets[2]
+
+
+def test_a_repeated_charge_is_disputed_latest_first():
+    charges = [Transaction(f"TX-{n}", date, "Cafe Luna", 12.5, "card_payment", "posted", "debit") for n, date in ((1, "2024-06-01"), (2, "2024-06-09"))]
+    bank = small_bank(transactions=charges)
+    args = {"account_id": "ACC-1", "amount": 12.5, "reason": "charged twice"}
+    assert [bank.execute("dispute_charge", args)[1].get("transaction_id") for _ in range(2)] == ["TX-2", "TX-1"]
+    assert bank.execute("dispute_charge", args)[1]["code"] == "already_disputed"
+
+
+# -- the scripted customer ------------------------------------------------------------------------
+
+
+def test_the_customers_generator_is_seeded_with_the_episode_seed():
+    domain = load_domain()
+    profile = {"intent": domain.intents[0].name, "facts": {}, "concealment": "vague"}
+    assert start_memory(domain, profile, 11)["rng"].random() == random.Random(11).random()
+
+
+def test_a_fixed_level_customer_plays_its_level_whatever_the_profile_says():
+    game = RladaGame()
+    game.reset(seed=0)
+    profile = {**game.episode_profile(), "concealment": "camouflage"}
+    intent = game.domain.intent(profile["intent"])
+    memory = start_memory(game.domain, profile, 0)
+    customer = ScriptedCustomer(game.domain, level="direct")
+    line = customer.act({"messages": [{"role": "system", "content": ""}, {"role": "user", "content": "Hello, how can I help?"}]}, {}, memory)
+    assert line in {render(template, profile["facts"]) for template in intent.direct}
+
+
+# -- the agent's parser ---------------------------------------------------------------------------
+
+
+def test_an_end_call_is_checked_for_role_reversal_like_speech():
+    content = "I'm calling about my card, it was blocked. Goodbye."
+    spoken = parse_agent_action(render_agent_action("speak", content)).health.role_reversal
+    assert spoken and parse_agent_action(render_agent_action("end_call", content)).health.role_reversal == spoken
