@@ -30,3 +30,17 @@ def test_summary_pools_late_turns_by_count_and_shows_the_on_policy_agreement_of_
     # turns 8+: (0.5 * 10 + 0.25 * 4 + 1.0 * 1) / 15 = 7 / 15
     assert rows[0] == "| run/clone | 0.625 | 0.750 | 0.467 | 0.875 |  | 0.062 | 0.500 [0.375, 0.750] |"
     assert rows[1] == "| run/after_dagger | 0.625 | 0.750 | 0.467 | 0.875 | 0.438 (16 turns) | 0.062 | 0.375 [0.250, 0.625] |"
+
+
+def test_summary_shows_a_models_own_on_policy_agreement_and_leaves_near_repeats_blank_for_a_fit_without_dialogues(tmp_path):
+    run = tmp_path / "arm"
+    played = fit_file(run, "more", "/x/more/checkpoints/sft", 0.5)
+    fit = json.loads(played.read_text())
+    played.write_text(json.dumps({**fit, "on_policy_agreement": 0.6875, "on_policy_turns": 32, "on_policy_starts": "held-out"}))
+    clone = fit_file(run, "clone", "/x/cont/model", 0.5)
+    fit = json.loads(clone.read_text())
+    del fit["audit"]
+    clone.write_text(json.dumps({**fit, "on_policy_agreement": 0.4375, "on_policy_turns": 16, "on_policy_starts": "round's training starts"}))
+    rows = summary_table([played, clone]).splitlines()[2:]
+    assert rows[0] == "| arm/more | 0.625 | 0.750 | 0.467 | 0.875 | 0.688 (32 turns, held-out) | 0.062 | 0.500 [0.375, 0.750] |"
+    assert rows[1] == "| arm/clone | 0.625 | 0.750 | 0.467 | 0.875 | 0.438 (16 turns, round's training starts) |  | 0.500 [0.375, 0.750] |"

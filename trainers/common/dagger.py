@@ -43,3 +43,20 @@ def label_agreement(sessions: Sequence[Sequence[dict[str, Any]]]) -> float:
     """The share of the learner's turns that were the expert's label at the same state (on-policy agreement)."""
     rows = [row for session in sessions for row in session]
     return sum(row["said"] == row["completion"][0]["content"] for row in rows) / max(1, len(rows))
+
+
+def weighted_mix(expert: Sequence[Sequence[dict[str, Any]]], labelled: Sequence[Sequence[dict[str, Any]]], share: float) -> tuple[list[Sequence[dict[str, Any]]], int]:
+    """The sessions a DAgger round trains on: the ``expert``'s and the ``labelled`` ones, the labelled
+    repeated so that their rows (learner turns) are about ``share`` of the mix's rows; ``share`` 0 takes
+    each once (the plain aggregate). Returns the sessions and how many times each labelled one is in them.
+
+    A round's labelled states are few beside the expert's dialogues (200 played starts: a tenth of the
+    rows), so at a low rate their loss barely moves the model; repeating them weights the states the
+    model reaches by itself without dropping the expert's, whose states it still has to keep."""
+    labelled_rows, expert_rows = sum(map(len, labelled)), sum(map(len, expert))
+    if share == 0 or labelled_rows == 0:
+        repeats = 1
+    else:
+        # labelled_rows * repeats / (expert_rows + labelled_rows * repeats) = share, solved for repeats
+        repeats = max(1, round(share / (1 - share) * expert_rows / labelled_rows))
+    return [*expert, *(session for _ in range(repeats) for session in labelled)], repeats

@@ -93,6 +93,11 @@ class SeadTrainConfig:
     """Phase ``sft``: peak AdamW learning rate of each DAgger round (a fresh cosine schedule, 10% warm-up);
     0 uses ``sft_learning_rate``. A round restarts from a clone that behaviour cloning's schedule left at a
     rate near 0: a restart at the cloning peak can undo part of the fit (issue 41)."""
+    dagger_share: float = 0.0
+    """Phase ``sft``: the share of a DAgger round's training rows (learner turns) that are labelled states: the
+    labelled sessions are repeated until they make up about this share of the mix with the expert's dialogues
+    (:func:`trainers.common.dagger.weighted_mix`). 0 takes each labelled session once (the plain aggregate:
+    200 played starts are about a tenth of the rows beside 2,000 expert dialogues)."""
     scratch_layers: int = 2
     """``model="scratch"``: transformer layers of the model built from scratch (the rest of its shape is SCRATCH_MODEL)."""
     rl_mode: str = "dialogue"
@@ -221,6 +226,11 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> SeadTrainCon
     require_range(config, ("batch_size", "n_max", "max_agent_turns", "max_new_tokens", "sft_episodes", "sft_batch_size", "group_size", "dagger_episodes", "dagger_steps", "scratch_layers"), 1)
     require_range(config, ("iterations", "eval_episodes", "lora_rank", "kl_coef", "entropy_coef", "sft_steps", "dagger_rounds", "threads", "dagger_learning_rate"), 0)
     require_range(config, ("clip_eps",), 0, 1)
+    if not 0 <= config.dagger_share < 1:
+        raise ConfigError(
+            f"dagger_share={config.dagger_share!r} is not a share of a DAgger round's rows below 1 (the expert's dialogues stay in the mix); "
+            "pass a value in [0, 1), e.g. 0.5 for half the rows labelled states, or 0 for each labelled session once."
+        )
     for name in ("learning_rate", "temperature", "sft_learning_rate"):
         if getattr(config, name) <= 0:
             raise ConfigError(f"{name} must be > 0, got {getattr(config, name)!r}.")

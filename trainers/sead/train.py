@@ -258,9 +258,10 @@ def dagger_round(config: SeadTrainConfig, run: RunDir, round_: int, checkpoint: 
     """One DAgger round: the model in ``checkpoint`` plays ``dagger_episodes`` training starts greedily
     (as it is evaluated) while the expert labels every state it reaches (:class:`ExpertLabels`); the
     labelled states of this and every earlier round (``sft/dagger_<r>.jsonl``) join the expert's
-    ``sessions`` and the model trains ``dagger_steps`` more steps on them (at ``dagger_learning_rate``) into
+    ``sessions`` (repeated to ``dagger_share`` of the rows, :func:`~trainers.common.dagger.weighted_mix`) and
+    the model trains ``dagger_steps`` more steps on them (at ``dagger_learning_rate``) into
     ``checkpoints/sft_dagger_<r>``. A finished round (its checkpoint saved) is not played again."""
-    from trainers.common.dagger import ExpertLabels, label_agreement
+    from trainers.common.dagger import ExpertLabels, label_agreement, weighted_mix
     from trainers.common.sft import sft_lm
 
     rows_path, out = run.path / "sft" / f"dagger_{round_}.jsonl", run.path / "checkpoints" / f"sft_dagger_{round_}"
@@ -276,15 +277,17 @@ def dagger_round(config: SeadTrainConfig, run: RunDir, round_: int, checkpoint: 
     labelled = [[json.loads(line) for line in (run.path / "sft" / f"dagger_{r}.jsonl").read_text().splitlines()] for r in range(round_ + 1)]
     played = labelled[-1]
     learning_rate = config.dagger_learning_rate or config.sft_learning_rate
+    rows = [[{"prompt": row["prompt"], "completion": row["completion"]} for row in session] for round_rows in labelled for session in round_rows]
+    mix, repeats = weighted_mix(sessions, rows, config.dagger_share)
     if not (out / "config.json").exists():
-        rows = [[{"prompt": row["prompt"], "completion": row["completion"]} for row in session] for round_rows in labelled for session in round_rows]
         sft_lm(
-            str(checkpoint), [*sessions, *rows], out, epochs=1, learning_rate=learning_rate, seed=config.seed + 1 + round_,
+            str(checkpoint), mix, out, epochs=1, learning_rate=learning_rate, seed=config.seed + 1 + round_,
             batch_size=config.sft_batch_size, accumulation=1, max_steps=config.dagger_steps,
         )
+    labelled_states = sum(map(len, rows))
     return out, {
         "steps": config.dagger_steps, "learning_rate": learning_rate, "on_policy_agreement": label_agreement(played), "on_policy_turns": sum(map(len, played)),
-        "labelled_states": sum(len(session) for round_rows in labelled for session in round_rows),
+        "labelled_states": labelled_states, "labelled_repeats": repeats, "labelled_share": labelled_states * repeats / max(1, sum(map(len, mix))),
     }
 
 
