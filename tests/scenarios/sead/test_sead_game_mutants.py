@@ -17,6 +17,7 @@ from dialogue_gym.scenarios.sead.data import load_behaviors
 from dialogue_gym.scenarios.sead.game import SILENCE, SeadConfig, SeadGame
 from dialogue_gym.scenarios.sead.parsing import (
     parse_agent_output,
+    parse_user_output,
     render_agent_output,
     render_user_output,
 )
@@ -172,3 +173,55 @@ def test_the_scripted_owner_draws_from_the_episode_seed():
                 break
         dialogues.add(tuple(replies))
     assert len(dialogues) > 1
+
+
+@pytest.mark.parametrize("state", [[1, 2], [1, 2.5, 3], [1, True, 3], (1, 2, 3, 4)])
+def test_a_profile_state_must_be_exactly_three_ints(state):
+    with pytest.raises(ScenarioError, match="must be three ints"):
+        Profile.coerce({"state": state, "behaviors": ["CC1"]}, ("CC1",))
+
+
+@pytest.mark.parametrize("behaviors", [["CC1", 5], "CC1"])
+def test_profile_behaviors_must_be_a_list_of_ids(behaviors):
+    with pytest.raises(ScenarioError, match="must be a list of behavior ids"):
+        Profile.coerce({"state": [1, 1, 1], "behaviors": behaviors}, ("CC1",))
+
+
+def reply_with_draws(text: str, state=(2, 2, 2), turn: int = 3, draw: float = 0.5, behaviors=("CC1",), **memory_fields):
+    """The owner's record for one caller turn, with every uniform draw ``draw`` (0.5: no lapse, since
+    0.5 >= 0.04; a chance p happens when 0.5 < p), from a fresh memory with ``memory_fields`` set."""
+    user = ScriptedUser(load_behaviors())
+    memory = user.start({"behaviors": list(behaviors)}, 0)
+    memory.rng = Draws(draw)
+    for name, value in memory_fields.items():
+        setattr(memory, name, value)
+    return parse_user_output(owner_reply(user, memory, text, state, turn), UserState(*state))
+
+
+def test_at_turn_two_the_owner_asks_who_the_caller_wants_unless_it_was_asked():
+    who = "Who are you even looking for?"
+    assert who in reply_with_draws("We offer free advertising credit for your restaurant.", turn=2).reply
+    assert who not in reply_with_draws("Am I speaking with the owner of the restaurant?", turn=2).reply
+
+
+def test_value_wins_interest_only_from_a_calm_owner_or_with_empathy():
+    """Emotion 1, value alone: no interest (cooperation stays 2); emotion 2: interest at a draw of
+    0.5 < 0.6 (cooperation 2 -> 3)."""
+    line = "The free credit brings you more customers."
+    assert reply_with_draws(line, state=(2, 1, 2)).state.cooperation == 2
+    assert reply_with_draws(line, state=(2, 2, 2)).state.cooperation == 3
+
+
+def test_a_concern_ignored_past_patience_ends_the_call_as_a_hang_up():
+    """CC1 raised three rounds ago and not answered now (value does not resolve a cost concern): its
+    age becomes 4 > patience_rounds = 3, and the owner hangs up with status -1."""
+    move = reply_with_draws("The free credit brings you more customers.", open={"CC1": 3}, voiced={"CC1"})
+    assert move.status == -1 and "I asked you already. Forget it." in move.reply and move.problem is None
+
+
+def test_a_willing_owner_with_trust_two_asks_what_to_do():
+    """No open concern, cooperation >= 3 and trust >= 2 (a draw of 0.5 < 0.8): it asks for the steps;
+    with trust 1 it does not."""
+    line = "The free credit brings you more customers."
+    assert "Alright, so what do I need to do?" in reply_with_draws(line, state=(3, 2, 2), voiced={"CC1"}).reply
+    assert "Alright, so what do I need to do?" not in reply_with_draws(line, state=(3, 2, 1), voiced={"CC1"}).reply
