@@ -65,22 +65,52 @@ def test_an_echo_is_of_the_users_last_reply_and_a_first_turn_repeats_nothing():
 # -- the scripted users ---------------------------------------------------------------------------
 
 
-def test_the_intent_dynamics_user_reads_its_own_context():
-    """What it heard is the role-"user" messages (the opening, then the assistant's turns), what it
-    said the replies of its own records, and its previous level the last of its intent trajectory."""
-    user = IntentDynamicsUser()
-    profile = {"user": {"personality": "skeptical", "need": "urgent"}, "merchant": {"industry": "automotive", "facts": []}}
-    reply = "I mainly want something for commuting and I need it soon"
-    observation = {
+USER_PROFILE = {"user": {"personality": "skeptical", "need": "urgent"}, "merchant": {"industry": "automotive", "facts": []}}
+OPENING = "Hello, this is the car shop."
+REPLY = "I mainly want something for commuting and I need it soon"
+RATIONALE = "the caller sounds like a salesperson so I keep my answers short and careful until I learn more about prices"
+
+
+def user_view(assistant_line: str) -> dict:
+    """The user's observation after its first reply (a record with a long rationale) and the assistant's next line."""
+    return {
         "messages": [
             {"role": "system", "content": "You are a customer."},
-            {"role": "user", "content": "Hello, this is the car shop."},
-            {"role": "assistant", "content": render_user_output(reply, 2, "curious")},
-            {"role": "user", "content": reply},
+            {"role": "user", "content": OPENING},
+            {"role": "assistant", "content": render_user_output(REPLY, 2, RATIONALE)},
+            {"role": "user", "content": assistant_line},
         ],
         "turn": 1,
     }
-    x = user.context(observation, {"intent_trajectory": [2, 3]}, {"profile": profile})
-    expected = user.dynamics.feature_map.features(profile, ["Hello, this is the car shop.", reply], 3, 1, [reply])
-    assert np.array_equal(x, expected)
-    assert x[user.dynamics.feature_map.index("turn:echo")] == 1.0 and x[user.dynamics.feature_map.index("prev:3")] == 1.0
+
+
+def test_the_intent_dynamics_user_hears_the_assistants_lines():
+    """What it heard is the role-"user" messages (the opening, then the assistant's turns) and its
+    previous level the last of its intent trajectory: a line that does not echo its reply is no echo."""
+    user = IntentDynamicsUser()
+    names = user.dynamics.feature_map
+    line = "Our showroom is open every day, would you like to visit?"
+    x = user.context(user_view(line), {"intent_trajectory": [2, 3]}, {"profile": USER_PROFILE})
+    assert np.array_equal(x, names.features(USER_PROFILE, [OPENING, line], 3, 1, [REPLY]))
+    assert x[names.index("turn:echo")] == 0.0 and x[names.index("prev:3")] == 1.0
+
+
+def test_the_intent_dynamics_user_checks_echoes_against_its_reply_not_its_record():
+    """An assistant line that quotes the user's whole reply and goes on echoes the reply; it neither
+    holds the whole record nor shares half its words (the record carries a long rationale)."""
+    user = IntentDynamicsUser()
+    line = f"{REPLY}. Then our compact sedans are a good fit for you."
+    x = user.context(user_view(line), {"intent_trajectory": [2]}, {"profile": USER_PROFILE})
+    assert x[user.dynamics.feature_map.index("turn:echo")] == 1.0
+
+
+def test_a_user_reply_is_checked_against_what_the_assistant_said_not_its_raw_output():
+    """The assistant's raw output carries a think block; what the user heard is the <response> only. A
+    reply that quotes all of it and goes on copies the assistant's line; it holds none of the think block."""
+    game = TracerGame()
+    game.reset(seed=0, options={"session_id": "syn-g00-s00"})
+    game.step(render_user_output("Okay?", 3, "why"))
+    said = "We can book a test drive for you any day of the week."
+    game.step(f"<think>they want to try the car first</think><response>{said}</response>")
+    result = game.step(render_user_output(f"{said} Great, how do I book it?", 4, "keen"))
+    assert "the reply copies the assistant's last line" in result.info["invalid_action"]
