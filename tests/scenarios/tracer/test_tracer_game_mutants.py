@@ -4,10 +4,12 @@ loose (issue 43 item 6): each test names the bug it catches; the values are work
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from dialogue_gym.errors import ConfigError
 from dialogue_gym.scenarios.tracer.data import load_world
 from dialogue_gym.scenarios.tracer.dynamics import FeatureMap
-from dialogue_gym.scenarios.tracer.game import TracerGame
+from dialogue_gym.scenarios.tracer.game import TracerConfig, TracerGame
 from dialogue_gym.scenarios.tracer.parsing import render_user_output
 from dialogue_gym.scenarios.tracer.users import (
     IntentDynamicsUser,
@@ -114,3 +116,21 @@ def test_a_user_reply_is_checked_against_what_the_assistant_said_not_its_raw_out
     game.step(f"<think>they want to try the car first</think><response>{said}</response>")
     result = game.step(render_user_output(f"{said} Great, how do I book it?", 4, "keen"))
     assert "the reply copies the assistant's last line" in result.info["invalid_action"]
+
+
+def test_the_fallback_level_is_one_of_the_four_middle_levels():
+    # LEVELS = 6: range(1, 5) holds 1-4; 0 and 5 end an episode, so neither can be the fallback
+    assert TracerConfig(fallback_intent_level=4).fallback_intent_level == 4
+    for level in (0, 5, 6):
+        with pytest.raises(ConfigError, match="fallback_intent_level must be an int 1-4"):
+            TracerConfig(fallback_intent_level=level)
+
+
+def test_without_the_tracer_user_reward_the_user_earns_nothing():
+    game = TracerGame(TracerConfig(user_reward="none"))
+    game.reset(seed=0, options={"session_id": "syn-g00-s00"})
+    game.step(render_user_output("Okay?", 3, "why"))
+    game.step("We can book a test drive for you any day of the week.")
+    result = game.step(render_user_output("138xxxx1234", 5, "ready"))
+    assert result.terminated and game.scores is None and "reward_terms" not in result.info
+    assert game.trajectory().rewards["user"] == 0.0 and "tracer_reward" not in game.trajectory().meta
