@@ -8,7 +8,7 @@ import pytest
 
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.scenarios.tracer.data import load_world
-from dialogue_gym.scenarios.tracer.dynamics import FeatureMap
+from dialogue_gym.scenarios.tracer.dynamics import FeatureMap, IntentDynamics, softmax
 from dialogue_gym.scenarios.tracer.game import TracerConfig, TracerGame
 from dialogue_gym.scenarios.tracer.parsing import render_user_output
 from dialogue_gym.scenarios.tracer.users import (
@@ -134,3 +134,15 @@ def test_without_the_tracer_user_reward_the_user_earns_nothing():
     result = game.step(render_user_output("138xxxx1234", 5, "ready"))
     assert result.terminated and game.scores is None and "reward_terms" not in result.info
     assert game.trajectory().rewards["user"] == 0.0 and "tracer_reward" not in game.trajectory().meta
+
+
+def test_softmax_takes_huge_logits_without_overflow():
+    # exp(1000) overflows a float64; shifted by the maximum the logits are (0, -1000, ...): one level certain
+    assert softmax(np.array([1000.0, 0.0, 0.0, 0.0, 0.0, 0.0])).tolist() == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+
+
+def test_zero_dynamics_use_the_feature_map_given_or_the_worlds():
+    small = FeatureMap(("bias", "progress"))
+    assert IntentDynamics.zeros(small).weights.shape == (2, 6) and IntentDynamics.zeros(small).feature_map is small
+    default = IntentDynamics.zeros()
+    assert default.feature_map == FEATURES and default.weights.shape == (FEATURES.size, 6) and not default.weights.any()
