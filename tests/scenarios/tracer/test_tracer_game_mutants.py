@@ -3,6 +3,8 @@ loose (issue 43 item 6): each test names the bug it catches; the values are work
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
@@ -15,6 +17,7 @@ from dialogue_gym.scenarios.tracer.users import (
     IntentDynamicsUser,
     ScheduleUser,
     eager_user,
+    render_reply,
 )
 
 
@@ -146,3 +149,42 @@ def test_zero_dynamics_use_the_feature_map_given_or_the_worlds():
     assert IntentDynamics.zeros(small).weights.shape == (2, 6) and IntentDynamics.zeros(small).feature_map is small
     default = IntentDynamics.zeros()
     assert default.feature_map == FEATURES and default.weights.shape == (FEATURES.size, 6) and not default.weights.any()
+
+
+class Lowest(random.Random):
+    """Every pick is the first option, every integer the lowest allowed, every uniform ``value``."""
+
+    def __init__(self, value: float):
+        super().__init__(0)
+        self.value = value
+
+    def randrange(self, *args, **kwargs):
+        return 0
+
+    def randint(self, a, b):
+        return a
+
+    def choice(self, seq):
+        return seq[0]
+
+    def random(self):
+        return self.value
+
+
+def test_a_reply_is_rendered_from_the_first_templates_with_the_lowest_numbers():
+    # level 5's first reply "My phone number is {phone}.", the phone 1 + 30 + xxxx + 1000
+    assert render_reply(5, {"user": {}}, Lowest(0.9)) == ("My phone number is 130xxxx1000.", "The offer fits what the user needs, so they leave their contact.")
+
+
+def test_a_need_of_sixty_characters_is_too_long_to_quote():
+    profile = {"merchant": {"industry": "automotive"}, "user": {"initial_intent": "n" * 59 + "."}}
+    assert render_reply(3, profile, Lowest(0.9)) == ("Do you have used cars?", f"The user {'n' * 59}, so they ask a basic question.")
+    profile["user"]["initial_intent"] = "n" * 60
+    assert render_reply(3, profile, Lowest(0.9))[1] == "The user have a concrete need, so they ask a basic question."
+
+
+def test_only_an_impatient_user_drops_its_final_stop_half_the_time():
+    impatient = {"user": {"personality": "impatient and direct"}}
+    assert render_reply(5, impatient, Lowest(0.4))[0] == "My phone number is 130xxxx1000"
+    assert render_reply(5, impatient, Lowest(0.6))[0] == "My phone number is 130xxxx1000."
+    assert render_reply(5, {"user": {"personality": "skeptical"}}, Lowest(0.4))[0] == "My phone number is 130xxxx1000."
