@@ -275,7 +275,8 @@ class RladaGame(Game):
         level = profile.get("concealment") or self.config.concealment or LEVELS[self.rng.randrange(len(LEVELS))]
         if level not in LEVELS:
             raise ConfigError(f"concealment={level!r} is not a level; use one of {list(LEVELS)}.")
-        bank_seed = profile.get("bank_seed", self.rng.getrandbits(62))
+        # Drawn only when missing: a start given whole (every evaluation start) then seeds no random stream.
+        bank_seed = profile["bank_seed"] if "bank_seed" in profile else self.rng.getrandbits(62)
         if isinstance(bank_seed, bool) or not isinstance(bank_seed, int) or bank_seed < 0:
             raise ConfigError(f"profile bank_seed must be a non-negative int, got {bank_seed!r}.")
         facts = profile.get("facts") or {}
@@ -406,7 +407,8 @@ class RladaGame(Game):
             heard = action.content
             if action.action_type == "speak" and not self._progress["domain"]:
                 self._count_question(action.content)
-        parsed = {**action.parsed(), "tool_outcome": outcome.record() if outcome is not None else None}
+        parsed = action.parsed()  # a fresh dict each call: the turn's own
+        parsed["tool_outcome"] = outcome.record() if outcome is not None else None
         self.turns.append(Turn("agent", text, heard or ("(invalid output)" if problem else ""), parsed, None, problem, token_ids, logprobs))
         self._add(rewards, "agent", agent_turn_terms(progress=progress, weights=self._agent_weights))
         if self.flag_invalid("agent", problem, rewards):

@@ -35,6 +35,7 @@ from dialogue_gym.scenarios.sead.state import (
     STATE_DIMS,
     STATE_NAMES,
     Profile,
+    UserState,
     sample_profile,
 )
 from dialogue_gym.seeding import mix_seed
@@ -45,6 +46,17 @@ CALL_CONNECTED = "(The call connects. The owner picks up: \"Hello?\")"
 SILENCE = "(silence)"
 MIN_COOPERATION_TO_ACT = 3
 USER_REWARD_MODES = ("adversarial", "none")
+
+
+def _state_array(state: UserState) -> np.ndarray:
+    array = np.array(state, dtype=np.int64)
+    array.setflags(write=False)
+    return array
+
+
+_STATE_ARRAYS: dict[tuple[int, int, int], np.ndarray] = {state: _state_array(state) for state in ALL_STATES}
+"""The owner's observed ``state`` of each of the 120 states, built once and read-only: copying one costs
+a quarter of building it from the tuple, and the owner observes it every turn. Only copies are handed out."""
 
 
 @dataclass(frozen=True)
@@ -158,7 +170,8 @@ class SeadGame(Game):
         if role == "agent":
             move = parse_agent_output(text, self.config.max_utterance_chars)
             heard = move.utterance or SILENCE
-            parsed = {**move.parsed(), HEALTH_KEY: agent_turn_health(move, self.health_rules).to_dict()}
+            parsed = move.parsed()  # a fresh dict each call: the turn's own
+            parsed[HEALTH_KEY] = agent_turn_health(move, self.health_rules).to_dict()
             self.turns.append(Turn("agent", text, heard, parsed, self.state, move.problem, token_ids, logprobs))
             self.agent_turns += 1
             self._agent_messages.append({"role": "assistant", "content": text})
@@ -205,10 +218,13 @@ class SeadGame(Game):
         if self._user_system is None:
             self._user_system = user_system_prompt(self.campaign, self.profile, self.library)
         system = {"role": "system", "content": self._user_system}
+        messages = message_copies(self._user_messages)
+        messages.insert(0, system)
+        state = _STATE_ARRAYS.get(self.state)
         return {
-            "messages": [system, *message_copies(self._user_messages)],
+            "messages": messages,
             "turn": self.agent_turns,
-            "state": np.array(self.state, dtype=np.int64),
+            "state": state.copy() if state is not None else np.array(self.state, dtype=np.int64),
             "behaviors": self._behavior_mask.copy(),
         }
 

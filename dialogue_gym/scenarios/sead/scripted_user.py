@@ -133,7 +133,12 @@ def _one(rng: random.Random, options: tuple[str, ...]) -> str:
 def echoes(utterance: str, owner_line: str, share: float, min_words: int) -> bool:
     """Whether ``utterance`` is the owner's own line handed back: at least ``min_words`` content
     words, and at least ``share`` of them taken from ``owner_line``."""
-    mine = content_words(utterance, VOCABULARY)
+    return words_echo(content_words(utterance, VOCABULARY), owner_line, share, min_words)
+
+
+def words_echo(mine: frozenset[str], owner_line: str, share: float, min_words: int) -> bool:
+    """:func:`echoes` of an utterance whose content words ``mine`` are already worked out (the owner
+    reads them for its near-repeat check first)."""
     if len(mine) < min_words:
         return False
     return len(mine & content_words(owner_line, VOCABULARY)) >= share * len(mine)
@@ -177,7 +182,7 @@ class ScriptedUser(ScriptedPolicy):
         asked_again = memory.repeat_ok or (memory.step_again and bool(recognition.steps))
         words = content_words(utterance, VOCABULARY)
         repeated = not asked_again and highest_overlap(words, memory.agent_words) >= d.repeat_similarity
-        echo = echoes(utterance, memory.last_reply, d.echo_share, d.echo_min_words)
+        echo = words_echo(words, memory.last_reply, d.echo_share, d.echo_min_words)
         memory.agent_words.append(words)
         memory.repeat_ok = False
         memory.step_again = memory.step_again and not recognition.steps

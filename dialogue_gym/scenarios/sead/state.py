@@ -48,6 +48,13 @@ def state_index(state: tuple[int, int, int]) -> int:
     return (c * EMOTION_LEVELS + e) * TRUST_LEVELS + tr
 
 
+def _is_integer(value: Any) -> bool:
+    """An integer that is not a bool. ``type(value) is int`` answers for the ints every profile holds
+    without the ``numbers.Integral`` ABC check, which was a third of :meth:`Profile.coerce` (which
+    every SEAD reset with a profile runs, each evaluation start among them)."""
+    return type(value) is int or (isinstance(value, numbers.Integral) and not isinstance(value, bool))
+
+
 @dataclass(frozen=True)
 class Profile:
     """Initial user profile p_0: initial state, 1-3 behavior ids from the library, and an optional
@@ -70,11 +77,7 @@ class Profile:
             profile = value
         elif isinstance(value, dict) and "state" in value:
             raw_state = value["state"]
-            if (
-                not isinstance(raw_state, (list, tuple))
-                or len(raw_state) != 3
-                or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in raw_state)
-            ):
+            if not isinstance(raw_state, (list, tuple)) or len(raw_state) != 3 or not all(map(_is_integer, raw_state)):
                 raise ScenarioError(
                     f"profile['state'] must be three ints (cooperation, emotion, trust), got {short_repr(raw_state)}."
                 )
@@ -84,7 +87,7 @@ class Profile:
             persona = value.get("persona")
             if persona is not None and not isinstance(persona, str):
                 raise ScenarioError(f"profile['persona'] must be a str or absent, got {short_repr(persona)}.")
-            profile = cls(UserState(*(int(v) for v in raw_state)), tuple(behaviors), persona)
+            profile = cls(UserState(*map(int, raw_state)), tuple(behaviors), persona)
         else:
             raise ScenarioError(
                 f"A profile must be a Profile or a dict like {{'state': [c, e, tr], 'behaviors': [ids]}}, "
