@@ -188,7 +188,7 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
          "tests/scenarios/rlada/test_rlada_tools.py", "tests/scenarios/rlada/test_rlada_tool_edges.py", "tests/scenarios/rlada/test_rlada_parsing.py",
          "tests/scenarios/rlada/test_rlada_hostile.py", "tests/scenarios/rlada/test_rlada_truthfulness.py",
          "tests/scenarios/rlada/test_rlada_contextual_customer.py", "tests/scenarios/rlada/test_rlada_judge_edges.py",
-         "tests/envs/test_rlada_determinism.py", "tests/test_spec_constants.py"),
+         "tests/scenarios/rlada/test_rlada_fast_paths.py", "tests/envs/test_rlada_determinism.py", "tests/test_spec_constants.py"),
     ),
     "rlada_scenario": (
         ("dialogue_gym/scenarios/rlada/agents.py", "dialogue_gym/scenarios/rlada/audit.py", "dialogue_gym/scenarios/rlada/cues.py",

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import random
 
+import gymnasium as gym
+import pytest
+
+import dialogue_gym  # noqa: F401
 from dialogue_gym.scenarios.rlada.bank import Bank, Card, SubAccount, Transaction
 from dialogue_gym.scenarios.rlada.customers import ScriptedCustomer, start_memory
 from dialogue_gym.scenarios.rlada.data import LEVELS, load_domain
@@ -104,3 +108,16 @@ def test_an_end_call_is_checked_for_role_reversal_like_speech():
     content = "I'm calling about my card, it was blocked. Goodbye."
     spoken = parse_agent_action(render_agent_action("speak", content)).health.role_reversal
     assert spoken and parse_agent_action(render_agent_action("end_call", content)).health.role_reversal == spoken
+
+
+def test_tool_progress_pays_the_first_lookup_and_the_first_domain_tool_once_each():
+    """tool_progress_bonus 0.1 for the first successful domain tool and the first lookup, whatever the
+    order; turn_cost -0.05 every move."""
+    env = gym.make("RLADA-Banking-v0")
+    env.reset(seed=1)
+    account = {"account_id": env.unwrapped.game.bank.customer_id}
+    expected = [(-0.05, 0.1), (-0.10, 0.1), (-0.15, 0.2), (-0.20, 0.2)]
+    for tool, (cost, progress) in zip(("get_transactions", "get_transactions", "lookup_account", "get_transactions"), expected):
+        _, _, terminated, _, info = env.step(render_agent_action("tool_call", tool, account))
+        assert not terminated and info["tool_error"] is None
+        assert info["reward_terms"] == {"turn_cost": pytest.approx(cost), "tool_progress": pytest.approx(progress)}
