@@ -54,9 +54,7 @@ def weighted_mix(expert: Sequence[Sequence[dict[str, Any]]], labelled: Sequence[
     rows), so at a low rate their loss barely moves the model; repeating them weights the states the
     model reaches by itself without dropping the expert's, whose states it still has to keep."""
     labelled_rows, expert_rows = sum(map(len, labelled)), sum(map(len, expert))
-    if share == 0 or labelled_rows == 0:
-        repeats = 1
-    else:
-        # labelled_rows * repeats / (expert_rows + labelled_rows * repeats) = share, solved for repeats
-        repeats = max(1, round(share / (1 - share) * expert_rows / labelled_rows))
+    # labelled_rows * repeats / (expert_rows + labelled_rows * repeats) = share, solved for repeats; at
+    # least once, so share 0 (or a share below half a session's weight) is the plain aggregate
+    repeats = max(1, round(share / (1 - share) * expert_rows / labelled_rows)) if labelled_rows else 1
     return [*expert, *(session for _ in range(repeats) for session in labelled)], repeats
