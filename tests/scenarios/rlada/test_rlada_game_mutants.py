@@ -9,10 +9,11 @@ import gymnasium as gym
 import pytest
 
 import dialogue_gym  # noqa: F401
+from dialogue_gym.rewards.rlada import AgentWeights, CustomerWeights
 from dialogue_gym.scenarios.rlada.bank import Bank, Card, SubAccount, Transaction
 from dialogue_gym.scenarios.rlada.customers import ScriptedCustomer, start_memory
 from dialogue_gym.scenarios.rlada.data import LEVELS, load_domain
-from dialogue_gym.scenarios.rlada.game import RladaGame
+from dialogue_gym.scenarios.rlada.game import RladaConfig, RladaGame
 from dialogue_gym.scenarios.rlada.parsing import parse_agent_action, render_agent_action
 from dialogue_gym.scenarios.rlada.prompts import render
 
@@ -116,8 +117,27 @@ def test_tool_progress_pays_the_first_lookup_and_the_first_domain_tool_once_each
     env = gym.make("RLADA-Banking-v0")
     env.reset(seed=1)
     account = {"account_id": env.unwrapped.game.bank.customer_id}
-    expected = [(-0.05, 0.1), (-0.10, 0.1), (-0.15, 0.2), (-0.20, 0.2)]
-    for tool, (cost, progress) in zip(("get_transactions", "get_transactions", "lookup_account", "get_transactions"), expected):
+    expected = [(-0.05, 0.1), (-0.10, 0.1), (-0.15, 0.2), (-0.20, 0.2), (-0.25, 0.2)]
+    tools = ("get_transactions", "get_transactions", "lookup_account", "lookup_account", "get_transactions")
+    for tool, (cost, progress) in zip(tools, expected):
         _, _, terminated, _, info = env.step(render_agent_action("tool_call", tool, account))
         assert not terminated and info["tool_error"] is None
         assert info["reward_terms"] == {"turn_cost": pytest.approx(cost), "tool_progress": pytest.approx(progress)}
+
+
+def test_the_configs_default_weights_are_the_documented_ones():
+    assert RladaConfig().agent_weights() == AgentWeights() and RladaConfig().customer_weights() == CustomerWeights()
+
+
+def test_a_bank_seed_of_zero_is_a_bank_seed():
+    game = RladaGame()
+    game.reset(seed=0, options={"profile": {"bank_seed": 0}})
+    assert game.episode_profile()["bank_seed"] == 0
+
+
+def test_no_role_reversal_is_reported_before_the_customer_speaks_nor_ever_to_the_agent():
+    game = RladaGame()
+    game.reset(seed=0)
+    assert game.info("customer")["role_reversal"] is False and game.info("agent")["role_reversal"] is False
+    game.step("I'm calling because my card was charged twice, I want to dispute it.")
+    assert game.info("agent")["role_reversal"] is False
