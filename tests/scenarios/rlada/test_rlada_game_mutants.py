@@ -11,7 +11,12 @@ import pytest
 import dialogue_gym  # noqa: F401
 from dialogue_gym.rewards.rlada import AgentWeights, CustomerWeights
 from dialogue_gym.scenarios.rlada.bank import Bank, Card, SubAccount, Transaction
-from dialogue_gym.scenarios.rlada.customers import ScriptedCustomer, start_memory
+from dialogue_gym.scenarios.rlada.customers import (
+    ScriptedCustomer,
+    WithholdingCustomer,
+    start_memory,
+    withheld_story,
+)
 from dialogue_gym.scenarios.rlada.data import LEVELS, load_domain
 from dialogue_gym.scenarios.rlada.game import RladaConfig, RladaGame
 from dialogue_gym.scenarios.rlada.parsing import parse_agent_action, render_agent_action
@@ -141,3 +146,22 @@ def test_no_role_reversal_is_reported_before_the_customer_speaks_nor_ever_to_the
     assert game.info("customer")["role_reversal"] is False and game.info("agent")["role_reversal"] is False
     game.step("I'm calling because my card was charged twice, I want to dispute it.")
     assert game.info("agent")["role_reversal"] is False
+
+
+def test_the_withheld_stories_of_an_intent_are_those_listing_its_family():
+    domain = load_domain()
+    by_family = {intent.family: intent for intent in domain.intents}
+    # customer.json: 'pending' is in three stories (with duplicate, charge_amount, balance), 'fraud' in two, 'account_info' in none
+    assert len(withheld_story(domain, by_family["pending"])) == 3 and len(withheld_story(domain, by_family["fraud"])) == 2
+    assert withheld_story(domain, by_family["account_info"]) == ()
+    assert withheld_story(domain, by_family["fraud"])[0][0].startswith("There's {merchant} for {amount} on {day}")
+
+
+def test_a_withholding_customer_opens_with_a_line_of_its_story():
+    game = RladaGame()
+    game.reset(seed=0, options={"profile": {"intent": "balance_not_updated_after_cheque_or_cash_deposit", "concealment": "vague"}})
+    profile = game.episode_profile()
+    customer = WithholdingCustomer(game.domain)
+    memory = customer.start(profile, 0)
+    opening = customer.act({"messages": [{"role": "system", "content": ""}, {"role": "user", "content": "Hello, how can I help?"}]}, {}, memory)
+    assert opening in {render(line, profile["facts"]) for line in memory["story"]}
