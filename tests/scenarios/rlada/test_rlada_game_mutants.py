@@ -3,6 +3,7 @@ item 6): each test names the bug it catches; the values are worked out by hand."
 
 from __future__ import annotations
 
+import json
 import random
 
 import gymnasium as gym
@@ -10,7 +11,13 @@ import pytest
 
 import dialogue_gym  # noqa: F401
 from dialogue_gym.rewards.rlada import AgentWeights, CustomerWeights
-from dialogue_gym.scenarios.rlada.bank import Bank, Card, SubAccount, Transaction
+from dialogue_gym.scenarios.rlada.bank import (
+    Bank,
+    Card,
+    SubAccount,
+    Transaction,
+    generate_bank,
+)
 from dialogue_gym.scenarios.rlada.customers import (
     ScriptedCustomer,
     WithholdingCustomer,
@@ -165,3 +172,22 @@ def test_a_withholding_customer_opens_with_a_line_of_its_story():
     memory = customer.start(profile, 0)
     opening = customer.act({"messages": [{"role": "system", "content": ""}, {"role": "user", "content": "Hello, how can I help?"}]}, {}, memory)
     assert opening in {render(line, profile["facts"]) for line in memory["story"]}
+
+
+def test_an_escalations_wait_is_two_to_ten_minutes():
+    waits = {small_bank(seed).execute("transfer_to_human", {"reason": "x"})[1]["estimated_wait_minutes"] for seed in range(60)}
+    # 2 + randrange(9): 2 to 10 minutes; 60 banks draw more than one of them
+    assert waits <= set(range(2, 11)) and len(waits) > 1
+
+
+def test_a_bank_file_without_amounts_draws_them_from_4_50_to_480(data_dir):
+    """The packaged bank.json states the default range; without it a bank draws the same amounts."""
+    packaged = load_domain()
+    bank_file = data_dir / "bank.json"
+    data = json.loads(bank_file.read_text())
+    assert data.pop("amount_range") == [4.5, 480.0]
+    bank_file.write_text(json.dumps(data))
+    bare = load_domain(str(data_dir))
+    intent = packaged.intents[0]
+    for seed in range(5):
+        assert generate_bank(seed, intent, bare)[1]["amount"] == generate_bank(seed, intent, packaged)[1]["amount"]
