@@ -191,3 +191,12 @@ def test_a_bank_file_without_amounts_draws_them_from_4_50_to_480(data_dir):
     intent = packaged.intents[0]
     for seed in range(5):
         assert generate_bank(seed, intent, bare)[1]["amount"] == generate_bank(seed, intent, packaged)[1]["amount"]
+
+
+def test_a_bank_file_without_limits_gets_the_packaged_limits(data_dir):
+    bank_file = data_dir / "bank.json"
+    data = json.loads(bank_file.read_text())
+    packaged_limits = data.pop("limits")
+    bank_file.write_text(json.dumps(data))
+    bank, _ = generate_bank(0, load_domain().intents[0], load_domain(str(data_dir)))
+    assert bank.limits == packaged_limits == {"daily_transfer": 5000, "top_up_max": 10000, "atm_daily": 800}
