@@ -200,3 +200,17 @@ def test_a_bank_file_without_limits_gets_the_packaged_limits(data_dir):
     bank_file.write_text(json.dumps(data))
     bank, _ = generate_bank(0, load_domain().intents[0], load_domain(str(data_dir)))
     assert bank.limits == packaged_limits == {"daily_transfer": 5000, "top_up_max": 10000, "atm_daily": 800}
+
+
+def test_json_followed_by_text_is_read_from_inside_it():
+    action = parse_agent_action('{"action_type": "speak", "content": "Hi"}.')
+    assert (action.format, action.action_type, action.content, action.problem) == ("json_embedded", "speak", "Hi", None)
+    assert action.health.repaired[0] == "JSON read from inside other text"
+
+
+def test_an_aliased_action_type_is_a_repair_and_the_canonical_one_is_not():
+    aliased = parse_agent_action(json.dumps({"thinking": "", "action_type": "say", "content": "Hi", "tool_args": {}}))
+    assert aliased.action_type == "speak" and aliased.health.repaired == ("action_type 'say' read as 'speak'",)
+    assert not aliased.health.format_ok
+    canonical = parse_agent_action(render_agent_action("speak", "Hi"))
+    assert canonical.health.repaired == () and canonical.health.format_ok
