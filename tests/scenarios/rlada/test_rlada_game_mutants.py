@@ -26,7 +26,11 @@ from dialogue_gym.scenarios.rlada.customers import (
 )
 from dialogue_gym.scenarios.rlada.data import LEVELS, load_domain
 from dialogue_gym.scenarios.rlada.game import RladaConfig, RladaGame
-from dialogue_gym.scenarios.rlada.parsing import parse_agent_action, render_agent_action
+from dialogue_gym.scenarios.rlada.parsing import (
+    parse_agent_action,
+    parse_customer_output,
+    render_agent_action,
+)
 from dialogue_gym.scenarios.rlada.prompts import render
 
 
@@ -214,3 +218,20 @@ def test_an_aliased_action_type_is_a_repair_and_the_canonical_one_is_not():
     assert not aliased.health.format_ok
     canonical = parse_agent_action(render_agent_action("speak", "Hi"))
     assert canonical.health.repaired == () and canonical.health.format_ok
+
+
+def test_a_json_value_that_is_no_object_is_out_of_format():
+    action = parse_agent_action("[1, 2]")
+    assert action.problem == "expected a JSON object, got list" and action.health.format_ok is False
+
+
+def customer_move(text: str):
+    domain = load_domain()
+    return parse_customer_output(text, domain.hangup_markers, domain.role_reversal, domain.meta_talk)
+
+
+def test_a_customer_line_is_repaired_only_of_the_label_and_quotes_it_has():
+    assert customer_move('Customer: "My card was charged twice."').health.repaired == ("speaker label removed", "quotes removed")
+    assert customer_move("Customer: My card was charged twice.").health.repaired == ("speaker label removed",)
+    assert customer_move('"My card was charged twice."').health.repaired == ("quotes removed",)
+    assert customer_move("My card was charged twice.").health.repaired == ()
