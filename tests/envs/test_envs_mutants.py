@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
+from toy_game import Counterpart, ToyConfig, ToyGame
 
 import dialogue_gym  # noqa: F401
 from dialogue_gym.envs.multiagent import DialogueAECEnv, DialogueParallelEnv
@@ -102,3 +103,19 @@ def test_each_parallel_agent_observes_its_own_view():
     env.reset(seed=0, options={"profile": PROFILE})
     observations, *_ = env.step({"agent": render_agent_output("Hello"), "user": ""})
     assert "state" in observations["user"] and "state" not in observations["agent"]
+
+
+class Unpaid(ToyGame):
+    """The toy game, except that its learner's moves credit the learner nothing (no reward key at all)."""
+
+    def _step(self, role, text, token_ids, logprobs):
+        result = super()._step(role, text, token_ids, logprobs)
+        result.rewards.pop("learner", None)
+        return result
+
+
+def test_a_move_that_credits_the_learner_nothing_pays_zero():
+    env = DialogueEnv(Unpaid(ToyConfig(reward=0.0)), "learner", {"counterpart": Counterpart()})
+    env.reset(seed=0)
+    _, reward, terminated, _, _ = env.step("hello")
+    assert reward == 0.0 and not terminated
