@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
+import pytest
+from pettingzoo.utils.conversions import aec_to_parallel
 from toy_game import Counterpart, ToyConfig, ToyGame
 
 import dialogue_gym  # noqa: F401
@@ -119,3 +121,18 @@ def test_a_move_that_credits_the_learner_nothing_pays_zero():
     env.reset(seed=0)
     _, reward, terminated, _, _ = env.step("hello")
     assert reward == 0.0 and not terminated
+
+
+def test_the_aec_view_declares_itself_not_parallelizable():
+    """Its moves are not simultaneous (one role speaks at a time): PettingZoo's converter refuses it,
+    and the parallel view (DialogueParallelEnv) is the way to a ParallelEnv."""
+    with pytest.raises(AssertionError, match="is not generally safe"):
+        aec_to_parallel(DialogueAECEnv(SeadGame()))
+
+
+def test_the_aec_view_starts_and_steps_with_zero_rewards_where_nothing_was_credited():
+    env = DialogueAECEnv(ToyGame())
+    env.reset(seed=0)
+    assert env.rewards == {"learner": 0.0, "counterpart": 0.0}
+    env.step("hello")  # the counterpart's move credits no one
+    assert env.rewards == {"learner": 0.0, "counterpart": 0.0}
