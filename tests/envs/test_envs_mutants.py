@@ -136,3 +136,10 @@ def test_the_aec_view_starts_and_steps_with_zero_rewards_where_nothing_was_credi
     assert env.rewards == {"learner": 0.0, "counterpart": 0.0}
     env.step("hello")  # the counterpart's move credits no one
     assert env.rewards == {"learner": 0.0, "counterpart": 0.0}
+
+
+def test_the_parallel_view_pays_zero_where_nothing_was_credited():
+    env = DialogueParallelEnv(ToyGame())
+    env.reset(seed=0)
+    _, rewards, *_ = env.step({"counterpart": "hello", "learner": ""})  # the counterpart's move credits no one
+    assert rewards == {"learner": 0.0, "counterpart": 0.0}
