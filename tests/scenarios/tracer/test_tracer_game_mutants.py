@@ -123,7 +123,7 @@ def test_a_user_reply_is_checked_against_what_the_assistant_said_not_its_raw_out
 
 def test_the_fallback_level_is_one_of_the_four_middle_levels():
     # LEVELS = 6: range(1, 5) holds 1-4; 0 and 5 end an episode, so neither can be the fallback
-    assert TracerConfig(fallback_intent_level=4).fallback_intent_level == 4
+    assert [TracerConfig(fallback_intent_level=level).fallback_intent_level for level in (1, 4)] == [1, 4]
     for level in (0, 5, 6):
         with pytest.raises(ConfigError, match="fallback_intent_level must be an int 1-4"):
             TracerConfig(fallback_intent_level=level)
