@@ -176,6 +176,21 @@ def test_a_reply_is_rendered_from_the_first_templates_with_the_lowest_numbers():
     assert render_reply(5, {"user": {}}, Lowest(0.9)) == ("My phone number is 130xxxx1000.", "The offer fits what the user needs, so they leave their contact.")
 
 
+class Highest(Lowest):
+    """Every pick is the last option and every integer the highest allowed."""
+
+    def randrange(self, n, *args, **kwargs):
+        return n - 1
+
+    def randint(self, a, b):
+        return b
+
+
+def test_a_reply_is_rendered_from_the_last_templates_with_the_highest_numbers():
+    # level 5's last reply "OK, my number is {phone}, call me.", the phone 1 + 89 + xxxx + 9999
+    assert render_reply(5, {"user": {}}, Highest(0.9)) == ("OK, my number is 189xxxx9999, call me.", "The user is ready to go ahead and gives their number.")
+
+
 def test_a_need_of_sixty_characters_is_too_long_to_quote():
     profile = {"merchant": {"industry": "automotive"}, "user": {"initial_intent": "n" * 59 + "."}}
     assert render_reply(3, profile, Lowest(0.9)) == ("Do you have used cars?", f"The user {'n' * 59}, so they ask a basic question.")
