@@ -220,11 +220,10 @@ class SeadGame(Game):
         system = {"role": "system", "content": self._user_system}
         messages = message_copies(self._user_messages)
         messages.insert(0, system)
-        state = _STATE_ARRAYS.get(self.state)
         return {
             "messages": messages,
             "turn": self.agent_turns,
-            "state": state.copy() if state is not None else np.array(self.state, dtype=np.int64),
+            "state": _STATE_ARRAYS[self.state].copy(),  # the state is always in range: parsed ones are clamped
             "behaviors": self._behavior_mask.copy(),
         }
 

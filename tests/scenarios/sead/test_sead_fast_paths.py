@@ -10,6 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dialogue_gym.errors import ScenarioError
+from dialogue_gym.scenarios.sead import game as sead_game
 from dialogue_gym.scenarios.sead import parsing
 from dialogue_gym.scenarios.sead.game import SeadGame
 from dialogue_gym.scenarios.sead.parsing import AGENT_SCORE_FIELDS, render_agent_output
@@ -59,6 +61,9 @@ def test_every_observed_state_array_is_built_afresh_as_before():
         handed[:] = 0
         assert game.observe("user")["state"].tolist() == list(state)
         assert tuple(game.state) == state
+    # the arrays copied from cannot be edited in place either, by the game or anyone reaching them
+    assert not any(array.flags.writeable for array in sead_game._STATE_ARRAYS.values())
+    assert len(sead_game._STATE_ARRAYS) == len(ALL_STATES)
 
 
 @pytest.mark.parametrize(
@@ -76,8 +81,9 @@ def test_profiles_coerce_as_before():
     for _ in range(200):
         profile = sample_profile(rng, game.library.ids)
         assert Profile.coerce(profile.to_dict(), game.library.ids) == profile
-    for bad in ([True, 1, 1], [1.0, 1, 1], [1, 1, "1"]):
-        with pytest.raises(Exception, match="three ints"):
+    # not a list or tuple (a set of three ints, an int, a string of three digits), or not three ints
+    for bad in ([True, 1, 1], [1.0, 1, 1], [1, 1, "1"], {1, 2, 3}, 5, "123", [1, 1]):
+        with pytest.raises(ScenarioError, match="three ints"):
             Profile.coerce({"state": bad, "behaviors": [game.library.ids[0]]}, game.library.ids)
 
 
