@@ -10,6 +10,7 @@ import gymnasium as gym
 import pytest
 
 import dialogue_gym  # noqa: F401
+from dialogue_gym.errors import ConfigError
 from dialogue_gym.rewards.rlada import AgentWeights, CustomerWeights
 from dialogue_gym.scenarios.rlada.bank import (
     Bank,
@@ -155,8 +156,14 @@ def test_no_role_reversal_is_reported_before_the_customer_speaks_nor_ever_to_the
     game = RladaGame()
     game.reset(seed=0)
     assert game.info("customer")["role_reversal"] is False and game.info("agent")["role_reversal"] is False
-    game.step("I'm calling because my card was charged twice, I want to dispute it.")
-    assert game.info("agent")["role_reversal"] is False
+    game.step("Thank you for calling, how can I help you today? Let me look up your account.")  # the customer speaks as the bank
+    assert game.info("customer")["role_reversal"] is True and game.info("agent")["role_reversal"] is False
+
+
+@pytest.mark.parametrize("bank_seed", [True, -1, "5", 2.0])
+def test_a_bank_seed_must_be_a_non_negative_int(bank_seed):
+    with pytest.raises(ConfigError, match="profile bank_seed must be a non-negative int"):
+        RladaGame().reset(seed=0, options={"profile": {"bank_seed": bank_seed}})
 
 
 def test_the_withheld_stories_of_an_intent_are_those_listing_its_family():
