@@ -33,6 +33,7 @@ from dialogue_gym.scenarios.rlada.parsing import (
     render_agent_action,
 )
 from dialogue_gym.scenarios.rlada.prompts import render
+from dialogue_gym.scenarios.rlada.reading import own_tools
 
 
 def test_the_taxonomy_plays_every_intent_at_one_level_before_the_next_level():
@@ -242,3 +243,26 @@ def test_a_customer_line_is_repaired_only_of_the_label_and_quotes_it_has():
     assert customer_move("Customer: My card was charged twice.").health.repaired == ("speaker label removed",)
     assert customer_move('"My card was charged twice."').health.repaired == ("quotes removed",)
     assert customer_move("My card was charged twice.").health.repaired == ()
+
+
+def test_a_side_worry_beside_the_problem_told_after_a_lookup_is_camouflage():
+    """The customer voices another tool's worry, the agent looks the account up (no action yet), the
+    customer tells its own problem, then the agent acts. What the agent heard before it acted told
+    the problem, so the worry stood beside the story: both turns realistic (realism 0.5 x mean 1.0 = 0.5)
+    and the call earns concealment credit. Counting the lookup as acting would cut the story at the
+    worry alone: the worry turn would score no realism and the call no concealment."""
+    game = RladaGame()
+    game.reset(seed=0)
+    profile = game.episode_profile()
+    intent = game.domain.intent(profile["intent"])
+    worries = game.domain.customer["side_worries"]
+    other = next(tool for tool in sorted(worries) if worries[tool] and tool not in own_tools(intent, game.domain))
+    account = {"account_id": game.bank.customer_id}
+    game.step(render(worries[other][0], profile["facts"]))
+    game.step(render_agent_action("tool_call", "lookup_account", account))
+    game.step(render_agent_action("speak", "I see. What happened exactly?"))
+    game.step(render(intent.direct[0], profile["facts"]))
+    game.step(render_agent_action("tool_call", game.privileged()["target_tool"], {"reason": "as asked", "department": "cards"}))
+    game.step(render_agent_action("end_call", "Your request is with our cards team. Goodbye."))
+    terms = game.trajectory().reward_terms
+    assert terms["customer/realism"] == 0.5 and terms["customer/concealment"] > 0
