@@ -225,3 +225,17 @@ def test_a_willing_owner_with_trust_two_asks_what_to_do():
     line = "The free credit brings you more customers."
     assert "Alright, so what do I need to do?" in reply_with_draws(line, state=(3, 2, 2), voiced={"CC1"}).reply
     assert "Alright, so what do I need to do?" not in reply_with_draws(line, state=(3, 2, 1), voiced={"CC1"}).reply
+
+
+@pytest.mark.parametrize("value", ["state", {"behaviors": ["CC1"]}])
+def test_a_profile_is_a_profile_or_a_dict_with_a_state(value):
+    with pytest.raises(ScenarioError, match="must be a Profile or a dict like"):
+        Profile.coerce(value, ("CC1",))
+
+
+def test_the_config_is_frozen_and_the_turn_space_counts_zero_to_the_turn_limit():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        SeadConfig().max_agent_turns = 3
+    # max_agent_turns = 15: the observed turn is 0..15, Discrete(16)
+    assert SeadGame().observation_space("agent")["turn"].n == 16
+    assert SeadGame(SeadConfig(max_agent_turns=4)).observation_space("user")["turn"].n == 5
