@@ -124,8 +124,10 @@ def summary_table(fits: list[Path]) -> str:
         if "on_policy_agreement" in fit:  # the model's own play: eval's held-out starts, or a round it played (fit --played)
             on_policy = f"{fit['on_policy_agreement']:.3f} ({fit['on_policy_turns']} turns, {fit['on_policy_starts']})"
         repeats = f"{fit['audit']['turn:near_repeat']:.3f}" if "audit" in fit else ""  # fit: no dialogues played
+        # an eval on more starts writes into an eval<N>/ folder of its run: the run names the row
+        run = fit_path.parent.parent if fit_path.parent.name.startswith("eval") else fit_path.parent
         lines.append(
-            f"| {fit_path.parent.name}/{name} | {fit['agreement']:.3f} | {fit['utterance_agreement']:.3f} | {late:.3f} | {fit['train_agreement']:.3f} | "
+            f"| {run.name}/{name} | {fit['agreement']:.3f} | {fit['utterance_agreement']:.3f} | {late:.3f} | {fit['train_agreement']:.3f} | "
             f"{on_policy} | {repeats} | {headline['value']:.3f} [{headline['low']:.3f}, {headline['high']:.3f}] |"
         )
     return "\n".join(lines)

@@ -33,7 +33,7 @@ def test_summary_pools_late_turns_by_count_and_shows_the_on_policy_agreement_of_
 
 
 def test_summary_shows_a_models_own_on_policy_agreement_and_leaves_near_repeats_blank_for_a_fit_without_dialogues(tmp_path):
-    run = tmp_path / "arm"
+    run = tmp_path / "arm" / "eval1200"  # an eval on 1,200 starts: the run folder above names the row
     played = fit_file(run, "more", "/x/more/checkpoints/sft", 0.5)
     fit = json.loads(played.read_text())
     played.write_text(json.dumps({**fit, "on_policy_agreement": 0.6875, "on_policy_turns": 32, "on_policy_starts": "held-out"}))
