@@ -158,6 +158,7 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("dialogue_gym/scenarios/sead/game.py", "dialogue_gym/scenarios/sead/state.py", "dialogue_gym/scenarios/sead/scripted_user.py",
          "dialogue_gym/scenarios/sead/parsing.py"),
         ("tests/scenarios/sead/test_sead_game_mutants.py", "tests/scenarios/sead/test_game.py", "tests/scenarios/sead/test_parsing.py",
+         "tests/scenarios/sead/test_sead_fast_paths.py",
          "tests/scenarios/sead/test_scripted_user.py", "tests/scenarios/sead/test_sead_hostile_output.py", "tests/envs/test_determinism.py",
          "tests/test_spec_constants.py"),
     ),
@@ -199,7 +200,8 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "scenario_core": (
         ("dialogue_gym/game.py", "dialogue_gym/types.py", "dialogue_gym/spaces.py", "dialogue_gym/errors.py",
          "dialogue_gym/scenarios/common.py", "dialogue_gym/scenarios/understanding.py"),
-        ("tests/test_game_base.py", "tests/test_types.py", "tests/scenarios/test_scenario_common.py", "tests/test_hostile_patterns.py",
+        ("tests/test_game_base.py", "tests/test_types.py", "tests/scenarios/test_scenario_common.py", "tests/scenarios/test_common_fast_paths.py",
+         "tests/test_hostile_patterns.py",
          "tests/envs/test_privileged_channel.py", "tests/envs/test_vector_observations.py", "tests/scenarios/sead/test_sead_acts.py",
          "tests/scenarios/tracer/test_tracer_acts.py", "tests/scenarios/sead/test_game.py"),
     ),
