@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import gc
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -11,6 +14,9 @@ from toy_game import Counterpart, ToyConfig, ToyGame
 
 import dialogue_gym  # noqa: F401
 from dialogue_gym.envs.multiagent import DialogueAECEnv, DialogueParallelEnv
+from dialogue_gym.envs.pipeline import frozen_heap
+from dialogue_gym.envs.scenario import RolePlayers
+from dialogue_gym.envs.sead_outbound_v0 import SeadOutboundVectorEnv
 from dialogue_gym.envs.single import DialogueEnv
 from dialogue_gym.envs.vector import batch_infos
 from dialogue_gym.scenarios.sead.game import SeadGame
@@ -143,3 +149,20 @@ def test_the_parallel_view_pays_zero_where_nothing_was_credited():
     env.reset(seed=0)
     _, rewards, *_ = env.step({"counterpart": "hello", "learner": ""})  # the counterpart's move credits no one
     assert rewards == {"learner": 0.0, "counterpart": 0.0}
+
+
+def test_role_players_are_frozen():
+    players = RolePlayers("agent", {"user": ("scripted", None, None)})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        players.learner = "user"
+
+
+def test_a_scenario_vector_env_has_one_sub_env_by_default():
+    assert SeadOutboundVectorEnv().num_envs == 1
+
+
+def test_the_heap_is_frozen_by_default_inside_and_unfrozen_after():
+    assert gc.get_freeze_count() == 0
+    with frozen_heap():
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
