@@ -166,3 +166,27 @@ def test_the_heap_is_frozen_by_default_inside_and_unfrozen_after():
     with frozen_heap():
         assert gc.get_freeze_count() > 0
     assert gc.get_freeze_count() == 0
+
+
+def test_human_rendering_prints_each_line_once_and_a_new_episode_from_its_start(capsys):
+    env = DialogueEnv(ToyGame(), "learner", {"counterpart": Counterpart()}, render_mode="human")
+    env.reset(seed=0)
+    env.render()
+    first = capsys.readouterr().out.splitlines()
+    assert len(first) == 2 and first[0].startswith("[Toy-v0 seed=0") and first[1] == "counterpart: hello"
+    env.render()  # nothing new: an empty print
+    assert capsys.readouterr().out == "\n"
+    env.step("hi")  # printed as it happens: the learner's move and the counterpart's answer
+    assert capsys.readouterr().out.splitlines() == ["learner: hi", "counterpart: hello"]
+    env.reset(seed=1)
+    env.render()  # a shorter transcript than printed: a new episode, printed from its header
+    again = capsys.readouterr().out.splitlines()
+    assert len(again) == 2 and again[0].startswith("[Toy-v0 seed=1") and again[1] == "counterpart: hello"
+
+
+def test_without_a_render_mode_nothing_is_printed(capsys):
+    env = DialogueEnv(ToyGame(), "learner", {"counterpart": Counterpart()})
+    env.reset(seed=0)
+    assert env.render() is None
+    env.step("hi")
+    assert capsys.readouterr().out == ""
