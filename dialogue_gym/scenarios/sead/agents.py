@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from dialogue_gym.errors import ScenarioError
 from dialogue_gym.game import PRIVILEGED_INFO_KEY
 from dialogue_gym.scenarios.sead.data import BehaviorLibrary
 from dialogue_gym.scenarios.sead.game import MIN_COOPERATION_TO_ACT
-from dialogue_gym.scenarios.sead.parsing import render_agent_output
+from dialogue_gym.scenarios.sead.parsing import parse_agent_output, render_agent_output
 from dialogue_gym.simulators.base import ScriptedPolicy
 
 # Short utterances, several phrasings per act so a reactive agent need not repeat itself.
@@ -138,6 +139,22 @@ def fresh_phrase(act: str, memory: dict[str, Any]) -> str:
     return phrase
 
 
+_PHRASE_ACTS: tuple[tuple[str, str], ...] = tuple((phrase, act) for act, options in PHRASES.items() for phrase in options)
+
+
+def said_phrases(utterance: str) -> list[tuple[str, str]]:
+    """The known phrases (:data:`PHRASES`) in ``utterance`` as ``(act, phrase)``, in the order said (a
+    phrase said twice is there twice); other text is skipped. No phrase contains another (a test checks),
+    so the matches do not overlap."""
+    found = []
+    for phrase, act in _PHRASE_ACTS:
+        start = utterance.find(phrase)
+        while start >= 0:
+            found.append((start, act, phrase))
+            start = utterance.find(phrase, start + len(phrase))
+    return [(act, phrase) for _, act, phrase in sorted(found)]
+
+
 class RandomAgent(ScriptedPolicy):
     """Says a random phrase from any act (including closings) each turn, with a random estimate."""
 
@@ -191,18 +208,58 @@ READY = re.compile(r"what do i need to do|what's next", re.IGNORECASE)
 
 class AdaptiveAgent(ScriptedPolicy):
     """Answers what the user's last words call for; otherwise advances the SOP. Estimates the
-    user's state from the same cues."""
+    user's state from the same cues.
+
+    Its memory of what it said (``used`` phrasings, ``progress`` of acts given, ``step_tries`` per
+    walkthrough step) can follow what another speaker said in its seat: :meth:`note_said` after
+    :meth:`act` (DAgger labels, a decision point's scripted continuation)."""
 
     def act(self, observation: dict[str, Any], info: dict[str, Any], memory: Any) -> str:
         turn = int(observation["turn"])
         estimate = memory.setdefault("estimate", [2, 2, 2])
+        # What it remembered saying before this turn, so note_said can put another turn in its place.
+        memory["before_turn"] = (dict(memory.get("used", {})), len(memory.get("progress", [])), list(memory.get("step_tries", [0, 0, 0])))
         if turn == 0:
-            return render_agent_output(PHRASES["opening"][0], tuple(estimate))
+            memory["label"] = PHRASES["opening"][0]
+            return render_agent_output(memory["label"], tuple(estimate))
         said = observation["messages"][-1]["content"]
         note_steps(memory, said)
         track_estimate(estimate, said)
         needs = [act for act, pattern in CUES if pattern.search(said)]
-        return render_agent_output(self._compose(needs, memory, turn), tuple(estimate))
+        memory["label"] = self._compose(needs, memory, turn)
+        return render_agent_output(memory["label"], tuple(estimate))
+
+    @staticmethod
+    def note_said(memory: dict[str, Any], text: str) -> None:
+        """Leave ``memory`` as if this agent had said ``text`` (a raw agent turn) at the turn it last
+        :meth:`act`-ed on, in place of its own line: the memory of what it said then follows the chat.
+        Call it once after each act.
+
+        Its own line (the same utterance, whatever the scores) changes nothing. Otherwise the turn's
+        changes are undone and each known phrase in the utterance (:func:`said_phrases`) counts as said:
+        it is counted in ``used`` (its next least-used choice of that act avoids it; on its own play a
+        phrase is counted only where it chose it by use, but a phrase the chat holds is one to avoid
+        whichever way it came), its act joins ``progress`` (the offer's facts and the readiness question
+        count as given), and a walkthrough step is given (``step_tries`` moves to the count at which it
+        gives that wording, so it gives the step in the other wording next time). Text it does not know
+        counts as nothing said: the facts or step it meant to give are still to give."""
+        if "before_turn" not in memory:
+            raise ScenarioError("AdaptiveAgent.note_said: no turn to note; call act on the observation first, then note_said with the text said there.")
+        said = parse_agent_output(text).utterance
+        if said == memory["label"]:
+            return
+        used, given, tries = memory["before_turn"]
+        memory["used"], memory["step_tries"] = dict(used), list(tries)
+        progress = memory.setdefault("progress", [])
+        del progress[given:]
+        for act, phrase in said_phrases(said):
+            memory["used"][phrase] = memory["used"].get(phrase, 0) + 1
+            progress.append(act)
+            if act in ("guide", "guide_again"):
+                # next_guide_step gives wording (tries - 1) % 2 after counting the try: guide at odd counts.
+                step, wording = PHRASES[act].index(phrase), int(act == "guide_again")
+                tries = memory["step_tries"]
+                tries[step] += 1 if tries[step] % 2 == wording else 2
 
     @staticmethod
     def _compose(needs: list[str], memory: dict[str, Any], turn: int) -> str:
