@@ -404,3 +404,42 @@ def test_the_sead_trainer_plays_a_greedy_copy_in_every_group_with_greedy_copy():
         assert [t.meta["decision_point"]["greedy"] for t in trajectories] == [greedy_copy, False, False, False] * 2
         assert update["old"] == ([-0.25, -9.0, -9.0, -9.0] * 2 if greedy_copy else [-9.0] * 8)
         assert ("decision/greedy_beats" in update) is greedy_copy
+
+
+@pytest.mark.parametrize(
+    ("prefix", "lm_says", "owner", "old", "new"),
+    [
+        # the LM repeats step 1 where the label was step 2: the continuation gives step 2, not its rewording
+        (("opening", "guide 0"), "guide 0", ("Okay, the app is open. What's next?", "You already said that. What's next?"), "guide_again 1", "guide 1"),
+        # the prefix skipped to step 2 and the LM gave step 1: step 2 is given in its other wording, not repeated
+        (("opening", "guide 1"), "guide 0", ("What's next?", "Okay, the app is open. What's next?"), "guide 1", "guide_again 1"),
+    ],
+)
+def test_a_scripted_continuation_plays_on_from_what_the_prefix_and_the_lm_said(prefix, lm_says, owner, old, new):
+    from dialogue_gym.scenarios.sead.agents import PHRASES
+    from dialogue_gym.scenarios.sead.parsing import parse_agent_output
+
+    def line(name):
+        act, _, index = name.partition(" ")
+        return PHRASES[act][int(index or 0)]
+
+    heard = ['"Hello?"', "Alright, so what do I need to do?", *owner]
+    said = {}
+    for follows in (True, False):
+        continuation = make_policy("agent", "adaptive", None)
+        if not follows:  # today's seat: a continuation not told what was said
+            continuation = Constant("")
+            adaptive = make_policy("agent", "adaptive", None)
+            continuation.start, continuation.act_batch = adaptive.start, adaptive.act_batch
+        lm = Constant(line(lm_says))
+        lm.start = lambda profile, seed: {"seed": seed}
+        seat = DecisionPointSeat(lm, continuation)
+        memory = seat.start({}, 0)
+        seat.assign(memory, DecisionPoint(seed=0, turn=2, prefix=tuple(line(name) for name in prefix)), lm_seed=1)
+        messages = []
+        for turn, owner_line in enumerate(heard):
+            messages.append({"role": "user", "content": owner_line})
+            [text] = seat.act_batch([{"turn": turn, "messages": list(messages)}], [{}], [memory])
+            messages.append({"role": "assistant", "content": text})
+        said[follows] = parse_agent_output(text).utterance
+    assert said == {True: line(new), False: line(old)}

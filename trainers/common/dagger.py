@@ -3,9 +3,12 @@ the states it reaches, the labelled states join the expert's own dialogues and t
 
 The expert sits in the learner's seat all along (:class:`ExpertLabels`): it is asked at every learner
 turn and hears every counterpart line, but what is said is the model's turn. Its answer is the label of
-that state. Its memory is that of a policy that said its own lines (what a scripted expert that notes what
-it said believes), as in the decision-point seat (:mod:`trainers.grpo.decision_point`): for SEAD's
-``adaptive`` the label is then a function of what the owner said, which the model sees.
+that state. An expert that keeps a memory of what it said (SEAD's ``adaptive``: the phrasings used, the
+acts and walkthrough steps given) is then told what the model said there (``note_said(memory, text)``,
+where it has one), so its memory, and its next label, follow the chat the model sees: without it the
+expert would believe it said its own labels, and after the model repeats or skips a line its labels could
+repeat what the chat already holds or skip what it lacks. An expert without ``note_said`` keeps the
+memory of its own labels.
 """
 
 from __future__ import annotations
@@ -32,7 +35,10 @@ class ExpertLabels:
     def act_batch(self, observations: Sequence[dict[str, Any]], infos: Sequence[dict[str, Any]], memories: Sequence[dict[str, Any]]) -> list[str]:
         labels = self.expert.act_batch(observations, infos, [memory["expert"] for memory in memories])
         said = self.learner.act_batch(observations, infos, [memory["learner"] for memory in memories])
+        note_said = getattr(self.expert, "note_said", None)
         for observation, label, text, memory in zip(observations, labels, said, memories):
+            if note_said is not None:
+                note_said(memory["expert"], text)
             memory["rows"].append(
                 {"prompt": [dict(m) for m in observation["messages"]], "completion": [{"role": "assistant", "content": label}], "said": text}
             )

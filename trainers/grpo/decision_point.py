@@ -11,8 +11,10 @@ finished dialogues' rewards differ only through the sampled turn. Advantages are
 the group and the loss covers the sampled turn's tokens only (:func:`group_samples`).
 
 A scripted continuation hears every turn, its answer discarded before the point's turn: its memory is
-that of a policy that sat there all along and heard what the counterpart said (a scripted expert that
-notes what it said itself believes it said its own lines up to turn k; it continues from that belief).
+that of a policy that sat there all along and heard what the counterpart said. One that keeps a memory of
+what it said (SEAD's ``adaptive``) is told every learner turn said in its seat (``note_said(memory,
+text)``, where it has one: the prefix's turns and the LM's), so it plays on as a policy that said them;
+without ``note_said`` it would continue believing it said its own discarded answers.
 """
 
 from __future__ import annotations
@@ -116,6 +118,10 @@ class DecisionPointSeat:
             sampled = self.lm.act_batch([observations[r] for r in lm_rows], [infos[r] for r in lm_rows], [memories[r]["lm"] for r in lm_rows])
             for row, text in zip(lm_rows, sampled):
                 texts[row] = text
+        note_said = getattr(self.continuation, "note_said", None) if self.scripted else None
+        if note_said is not None:
+            for text, memory in zip(texts, memories):
+                note_said(memory["scripted"], text)
         return texts
 
 
