@@ -413,6 +413,8 @@ def test_the_sead_trainer_plays_a_greedy_copy_in_every_group_with_greedy_copy():
         (("opening", "guide 0"), "guide 0", ("Okay, the app is open. What's next?", "You already said that. What's next?"), "guide_again 1", "guide 1"),
         # the prefix skipped to step 2 and the LM gave step 1: step 2 is given in its other wording, not repeated
         (("opening", "guide 1"), "guide 0", ("What's next?", "Okay, the app is open. What's next?"), "guide 1", "guide_again 1"),
+        # the LM skipped to step 2: once step 1 is confirmed, step 2 is given in its other wording, not repeated
+        (("opening", "guide 0"), "guide 1", ("What's next?", "Okay, the app is open. What's next?"), "guide 1", "guide_again 1"),
     ],
 )
 def test_a_scripted_continuation_plays_on_from_what_the_prefix_and_the_lm_said(prefix, lm_says, owner, old, new):

@@ -83,6 +83,13 @@ def test_a_phrasing_the_seat_used_is_not_the_next_label():
     assert labels_of(owner, said) == [OPEN, PHRASES["evidence"][0], PHRASES["evidence"][0]]
 
 
+def test_a_phrasing_the_label_chose_but_the_seat_did_not_say_is_still_fresh():
+    owner = ['"Hello?"', "How much does it cost?", "Any fees?", "What does it cost me?"]
+    said = [OPEN, PHRASES["cost"][0], PHRASES["evidence"][0], "x"]
+    assert labels_of(owner, said, follow=False)[1:] == [PHRASES["cost"][0], PHRASES["cost"][1], PHRASES["cost"][0]]  # says cost 0 again
+    assert labels_of(owner, said)[1:] == [PHRASES["cost"][0], PHRASES["cost"][1], PHRASES["cost"][1]]
+
+
 def test_an_act_said_out_of_turn_counts_as_given_and_the_one_skipped_is_still_to_give():
     owner = ['"Hello?"', "Okay.", "Hmm.", "Right.", "Okay."]
     said = [OPEN, PHRASES["cost"][0], "x", "x", "x"]
