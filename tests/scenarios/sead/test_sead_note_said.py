@@ -76,6 +76,13 @@ def test_a_step_said_in_its_second_wording_is_given_in_the_first_next():
     assert labels_of(owner, said) == [OPEN, GUIDE[0], GUIDE[0], AGAIN[0]]
 
 
+def test_a_step_said_a_third_time_out_of_turn_is_given_in_the_other_wording_next():
+    owner = ['"Hello?"', "Alright, so what do I need to do?", "What's next?", "Is this a scam?", "What's next?"]
+    said = [OPEN, GUIDE[0], AGAIN[0], GUIDE[0], "x"]  # step 1 in both wordings, then again in the first
+    assert labels_of(owner, said, follow=False)[3:] == [PHRASES["evidence"][0], GUIDE[0]]  # the seat's last line again
+    assert labels_of(owner, said)[3:] == [PHRASES["evidence"][0], AGAIN[0]]
+
+
 def test_a_phrasing_the_seat_used_is_not_the_next_label():
     owner = ['"Hello?"', "Is this a scam?", "Hmm, I'm not sure I believe that."]
     said = [OPEN, PHRASES["evidence"][1], PHRASES["evidence"][0]]
