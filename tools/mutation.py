@@ -131,7 +131,8 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "run_folders": (
         ("trainers/common/atomic.py", "trainers/common/rundir.py", "trainers/common/dagger.py", "trainers/common/threads.py"),
         ("tests/trainers/test_rundir_edges.py", "tests/trainers/test_rundir_torn_tail.py", "tests/trainers/test_atomic_writes.py",
-         "tests/trainers/test_atomic_edges.py", "tests/trainers/test_run_folder_repair.py", "tests/trainers/test_rundir.py", "tests/trainers/test_threads.py", "tests/trainers/test_sead_lm_pipeline.py"),
+         "tests/trainers/test_atomic_edges.py", "tests/trainers/test_run_folder_repair.py", "tests/trainers/test_rundir.py", "tests/trainers/test_threads.py",
+         "tests/trainers/test_dagger_share.py", "tests/trainers/test_dagger_labels.py", "tests/trainers/test_sead_lm_pipeline.py"),
     ),
     "audit": (
         ("dialogue_gym/audit.py",),
