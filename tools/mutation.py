@@ -213,7 +213,7 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("tests/envs/test_envs_mutants.py", "tests/envs/test_vector_construction.py", "tests/envs/test_vector_observations.py",
          "tests/envs/test_vector_actions.py", "tests/envs/test_vector_retention.py", "tests/envs/test_failed_reset.py",
          "tests/envs/test_reset_never_ends.py", "tests/envs/test_conformance.py", "tests/envs/test_determinism_all_views.py",
-         "tests/envs/test_pipeline.py", "tests/envs/test_privileged_channel.py", "tests/envs/test_hostile_reset_options.py"),
+         "tests/envs/test_pipeline.py", "tests/envs/test_pipeline_worker.py", "tests/envs/test_privileged_channel.py", "tests/envs/test_hostile_reset_options.py"),
     ),
     "env_ids": (
         ("dialogue_gym/envs/sead_outbound_v0.py", "dialogue_gym/envs/tracer_usersim_v0.py", "dialogue_gym/envs/dmbench_assistant_v0.py",
