@@ -218,10 +218,8 @@ class SeadGame(Game):
         if self._user_system is None:
             self._user_system = user_system_prompt(self.campaign, self.profile, self.library)
         system = {"role": "system", "content": self._user_system}
-        messages = message_copies(self._user_messages)
-        messages.insert(0, system)
         return {
-            "messages": messages,
+            "messages": [system, *message_copies(self._user_messages)],
             "turn": self.agent_turns,
             "state": _STATE_ARRAYS[self.state].copy(),  # the state is always in range: parsed ones are clamped
             "behaviors": self._behavior_mask.copy(),

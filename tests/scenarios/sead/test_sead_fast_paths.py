@@ -114,3 +114,20 @@ def test_the_episode_stream_is_the_seeded_stream_and_a_given_start_seeds_none():
     assert game.rng.random() == random.Random(11).random()
     game.reset(seed=12)  # a new episode restarts the stream from its own seed
     assert game.profile == sample_profile(random.Random(12), game.library.ids)
+
+
+def test_each_agent_turn_keeps_its_own_parsed_record():
+    """The same agent text twice is parsed once (the parser's memo shares the move), yet each turn's
+    ``parsed`` is its own dict with its own health entry: editing one record leaves the other as it was."""
+    game = SeadGame()
+    game.reset(seed=3, options=game.evaluation_options(0, 0))
+    line = "<response>Hello, this is Alex from FoodMap.</response><cooperation_score>2</cooperation_score><emotion_score>2</emotion_score><trust_score>2</trust_score>"
+    for _ in range(2):
+        game.step(line)
+        if game.current_role == "user":
+            game.step("<reply>Who is this?</reply><cooperation>2</cooperation><emotion>2</emotion><trust>2</trust><status>0</status>")
+    first, second = (turn.parsed for turn in game.turns if turn.role == "agent")
+    assert first == second and first is not second and "health" in first
+    first["health"]["edited"] = True
+    first["estimate"].append(9)
+    assert "edited" not in second["health"] and second["estimate"] == [2, 2, 2]
