@@ -1,0 +1,142 @@
+"""Behaviours of SEAD's agents, policies, health checks, recogniser and audit policies that the older
+tests left open (found by mutation testing, issue 43 item 6). Expected values are worked out by hand
+from the phrase tables, not copied from the code's output."""
+
+from dialogue_gym.scenarios.sead.agents import PHRASES, AdaptiveAgent
+from dialogue_gym.scenarios.sead.parsing import parse_agent_output
+
+
+def _adaptive_lines(owner_lines):
+    """The adaptive agent's utterances for the opening and one turn per owner line."""
+    agent, memory = AdaptiveAgent(), AdaptiveAgent().start({}, 0)
+    messages, said = [], []
+    for turn, line in enumerate([None, *owner_lines]):
+        if line is not None:
+            messages.append({"role": "user", "content": line})
+        text = agent.act({"turn": turn, "messages": list(messages)}, {}, memory)
+        said.append(parse_agent_output(text).utterance)
+        messages.append({"role": "assistant", "content": text})
+    return said
+
+
+def test_adaptive_without_cues_gives_the_offer_then_asks_twice_then_simplifies():
+    # "Okay." carries no cue: value, evidence, cost in turn, then the readiness question (turn 4 and,
+    # its second asking, turn 5: both the first phrasing), and from the third asking on it simplifies.
+    said = _adaptive_lines(["Okay."] * 7)
+    assert said[1:] == [
+        PHRASES["value"][1],  # turn 1: _pick by turn, 1 % 3
+        PHRASES["evidence"][2],  # turn 2
+        PHRASES["cost"][1],  # turn 3
+        PHRASES["ask_readiness"][0],  # turn 4
+        PHRASES["ask_readiness"][0],  # turn 5: second asking, pick(2) -> 2 % 2
+        PHRASES["simplify"][0],  # turn 6: third asking is dropped for simplify, 6 % 3
+        PHRASES["simplify"][1],  # turn 7
+    ]
+
+
+# -- make_policy: an LLM-played role stops at its record's closing tag unless the caller sets stop -------------
+CANNED = {"name": "canned", "replies": ["Hi."]}
+
+
+def test_an_llm_owner_stops_at_the_closing_status_tag_and_an_llm_caller_at_the_trust_tag():
+    from dialogue_gym.scenarios.sead.data import load_behaviors
+    from dialogue_gym.scenarios.sead.policies import make_policy
+
+    library = load_behaviors()
+    assert make_policy("user", "llm", library, backend=CANNED).sampling.stop == ("</status>",)
+    assert make_policy("agent", "llm", library, backend=CANNED).sampling.stop == ("</trust_score>",)
+
+
+def test_a_stop_the_caller_sets_replaces_the_roles_default():
+    from dialogue_gym.scenarios.sead.data import load_behaviors
+    from dialogue_gym.scenarios.sead.policies import make_policy
+
+    policy = make_policy("user", "llm", load_behaviors(), backend=CANNED, sampling={"stop": ["\n"], "temperature": 0.5})
+    assert policy.sampling.stop == ("\n",)
+    assert policy.sampling.temperature == 0.5
+
+
+def test_the_informed_name_builds_the_unprivileged_fair_ceiling():
+    from dialogue_gym.scenarios.sead.agents import InformedAgent
+    from dialogue_gym.scenarios.sead.data import load_behaviors
+    from dialogue_gym.scenarios.sead.policies import make_policy
+
+    policy = make_policy("agent", "informed", load_behaviors())
+    assert type(policy) is InformedAgent and policy.privileged is False
+
+
+# -- health: the rules file's bounds, and the owner turn's checks --------------------------------------------
+import json  # noqa: E402
+
+import pytest  # noqa: E402
+
+from dialogue_gym.errors import ScenarioError  # noqa: E402
+from dialogue_gym.scenarios.sead.data import DATA_DIR, load_behaviors, load_campaign  # noqa: E402
+from dialogue_gym.scenarios.sead.health import agent_turn_health, load_health_rules, user_turn_health  # noqa: E402
+from dialogue_gym.scenarios.sead.parsing import AgentMove, UserMove  # noqa: E402
+from dialogue_gym.scenarios.sead.state import UserState  # noqa: E402
+
+
+def _rules_with(tmp_path, **fields):
+    data = {**json.loads((DATA_DIR / "health.json").read_text()), **fields}
+    path = tmp_path / "health.json"
+    path.write_text(json.dumps(data))
+    return load_health_rules(load_campaign(), load_behaviors(), path)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("max_state_step", 1), ("max_state_step", 5), ("same_reply_run", 2), ("same_reply_run", 15), ("echo_overlap", 0.0), ("echo_overlap", 1.0), ("echo_overlap", 1)],
+)
+def test_each_setting_is_accepted_at_both_ends_of_its_range(tmp_path, field, value):
+    assert getattr(_rules_with(tmp_path, **{field: value}), field) == value
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("max_state_step", 0), ("max_state_step", 6), ("max_state_step", 2.0), ("same_reply_run", 1), ("same_reply_run", 16),
+        ("echo_overlap", -0.1), ("echo_overlap", 1.5), ("echo_overlap", "0.5"), ("echo_overlap", True), ("same_reply_run", None),
+    ],
+)
+def test_a_setting_out_of_its_range_or_of_the_wrong_type_is_a_typed_error_naming_the_field(tmp_path, field, value):
+    with pytest.raises(ScenarioError, match=field):
+        _rules_with(tmp_path, **{field: value})
+
+
+def _owner(reply, state=(2, 2, 2), status=0):
+    return UserMove(reply=reply, state=UserState(*state), status=status, think="")
+
+
+def _violations(move, categories, earlier=(), caller_line="Hello.", rules=None):
+    rules = rules or load_health_rules(load_campaign(), load_behaviors())
+    return user_turn_health(move, UserState(2, 2, 2), frozenset(categories), rules, list(earlier), caller_line).rule_violations
+
+
+def test_a_concern_of_exactly_the_profiles_categories_is_no_violation():
+    # "Are you a robot?" raises Identity_Verification (behavior_cues); a profile of that category alone may.
+    assert _violations(_owner("Are you a robot?"), {"Identity_Verification"}) == ()
+    assert _violations(_owner("Are you a robot?"), {"Cost_Concerns"}) == ("raises a Identity_Verification concern, which none of its behaviors has",)
+
+
+def test_the_same_reply_is_a_violation_on_its_third_time_in_a_row_not_its_second():
+    # same_reply_run is 3: the current reply plus the two before it.
+    assert _violations(_owner("Fine."), set(), earlier=["Sure.", "Fine."]) == ()
+    assert _violations(_owner("Fine."), set(), earlier=["Fine.", "Fine."]) == ("the same reply 3 times in a row",)
+
+
+def test_the_reading_memo_is_keyed_on_the_caller_line_too():
+    # The same reply copies one caller line and not another: a memo keyed on the reply alone would
+    # answer the second question with the first one's reading.
+    rules = load_health_rules(load_campaign(), load_behaviors())
+    copied = "Our platform gives restaurants free advertising credit today"
+    assert _violations(_owner(copied), set(), caller_line=copied + ".", rules=rules) == ("copies the caller's last line",)
+    assert _violations(_owner(copied), set(), caller_line="Hello, am I speaking with the owner?", rules=rules) == ()
+
+
+def test_a_caller_turn_in_plain_text_is_out_of_format_even_with_an_estimate():
+    rules = load_health_rules(load_campaign(), load_behaviors())
+    plain = AgentMove(utterance="Hello.", estimate=UserState(2, 2, 2), stage=None, status=None, format="plain")
+    tagged = AgentMove(utterance="Hello.", estimate=UserState(2, 2, 2), stage=None, status=None, format="tags")
+    assert agent_turn_health(plain, rules).format_ok is False
+    assert agent_turn_health(tagged, rules).format_ok is True
