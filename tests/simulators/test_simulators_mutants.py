@@ -1,0 +1,56 @@
+"""Seeds and settings of role policies: an LLM role's sampling seed moves with the turn unless the user
+fixed one, an 'llm' role keeps its sampling settings, and a scripted policy's stream is the episode
+seed's, made once per episode."""
+
+import random
+
+from dialogue_gym.backends import CannedBackend
+from dialogue_gym.simulators.base import ScriptedPolicy
+from dialogue_gym.simulators.llm import LLMPolicy
+from dialogue_gym.simulators.named import named_policy
+
+
+class Recording(CannedBackend):
+    """A canned backend that keeps the sampling of every request."""
+
+    def __init__(self, replies):
+        super().__init__(replies)
+        self.sampling = []
+
+    def generate(self, requests):
+        self.sampling.extend(request.sampling for request in requests)
+        return super().generate(requests)
+
+
+def _observation(turn):
+    return {"turn": turn, "messages": [{"role": "user", "content": f"turn {turn}"}]}
+
+
+def test_an_llm_roles_seed_is_the_episode_seed_plus_the_turn():
+    backend = Recording(["ok"])
+    policy = LLMPolicy(backend)
+    memories = [policy.start({}, 10), policy.start({}, 20)]
+    policy.act_batch([_observation(0), _observation(3)], [{}, {}], memories)
+    policy.act_batch([_observation(1)], [{}], memories[:1])
+    assert [s.seed for s in backend.sampling] == [10, 23, 11]
+
+
+def test_a_seed_the_user_fixed_in_sampling_is_kept_on_every_turn():
+    backend = Recording(["ok"])
+    policy = LLMPolicy(backend, {"seed": 5, "max_new_tokens": 9})
+    policy.act_batch([_observation(0), _observation(4)], [{}, {}], [policy.start({}, 10), policy.start({}, 20)])
+    assert [(s.seed, s.max_new_tokens) for s in backend.sampling] == [(5, 9), (5, 9)]
+
+
+def test_an_llm_role_made_by_name_keeps_its_sampling_settings():
+    policy = named_policy("user", "llm", {}, backend={"name": "canned", "replies": ["x"]}, sampling={"max_new_tokens": 7, "stop": ["</s>"]})
+    assert policy.sampling.max_new_tokens == 7 and policy.sampling.stop == ("</s>",)
+
+
+def test_a_scripted_policys_stream_is_made_once_from_the_episode_seed():
+    memory = ScriptedPolicy().start({}, 42)
+    stream = ScriptedPolicy.rng(memory)
+    draws = [stream.random(), ScriptedPolicy.rng(memory).random()]
+    expected = random.Random(42)
+    assert ScriptedPolicy.rng(memory) is stream
+    assert draws == [expected.random(), expected.random()]
