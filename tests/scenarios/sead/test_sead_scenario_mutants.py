@@ -140,3 +140,66 @@ def test_a_caller_turn_in_plain_text_is_out_of_format_even_with_an_estimate():
     tagged = AgentMove(utterance="Hello.", estimate=UserState(2, 2, 2), stage=None, status=None, format="tags")
     assert agent_turn_health(plain, rules).format_ok is False
     assert agent_turn_health(tagged, rules).format_ok is True
+
+
+# -- acts: the recogniser's "crammed" rule counts real words only ---------------------------------------------
+from dialogue_gym.scenarios.sead.acts import analyze  # noqa: E402
+
+
+def test_a_made_up_word_adds_nothing_to_a_two_act_sentences_word_count():
+    # cost + rules are two units: a sentence needs 2 * MIN_WORDS_PER_ACT = 8 real words for them.
+    assert analyze("There are no fees and it is pay-per-click.").acts == {"cost", "rules"}  # 8 real words
+    crammed = analyze("No fees and it is pay-per-click, blorvish.")  # 7 words, one made up: 6 real
+    assert crammed.confusing == ("crammed",) and crammed.acts == {"off_script"}
+
+
+def test_sixty_words_is_still_a_turn_and_sixty_one_a_monologue():
+    # MAX_WORDS_PER_TURN = 60: "more words than this" is a monologue. Four understood sentences of
+    # 17 + 17 + 17 + 9 words, then the last one a word longer.
+    opener = "I would like to tell you a little about what we do for places like yours today."
+    sixty = analyze(" ".join([opener] * 3 + ["We help places like yours on every single day."]))
+    sixty_one = analyze(" ".join([opener] * 3 + ["We help places like yours on every single day, honestly."]))
+    assert (sixty.words, sixty.understood, sixty.monologue) == (60, 4, False)
+    assert (sixty_one.words, sixty_one.monologue) == (61, True)
+
+
+# -- audit: the text policies' lines by turn -------------------------------------------------------------------
+import random  # noqa: E402
+
+from dialogue_gym import audit as generic_audit  # noqa: E402
+from dialogue_gym.scenarios.sead import audit as sead_audit  # noqa: E402
+
+
+def _heard(line):
+    return {"messages": [{"role": "assistant", "content": "Hi."}, {"role": "user", "content": line}]}
+
+
+def test_the_blind_scripts_open_with_the_opener_and_then_read_their_lines_in_order():
+    rng, empty = random.Random(0), {"messages": []}
+    opener = sead_audit.VOCABULARY.opener
+    assert [sead_audit._monologue(empty, turn, rng) for turn in (1, 2, 3)] == [opener, sead_audit.MONOLOGUE, sead_audit.MONOLOGUE]
+    steps = sead_audit.STEPS_SCRIPT
+    assert [sead_audit._step_loop(empty, turn, rng) for turn in range(1, 7)] == [opener, steps[0], steps[1], steps[2], steps[0], steps[1]]
+    script = sead_audit.SCRIPT
+    assert [sead_audit._script(empty, turn, rng) for turn in (1, 2, 6, 7, 20)] == [script[0], script[1], script[5], script[5], script[5]]
+    twice = sead_audit.SCRIPT_TWICE
+    assert [sead_audit._script_twice(empty, turn, rng) for turn in (1, 2, 11, 12)] == [twice[0], twice[1], twice[10], twice[10]]
+
+
+def test_the_cue_template_opens_with_the_opener_then_slots_two_different_cues_into_the_turns_carrier():
+    rng, empty = random.Random(0), {"messages": []}
+    assert sead_audit._cue_template(empty, 1, rng) == sead_audit.VOCABULARY.opener
+    line = sead_audit._cue_template(empty, 2, rng)
+    cues = sead_audit.TEMPLATE_CUES
+    # Turn 2 uses CARRIERS[2 % 4], "We are calling because of {a} and {b}."
+    assert any(line == f"We are calling because of {a} and {b}." for a in cues for b in cues if a != b)
+
+
+def test_the_cue_salad_answers_at_most_two_concerns_and_drops_the_step_after_them():
+    # IV1's line resolves by ai_disclosure (first of its acts, sorted), CC1's by cost; "What's next?" would
+    # add the first step's cue third, but the salad keeps two cues.
+    heard = "Wait, are you a real person or a robot? Are there any hidden fees I should know about? What's next?"
+    said = sead_audit.ResolvingCueSalad()(_heard(heard), 3, random.Random(5))
+    rng = random.Random(5)
+    padding = [*rng.sample(sead_audit.VOCABULARY.cue_words, 2), generic_audit.made_up_word(rng), generic_audit.made_up_word(rng)]
+    assert said == " ".join(["ai assistant", "no fees", *padding])
