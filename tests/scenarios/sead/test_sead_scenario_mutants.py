@@ -67,6 +67,7 @@ def test_the_informed_name_builds_the_unprivileged_fair_ceiling():
 
 # -- health: the rules file's bounds, and the owner turn's checks --------------------------------------------
 import json  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -203,3 +204,25 @@ def test_the_cue_salad_answers_at_most_two_concerns_and_drops_the_step_after_the
     rng = random.Random(5)
     padding = [*rng.sample(sead_audit.VOCABULARY.cue_words, 2), generic_audit.made_up_word(rng), generic_audit.made_up_word(rng)]
     assert said == " ".join(["ai assistant", "no fees", *padding])
+
+
+def test_the_saved_audit_results_were_made_with_the_audits_fair_order_and_gap():
+    # docs/results/audits/SEAD-Outbound-v0.json renders the docs' audit table: its fair order and the
+    # "sop < adaptive" bound must be the ones the audit declares, or the docs describe another audit.
+    saved = json.loads((Path(__file__).resolve().parents[3] / "docs/results/audits/SEAD-Outbound-v0.json").read_text())["audits"][0]
+    (declared,) = sead_audit.audits()
+    assert tuple(saved["fair_order"]) == declared.fair_order == ("random", "sop", "adaptive", "oracle")
+    bounds = {row["name"]: row["bound"] for row in saved["rows"] if row["kind"] == "fair order"}
+    assert bounds["sop < adaptive"] == declared.min_gaps[("sop", "adaptive")]
+
+
+# -- the SOP agent: after the script it repeats the walkthrough, not the opening -----------------------------
+from dialogue_gym.scenarios.sead.agents import SOP_SCRIPT, SopAgent  # noqa: E402
+
+
+def test_the_sop_agent_reads_its_script_then_loops_over_the_walkthrough_part():
+    agent = SopAgent()
+    said = [parse_agent_output(agent.act({"turn": turn, "messages": []}, {}, agent.start({}, 0))).utterance for turn in range(20)]
+    # 11 script lines (turns 0-10), then lines 4-10 again (7 lines) from turn 11 on.
+    assert said[:11] == list(SOP_SCRIPT)
+    assert said[11:18] == list(SOP_SCRIPT[4:]) and said[18:20] == list(SOP_SCRIPT[4:6])
