@@ -226,3 +226,39 @@ def test_the_sop_agent_reads_its_script_then_loops_over_the_walkthrough_part():
     # 11 script lines (turns 0-10), then lines 4-10 again (7 lines) from turn 11 on.
     assert said[:11] == list(SOP_SCRIPT)
     assert said[11:18] == list(SOP_SCRIPT[4:]) and said[18:20] == list(SOP_SCRIPT[4:6])
+
+
+# -- the informed agent (SEAD's fair ceiling): the state the owner's words voice, and help it remembers -------
+from dialogue_gym.scenarios.sead.agents import InformedAgent, voiced_state  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("estimate", "said", "expected"),
+    [
+        ([2, 1, 2], "Okay.", (2, 2, 2)),  # nothing voiced: irritation has passed, emotion back to at least 2
+        ([2, 3, 2], "Okay.", (2, 3, 2)),
+        ([2, 2, 2], "Ugh. Fine.", (2, 1, 2)),
+        ([1, 2, 3], "What do I need to do?", (3, 2, 3)),  # readiness: cooperation to 3, trust at least 2
+        ([3, 2, 4], "I'm not sure I believe that.", (3, 2, 2)),  # doubt: trust at most 2
+        ([4, 2, 3], "Why would I need this?", (2, 2, 3)),  # coldness: cooperation at most 2
+    ],
+)
+def test_voiced_state_moves_the_estimate_to_what_the_owner_voices(estimate, said, expected):
+    assert voiced_state(estimate, said) == expected and estimate == list(expected)
+
+
+def test_the_informed_agent_keeps_helping_with_the_app_once_the_owner_said_it_struggles():
+    agent = InformedAgent(load_behaviors())
+    memory = agent.start({}, 0)
+    messages = []
+    said = []
+    for turn, line in enumerate([None, "I'm not good with these apps.", "What do I need to do?"]):
+        if line is not None:
+            messages.append({"role": "user", "content": line})
+        text = agent.act({"turn": turn, "messages": list(messages)}, {}, memory)
+        said.append(parse_agent_output(text).utterance)
+        messages.append({"role": "assistant", "content": text})
+    # Turn 1 answers the operational concern (simplify, its first phrasing); turn 2, ready, gets the least
+    # used simplify phrasing before the first step, because the owner said it struggles with apps.
+    assert said[1] == PHRASES["simplify"][0]
+    assert said[2] == PHRASES["simplify"][1] + " " + PHRASES["guide"][0]
