@@ -35,3 +35,27 @@ def test_a_seeded_chat_space_samples_the_same_messages_again():
     first.seed(7)
     assert [first.sample() for _ in range(5)] == samples
     assert all(first.contains(sample) for sample in samples)
+
+
+def test_text_spaces_are_not_numpy_flattenable():
+    # gymnasium's flatten utilities must refuse them rather than try to turn text into an array
+    assert Utterance().is_np_flattenable is False and ChatMessages().is_np_flattenable is False
+
+
+def test_a_sampled_utterance_has_one_to_twelve_words():
+    space = Utterance(seed=0)
+    lengths = {len(space.sample().split()) for _ in range(2000)}
+    assert lengths == set(range(1, 13))
+
+
+def test_a_sampled_chat_has_one_to_five_messages_of_the_spaces_roles():
+    space = ChatMessages(roles=("user", "assistant"), seed=0)
+    samples = [space.sample() for _ in range(500)]
+    assert {len(sample) for sample in samples} == set(range(1, 6))
+    assert {message["role"] for sample in samples for message in sample} == {"user", "assistant"}
+
+
+def test_the_default_spaces_hold_4096_characters_and_256_messages():
+    assert Utterance().contains("x" * 4096) and not Utterance().contains("x" * 4097)
+    message = {"role": "user", "content": "hi"}
+    assert ChatMessages().contains([message] * 256) and not ChatMessages().contains([message] * 257)
