@@ -124,6 +124,8 @@ def test_the_same_reply_is_a_violation_on_its_third_time_in_a_row_not_its_second
     # same_reply_run is 3: the current reply plus the two before it.
     assert _violations(_owner("Fine."), set(), earlier=["Sure.", "Fine."]) == ()
     assert _violations(_owner("Fine."), set(), earlier=["Fine.", "Fine."]) == ("the same reply 3 times in a row",)
+    # Only the last two earlier replies count: a different one before them does not break the run.
+    assert _violations(_owner("Fine."), set(), earlier=["Sure.", "Fine.", "Fine."]) == ("the same reply 3 times in a row",)
 
 
 def test_the_reading_memo_is_keyed_on_the_caller_line_too():
