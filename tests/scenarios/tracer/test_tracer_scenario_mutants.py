@@ -23,3 +23,45 @@ def test_eager_and_reluctant_users_follow_their_own_schedules():
     # users.py: eager climbs 3, 4, 5 (to contact); reluctant falls 2, 1, 0 (to dropout).
     assert make_policy("user", "eager").schedule == (3, 4, 5)
     assert make_policy("user", "reluctant").schedule == (2, 1, 0)
+
+
+# -- health: the user turn's rules and the assistant's voice ------------------------------------------------
+from dialogue_gym.scenarios.tracer.health import assistant_turn_health, load_health_rules, user_turn_health  # noqa: E402
+from dialogue_gym.scenarios.tracer.parsing import AssistantMove, UserMove, parse_user_output, render_user_output  # noqa: E402
+
+
+def _user(reply, level=3):
+    return UserMove(reply=reply, intent_level=level, think="", format_ok=True)
+
+
+def test_the_same_reply_is_a_violation_on_its_third_time_in_a_row():
+    # data/health.json: same_reply_run 3, the current reply and the last two earlier ones.
+    rules = load_health_rules()
+    assert user_turn_health(_user("Maybe."), None, rules, ["Okay.", "Maybe."]).rule_violations == ()
+    assert user_turn_health(_user("Maybe."), None, rules, ["Okay.", "Maybe.", "Maybe."]).rule_violations == ("the same reply 3 times in a row",)
+
+
+def test_contact_details_are_a_violation_below_the_conversion_level_only():
+    rules = load_health_rules()
+    reply = "Sure, my number is 13812345678."
+    assert user_turn_health(_user(reply, 5), None, rules, []).rule_violations == ()
+    assert user_turn_health(_user(reply, 4), None, rules, []).rule_violations == (
+        "contact details in the reply at intent level 4 (level 5 gives contact information)",
+    )
+
+
+def test_a_well_tagged_but_inconsistent_user_turn_is_in_format_and_breaks_a_rule():
+    # Level 5 without contact details: the record is the exact format (nothing repaired), its content
+    # contradicts the level (a rule violation, not a format problem).
+    move = parse_user_output(render_user_output("Sounds good, thanks.", 5), 3)
+    health = user_turn_health(move, None, load_health_rules(), [])
+    assert health.format_ok is True and health.repaired == ()
+    assert health.rule_violations == ("intent level 5 without contact information in the reply",)
+
+
+def test_the_assistant_is_checked_against_the_assistants_own_role_voice():
+    rules = load_health_rules()
+    # "I'm not interested" is the user's voice: from the assistant it is a role reversal.
+    assert assistant_turn_health(AssistantMove("I'm not interested, thanks."), rules).role_reversal != ()
+    # "our specialists" is the assistant's own voice: no reversal.
+    assert assistant_turn_health(AssistantMove("Our specialists can help you."), rules).role_reversal == ()
