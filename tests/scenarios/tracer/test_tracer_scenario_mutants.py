@@ -65,3 +65,22 @@ def test_the_assistant_is_checked_against_the_assistants_own_role_voice():
     assert assistant_turn_health(AssistantMove("I'm not interested, thanks."), rules).role_reversal != ()
     # "our specialists" is the assistant's own voice: no reversal.
     assert assistant_turn_health(AssistantMove("Our specialists can help you."), rules).role_reversal == ()
+
+
+# -- parsing ---------------------------------------------------------------------------------------------
+from dialogue_gym.scenarios.tracer.parsing import parse_assistant_output  # noqa: E402
+
+
+def test_an_out_of_range_level_in_the_exact_format_falls_back_and_is_flagged():
+    move = parse_user_output(render_user_output("Tell me more.", 9), 2)
+    assert (move.intent_level, move.format_ok) == (2, False)
+    assert "kept 2" in move.problem
+
+
+def test_a_reply_without_its_tag_is_the_text_with_the_tags_taken_out():
+    move = parse_user_output("Hello <b>there</b> friend", 1)
+    assert move.reply == "Hello there friend" and move.format_ok is False
+
+
+def test_a_closing_response_tag_before_the_opening_one_is_not_its_close():
+    assert parse_assistant_output("</response> noise <response>Hi there.</response>").utterance == "Hi there."
