@@ -1,0 +1,53 @@
+"""TRACER's trainer config checked field by field (issue 43 item 6, trainers/tracer/config.py): each
+bounded field accepts its bound and refuses one step past it with its name and value. build_config
+only: no training."""
+
+from __future__ import annotations
+
+import pytest
+
+from dialogue_gym.errors import ConfigError
+from trainers.tracer.config import build_config
+
+POSITIVE_INTS = ("sessions_per_iteration", "group_size", "rollout_batch", "eval_every", "eval_rollouts", "eval_batch")
+AT_LEAST_ZERO_INT = ("iterations", "sft_epochs", "sft_sessions", "heldout_per_group", "eval_sessions", "lora_rank", "threads", "sft_steps", "sft_batch_size")
+AT_LEAST_ZERO_FLOAT = ("kl_coef", "gamma")
+
+
+@pytest.mark.parametrize("name", POSITIVE_INTS)
+def test_counts_must_be_positive_ints(name):
+    assert getattr(build_config(**{name: 1}), name) == 1
+    with pytest.raises(ConfigError, match=rf"^{name} must be a positive int, got 0\.$"):
+        build_config(**{name: 0})
+
+
+@pytest.mark.parametrize("name", AT_LEAST_ZERO_INT + AT_LEAST_ZERO_FLOAT)
+def test_non_negative_fields_accept_zero_and_refuse_a_negative_value(name):
+    zero, bad = (0, -1) if name in AT_LEAST_ZERO_INT else (0.0, -0.5)
+    assert getattr(build_config(**{name: zero}), name) == zero
+    with pytest.raises(ConfigError, match=rf"^{name} must be >= 0, got {bad}\.$"):
+        build_config(**{name: bad})
+
+
+def test_shares_rates_and_the_token_budget():
+    for name in ("l_adv", "clip_eps"):
+        assert getattr(build_config(**{name: 0.0}), name) == 0.0 and getattr(build_config(**{name: 1.0}), name) == 1.0
+        for bad in (-0.25, 1.25):
+            with pytest.raises(ConfigError, match=rf"^{name} must be in \[0(\.0)?, 1(\.0)?\], got {bad}\.$"):
+                build_config(**{name: bad})
+    for name in ("learning_rate", "sft_learning_rate", "temperature"):
+        assert getattr(build_config(**{name: 1e-9}), name) == 1e-9
+        with pytest.raises(ConfigError, match=rf"^{name} must be > 0, got 0\.0\.$"):
+            build_config(**{name: 0.0})
+    assert build_config(max_new_tokens=1).max_new_tokens == 1
+    with pytest.raises(ConfigError, match=r"^max_new_tokens must be >= 1, got 0\.$"):
+        build_config(max_new_tokens=0)
+
+
+def test_policy_and_model_and_reward_weights():
+    with pytest.raises(ConfigError, match=r"^policy='rules'; use strategy or lm"):
+        build_config(policy="rules")
+    with pytest.raises(ConfigError, match=r"^policy='lm' needs model=\.\.\."):
+        build_config(policy="lm")
+    assert build_config(policy="lm", model="tiny").model == "tiny"
+    assert build_config(reward_weights=[0.5, 0.25, 0.25]).reward_weights == (0.5, 0.25, 0.25)  # JSON's list read back as the field's tuple
