@@ -84,3 +84,60 @@ def test_a_reply_without_its_tag_is_the_text_with_the_tags_taken_out():
 
 def test_a_closing_response_tag_before_the_opening_one_is_not_its_close():
     assert parse_assistant_output("</response> noise <response>Hi there.</response>").utterance == "Hi there."
+
+
+# -- assistants ------------------------------------------------------------------------------------------
+from dialogue_gym.scenarios.tracer.assistants import (  # noqa: E402
+    ConsultativeAssistant,
+    PhraseAssistant,
+    PlannerAssistant,
+    SopAssistant,
+)
+from dialogue_gym.scenarios.tracer.data import load_phrases, load_world  # noqa: E402
+
+
+def _merchant(industry):
+    return next(m for m in load_world().merchants if m["industry"] == industry)
+
+
+def test_the_first_unsaid_fact_comes_first_when_the_reply_points_at_none():
+    merchant = _merchant("automotive")
+    memory = {"reply": ""}
+    facts = merchant["facts"]
+    assert [PhraseAssistant.next_fact(merchant, memory) for _ in range(3)] == [facts[0], facts[1], facts[2]]
+
+
+def test_the_sop_assistant_probes_on_odd_turns_and_asks_for_contact_on_even_ones():
+    sop = SopAssistant()
+    assert sop.acts("Okay.", 1, {}) == ["probe"]
+    assert sop.acts("Okay.", 2, {}) == ["answer", "contact"]
+
+
+def test_the_probe_phrase_comes_from_the_merchants_industry_pool():
+    for industry in ("healthcare", "legal"):
+        merchant = _merchant(industry)
+        memory = {"profile": {"merchant": merchant}}
+        expected = load_phrases()["phrases"]["probe"][industry][0].replace("{merchant}", merchant["name"])
+        assert PhraseAssistant().phrase("probe", memory) == expected
+
+
+def test_once_every_fact_is_said_an_answer_and_probe_turn_is_one_probe():
+    # Consultative answers a non-concrete question with answer + probe; with nothing left to state the
+    # answer becomes a probe too, said once.
+    merchant = _merchant("automotive")
+    memory = {"profile": {"merchant": merchant}, "facts_said": list(range(len(merchant["facts"])))}
+    observation = {"turn": 2, "messages": [{"role": "assistant", "content": "Hi."}, {"role": "user", "content": "Is it any good?"}]}
+    said = ConsultativeAssistant().act(observation, {}, memory)
+    assert said == load_phrases()["phrases"]["probe"]["automotive"][0].replace("{merchant}", merchant["name"])
+    assert memory["used"] == {"probe": 1}
+
+
+def test_the_planner_weighs_its_candidate_turns_on_copies_of_its_memory():
+    # Only the turn it says is counted in its memory: one or two acts, each once.
+    merchant = _merchant("automotive")
+    planner = PlannerAssistant()
+    memory = planner.start({"merchant": merchant}, 0)
+    observation = {"turn": 1, "messages": [{"role": "assistant", "content": merchant["greeting"]}, {"role": "user", "content": "How much is the down payment?"}]}
+    planner.act(observation, {}, memory)
+    assert 1 <= sum(memory["used"].values()) <= 2 and set(memory["used"].values()) == {1}
+    assert len(memory.get("facts_said", [])) <= 1
