@@ -42,3 +42,117 @@ def test_an_llm_customer_stops_at_a_blank_line_and_an_llm_agent_has_no_stop():
     assert make_policy("customer", "llm", domain, backend=CANNED).sampling.stop == ("\n\n",)
     assert make_policy("agent", "llm", domain, backend=CANNED).sampling.stop == ()
     assert make_policy("customer", "llm", domain, backend=CANNED, sampling={"stop": ["."]}).sampling.stop == (".",)
+
+
+# -- agents: arguments read from the call, explanations, the fair ceiling's template matching -------------
+import json  # noqa: E402
+
+from dialogue_gym.scenarios.rlada.agents import CLARIFY, clarify, explanation, fills, template_parts, tool_args  # noqa: E402
+
+LOOKUP = {
+    "cards": [{"card_id": "CARD-A", "last4": "1111", "virtual": False}, {"card_id": "CARD-B", "last4": "2222", "virtual": False}],
+    "accounts": [{"type": "checking", "account_id": "CHK-1"}, {"type": "savings", "account_id": "SAV-1"}],
+}
+
+
+def _call(said):
+    return {"messages": [{"role": "system", "content": "Caller account ACC-123456."}, {"role": "user", "content": said}]}
+
+
+def test_the_card_checked_is_the_one_whose_digits_the_customer_said():
+    assert tool_args("check_card_status", _call("My card ending 2222 does not work."), LOOKUP) == {"card_id": "CARD-B"}
+    assert tool_args("check_card_status", _call("My card does not work."), LOOKUP) == {"card_id": "CARD-A"}
+
+
+def test_a_transfer_goes_from_savings_only_when_the_customer_says_so():
+    from_savings = tool_args("transfer_funds", _call("Please move $50 from my savings to checking."), LOOKUP)
+    assert from_savings == {"from_account_id": "SAV-1", "to_account_id": "CHK-1", "amount": 50.0}
+    to_savings = tool_args("transfer_funds", _call("Please move $50 to savings."), LOOKUP)
+    assert to_savings == {"from_account_id": "CHK-1", "to_account_id": "SAV-1", "amount": 50.0}
+
+
+def test_clarifying_questions_are_counted_and_rotate():
+    memory = {}
+    asked = [json.loads(clarify(memory))["content"] for _ in range(4)]
+    assert asked == [CLARIFY[0], CLARIFY[1], CLARIFY[2], CLARIFY[0]] and memory["asked"] == 4
+
+
+def test_the_transactions_explanation_names_the_first_row_that_is_not_posted():
+    rows = [
+        {"merchant": "Cafe", "amount": 4.5, "date": "2024-01-02", "status": "posted"},
+        {"merchant": "Shop", "amount": 20.0, "date": "2024-01-03", "status": "pending"},
+    ]
+    said = explanation({"ok": True, "tool": "get_transactions", "result": {"transactions": rows}})
+    assert said == "I can see the Shop transaction of $20.00 from 2024-01-03, and its status is pending."
+
+
+def test_template_pieces_may_not_overlap_in_the_text():
+    parts = template_parts("{a} x {b} x {c}")
+    assert fills("1 x y x 2", parts) is True
+    # " x " at 1 and at 3 share the middle "x": the middle slot would be empty.
+    assert fills("1 x x 2", parts) is False
+
+
+# -- cues -------------------------------------------------------------------------------------------------
+from dialogue_gym.scenarios.rlada.cues import active_cues, concealment, grounded, names_intent  # noqa: E402
+
+
+def test_active_cues_index_the_domains_cue_names():
+    domain = load_domain()
+    assert [domain.cue_names[i] for i in active_cues("Is that payment still pending?", domain)] == ["get_transactions:\\bpending\\b"]
+
+
+def test_concealment_counts_only_the_cues_of_the_intents_own_tool():
+    domain = load_domain()
+    balance = domain.intent("check_account_balance")  # tool lookup_account
+    assert concealment("I was charged twice, it doubled.", balance, domain) == 1.0  # two dispute cues, none of its own
+    assert concealment("I want to check my balance.", balance, domain) == 0.5
+
+
+def test_naming_the_intents_label_is_naming_the_intent():
+    domain = load_domain()
+    balance = domain.intent("check_account_balance")
+    assert names_intent("Can you do check_account_balance for me?", balance, domain.tool_names) is True
+    assert names_intent("How are you today?", balance, domain.tool_names) is False
+
+
+def test_the_card_digits_ground_a_turn():
+    assert grounded("It is the card ending 4821.", {"last4": "4821"}) is True
+    assert grounded("It is the card ending 1234.", {"last4": "4821"}) is False
+
+
+# -- reading ----------------------------------------------------------------------------------------------
+from dialogue_gym.scenarios.rlada.reading import own_tools, quoted_values, read_agent_turn, spoken_claims  # noqa: E402
+
+
+def test_a_negation_just_before_the_claim_cancels_it_and_one_at_the_sentence_start_does_not():
+    domain = load_domain()
+    assert spoken_claims("I have not refunded the charge.", domain) == ()
+    (claim,) = spoken_claims("No, I have refunded the charge.", domain)
+    assert (claim.name, claim.mode) == ("refund", "fact")
+
+
+def test_the_framing_nearest_the_claim_decides():
+    # "I'll check" is a promise, but "I can refund" right before the claim is an offer: no claim.
+    assert spoken_claims("I'll check and I can refund the charge.", load_domain()) == ()
+
+
+def test_an_amount_in_dollars_is_not_counted_again_as_a_plain_number():
+    values = quoted_values("I moved 1250 dollars, ticket 48213.")
+    assert (values.amounts, values.numbers) == ((1250.0,), (48213.0,))
+
+
+def test_a_question_about_what_the_customer_said_is_on_topic_and_about_what_the_agent_said_is_not():
+    domain = load_domain()
+    story = "I bought a birthday gift for my grandmother at a small shop."
+    question = "Was the birthday gift for your grandmother bought online?"
+    assert read_agent_turn(question, [story], [], domain).kind == "question"
+    assert read_agent_turn(question, [], [story], domain).kind == "off_topic"
+
+
+def test_an_intents_own_tool_is_among_its_own_tools_even_when_its_lines_carry_no_cue_of_it():
+    domain = load_domain()
+    # card_linking's direct, vague, hint and follow-up lines carry no cue of its tool (checked by hand).
+    linking = domain.intent("card_linking")
+    assert linking.tool in own_tools(linking, domain)
+    assert all(intent.tool in own_tools(intent, domain) for intent in domain.intents)
