@@ -156,3 +156,55 @@ def test_an_intents_own_tool_is_among_its_own_tools_even_when_its_lines_carry_no
     linking = domain.intent("card_linking")
     assert linking.tool in own_tools(linking, domain)
     assert all(intent.tool in own_tools(intent, domain) for intent in domain.intents)
+
+
+# -- the planner customer (the customer audit's fair ceiling) ----------------------------------------------
+from dialogue_gym.scenarios.rlada.planner import GUESSED_BANK_SEED, STYLES  # noqa: E402
+
+
+class _Said:
+    """A style that says one line and keeps no memory."""
+
+    def start(self, profile, seed):
+        return {}
+
+    def act(self, observation, info, memory):
+        return "Hello."
+
+
+class _ThreeStepCall:
+    """A rehearsal call that pays 0.5, 0.25 and 1.0 and ends on its third step; records its resets."""
+
+    def __init__(self):
+        self.resets, self.steps = [], 0
+
+    def reset(self, seed=None, options=None):
+        self.resets.append((seed, options))
+        self.steps = 0
+        return {"messages": []}, {}
+
+    def step(self, action):
+        self.steps += 1
+        return {"messages": []}, (0.5, 0.25, 1.0)[self.steps - 1], self.steps == 3, False, {}
+
+
+def test_a_rehearsal_scores_the_whole_call_on_a_bank_of_the_guessed_seed():
+    planner = PlannerCustomer(load_domain())
+    planner._rehearsal = call = _ThreeStepCall()
+    planner.style = lambda name: _Said()
+    rewards = planner.rehearse({"intent": "card_linking"}, 7)
+    assert rewards == {name: 1.75 for name in STYLES}
+    assert [seed for seed, _ in call.resets] == [7] * len(STYLES)
+    assert all(options["profile"] == {"intent": "card_linking", "bank_seed": GUESSED_BANK_SEED} for _, options in call.resets)
+
+
+def test_the_planner_plays_the_best_rehearsed_style_and_the_earlier_one_on_a_tie():
+    planner = PlannerCustomer(load_domain())
+    planner.style = lambda name: _Said()
+    for rehearsed, chosen in (
+        ({name: 1.0 for name in STYLES}, "direct"),
+        ({"direct": 0.0, "vague": 2.0, "camouflage": 2.0, "contextual": 1.0}, "vague"),
+        ({"direct": 0.0, "vague": 1.0, "camouflage": 0.5, "contextual": 3.0}, "contextual"),
+    ):
+        planner.rehearse = lambda profile, seed, rehearsed=rehearsed: rehearsed
+        assert planner.start({}, 0)["style"] == chosen
