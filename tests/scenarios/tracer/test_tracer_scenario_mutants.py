@@ -141,3 +141,34 @@ def test_the_planner_weighs_its_candidate_turns_on_copies_of_its_memory():
     planner.act(observation, {}, memory)
     assert 1 <= sum(memory["used"].values()) <= 2 and set(memory["used"].values()) == {1}
     assert len(memory.get("facts_said", [])) <= 1
+
+
+# -- acts: what the user asked, which facts a line is about, what a stated fact needs, copied replies ------
+from dialogue_gym.scenarios.tracer.acts import read_turn, relevant_facts, reply_problem, states_fact  # noqa: E402
+
+AUTO_FACTS = tuple(_merchant("automotive")["facts"])  # 0 test drives, 1 down payments, 2 models, 3 showroom
+
+
+def test_a_new_fact_that_is_not_the_one_the_user_asked_about_is_no_answer():
+    other = read_turn("Test drives can be booked any day of the week.", AUTO_FACTS, "How much is the down payment?")
+    assert other.new_facts == {0} and other.acts == {"none"} and other.flags == {"ignored"}
+    asked = read_turn("Down payments start from 15% on most models.", AUTO_FACTS, "How much is the down payment?")
+    assert asked.new_facts == {1} and asked.acts == {"answer"} and asked.flags == frozenset()
+
+
+def test_a_line_sharing_no_word_with_any_fact_is_about_none_of_them():
+    assert relevant_facts("Hello there?", AUTO_FACTS) == frozenset()
+    assert relevant_facts("How much is the down payment?", AUTO_FACTS) == {1}
+
+
+def test_a_one_word_fact_is_stated_by_its_one_word():
+    assert states_fact(frozenset({"weekend"}), frozenset({"weekend"})) is True
+    assert states_fact(frozenset({"price", "weekend"}), frozenset({"price", "weekend", "open", "clinic"})) is True
+    assert states_fact(frozenset({"price"}), frozenset({"price", "weekend", "open", "clinic"})) is False
+
+
+def test_a_reply_held_inside_the_assistants_line_copies_it_as_much_as_one_holding_it():
+    line = "Hello, we offer free consultations on weekends, would you like one?"
+    assert reply_problem("we offer free consultations on weekends", line) == "the reply copies the assistant's last line"
+    assert reply_problem(line, "we offer free consultations on weekends") == "the reply copies the assistant's last line"
+    assert reply_problem("Weekends work for me.", line) is None
