@@ -264,3 +264,14 @@ def test_the_informed_agent_keeps_helping_with_the_app_once_the_owner_said_it_st
     # used simplify phrasing before the first step, because the owner said it struggles with apps.
     assert said[1] == PHRASES["simplify"][0]
     assert said[2] == PHRASES["simplify"][1] + " " + PHRASES["guide"][0]
+
+
+def test_a_step_given_twice_in_one_turn_counts_once_in_order_of_first_mention():
+    assert analyze("Please open your merchant back-office app. Then open the app again, please.").steps == ("open_app",)
+    twice = analyze("Please open your merchant back-office app and tap get more exposure. Then open the app again.")
+    assert twice.steps == ("open_app", "tap_entry")
+
+
+def test_a_step_inside_an_offer_is_a_readiness_question_not_an_instruction():
+    offer = analyze("Would you like to claim it now?")
+    assert offer.acts == {"ask_readiness"} and offer.steps == ()
