@@ -275,3 +275,19 @@ def test_a_step_given_twice_in_one_turn_counts_once_in_order_of_first_mention():
 def test_a_step_inside_an_offer_is_a_readiness_question_not_an_instruction():
     offer = analyze("Would you like to claim it now?")
     assert offer.acts == {"ask_readiness"} and offer.steps == ()
+
+
+# -- prompts and data ---------------------------------------------------------------------------------------
+from dialogue_gym.scenarios.sead.prompts import caller_turn, caller_words  # noqa: E402
+
+
+def test_caller_words_undo_caller_turn_and_leave_a_message_without_a_note_as_it_is():
+    assert caller_words(caller_turn("Hi, is this the owner?", UserState(2, 1, 3))) == "Hi, is this the owner?"
+    assert caller_words("Hi, is this the owner?") == "Hi, is this the owner?"
+
+
+def test_a_behaviors_index_is_its_position_in_the_library_file():
+    library = load_behaviors()
+    data = json.loads((DATA_DIR / "behaviors.json").read_text())
+    assert [library.index(entry["id"]) for entry in data["behaviors"]] == list(range(len(data["behaviors"])))
+    assert library.index("IV1") == 0 and library["CC1"].resolved_by == {"cost"}
