@@ -208,3 +208,52 @@ def test_the_planner_plays_the_best_rehearsed_style_and_the_earlier_one_on_a_tie
     ):
         planner.rehearse = lambda profile, seed, rehearsed=rehearsed: rehearsed
         assert planner.start({}, 0)["style"] == chosen
+
+
+# -- the audit's customer and agent policies --------------------------------------------------------------
+import random  # noqa: E402
+
+from dialogue_gym.scenarios.rlada import audit as rlada_audit  # noqa: E402
+
+
+def test_fresh_worries_go_round_the_other_tools_then_take_each_ones_next_line():
+    observation = {"intent": 0, "messages": []}  # intents[0] is check_account_balance: tool lookup_account
+    others = rlada_audit._other_tools(observation)
+    assert others == [tool for tool in rlada_audit.WORRIES if tool != "lookup_account"]
+    facts = rlada_audit._facts(observation)  # no prompt: the default facts
+    rng = random.Random(0)
+    said = [rlada_audit._fresh_worry(observation, turn, rng) for turn in range(1, len(others) + 2)]
+    assert said[: len(others)] == [rlada_audit.WORRIES[tool][0].format(**facts) for tool in others]
+    assert said[len(others)] == rlada_audit.WORRIES[others[0]][1].format(**facts)
+
+
+def test_a_customers_own_tool_is_not_among_its_other_tools():
+    for position, intent in enumerate(rlada_audit.DOMAIN.intents[:40]):
+        assert intent.tool not in rlada_audit._other_tools({"intent": position})
+
+
+def test_questions_then_route_escalates_when_the_reply_carries_no_cue():
+    policy = rlada_audit.QuestionsThenRoute(("?",))
+    memory = {}
+    call = {"messages": [{"role": "system", "content": "Caller account ACC-123456."}, {"role": "user", "content": "Hello there."}]}
+    assert json.loads(policy.act(call, {}, memory))["content"] == "?"
+    policy.act({**call, "messages": [*call["messages"], {"role": "assistant", "content": "?"}, {"role": "user", "content": "Okay, sure."}]}, {}, memory)
+    assert memory["route"] == "transfer_to_human"
+
+
+# -- the customer's prompt ------------------------------------------------------------------------------------
+from dialogue_gym.scenarios.rlada.bank import generate_bank  # noqa: E402
+from dialogue_gym.scenarios.rlada.cues import fact_strings  # noqa: E402
+from dialogue_gym.scenarios.rlada.prompts import customer_system_prompt  # noqa: E402
+
+
+def test_the_customer_prompt_fills_its_problem_and_lists_the_facts_the_audit_reads_back():
+    domain = load_domain()
+    intent = domain.intent("receiving_money")  # its direct line: "{person} wants to send me money, ..."
+    bank, facts = generate_bank(3, intent, domain)
+    prompt = customer_system_prompt(domain, bank, intent, facts, "direct")
+    shown = fact_strings(facts)
+    assert f"problem (keep it hidden, never name it in these words): {shown['person']} wants to send me money" in prompt
+    assert "{" not in prompt.split("Example of a turn")[0]
+    read = rlada_audit._facts({"messages": [{"role": "system", "content": prompt}]})
+    assert read == {key: shown[key] for key in ("merchant", "amount", "day", "last4")}

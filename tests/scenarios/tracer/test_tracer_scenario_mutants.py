@@ -172,3 +172,34 @@ def test_a_reply_held_inside_the_assistants_line_copies_it_as_much_as_one_holdin
     assert reply_problem("we offer free consultations on weekends", line) == "the reply copies the assistant's last line"
     assert reply_problem(line, "we offer free consultations on weekends") == "the reply copies the assistant's last line"
     assert reply_problem("Weekends work for me.", line) is None
+
+
+# -- audit policies and prompts ---------------------------------------------------------------------------
+import random  # noqa: E402
+
+from dialogue_gym.scenarios.tracer import audit as tracer_audit  # noqa: E402
+from dialogue_gym.scenarios.tracer.prompts import describe_user  # noqa: E402
+
+
+def _system(content):
+    return {"messages": [{"role": "system", "content": content}, {"role": "user", "content": "Hi."}]}
+
+
+def test_merchant_facts_are_the_list_under_the_facts_header_up_to_the_blank_line():
+    prompt = "You are an assistant.\nFacts you may state:\n- we open at nine\n- parking is free\n\nSteps:\n- greet\n- ask"
+    assert tracer_audit.merchant_facts(_system(prompt)) == ["we open at nine", "parking is free"]
+    assert tracer_audit.merchant_facts(_system("No facts here.")) == []
+
+
+def test_facts_then_contacts_states_each_fact_from_the_first_then_asks_for_contact():
+    observation = _system("Facts you may state:\n- we open at nine\n- parking is free\n\nBe brief.")
+    rng = random.Random(0)
+    said = [tracer_audit._facts_then_contacts(observation, turn, rng) for turn in (1, 2, 3)]
+    assert said[:2] == ["Good news: we open at nine.", "Good news: parking is free."]
+    assert said[2] == tracer_audit.CONTACT_PHRASINGS[2 % len(tracer_audit.CONTACT_PHRASINGS)]
+
+
+def test_a_user_is_described_by_the_labels_of_its_profile_fields():
+    assert describe_user({"age_group": "25-34", "city_tier": "tier 1", "personality": "calm"}) == (
+        "A platform user (age group: 25-34; city: tier 1). Personality: calm. Initial need: unknown."
+    )
