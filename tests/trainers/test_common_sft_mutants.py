@@ -14,6 +14,7 @@ class WordTokenizer:
     """One token per whitespace-separated word; ``<e>`` (id 1) ends a turn."""
 
     eos_token_id = 1
+    pad_token_id = 0
 
     def __init__(self, numbered: bool = False, end: str = "<e>"):
         self.vocabulary = {"<pad>": 0, "<e>": 1}
@@ -52,3 +53,33 @@ def test_without_an_end_of_turn_token_the_span_runs_to_the_end_of_the_turns_rend
 def test_a_template_that_rewrites_earlier_turns_is_refused():
     with pytest.raises(ConfigError, match=r"renders a prefix of this chat differently from the whole chat \(at its assistant turn 0\)"):
         turn_spans(WordTokenizer(numbered=True), CHAT)
+
+
+class Teacher:
+    """A stand-in model whose next-token argmax is always the teacher's next token."""
+
+    device = "cpu"
+
+    def eval(self):
+        return self
+
+    def __call__(self, input_ids, attention_mask):
+        import torch
+        from types import SimpleNamespace
+
+        logits = torch.zeros((*input_ids.shape, 1 + int(input_ids.max())))
+        for row in range(input_ids.shape[0]):
+            for position in range(input_ids.shape[1] - 1):
+                logits[row, position, int(input_ids[row, position + 1])] = 1.0
+        return SimpleNamespace(logits=logits)
+
+
+def test_one_turn_longer_than_the_budget_is_the_whole_too_long_share():
+    pytest.importorskip("torch")
+    from trainers.common.sft import teacher_forced_agreement
+
+    chat = CHAT[:3]  # one assistant turn: "a b <e>", 3 tokens
+    short = teacher_forced_agreement(Teacher(), WordTokenizer(), [chat], max_new_tokens=2)
+    assert (short["agreement"], short["too_long"], short["turns"], short["turns_per_turn"]) == (0.0, 1.0, 1, [1])
+    fits = teacher_forced_agreement(Teacher(), WordTokenizer(), [chat], max_new_tokens=3)
+    assert (fits["agreement"], fits["too_long"], fits["agreement_per_turn"]) == (1.0, 0.0, [1.0])
