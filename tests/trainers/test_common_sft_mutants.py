@@ -29,6 +29,10 @@ class WordTokenizer:
     def __call__(self, text, add_special_tokens):
         return {"input_ids": [self.vocabulary.setdefault(word, len(self.vocabulary)) for word in text.split()]}
 
+    def decode(self, ids):
+        words = {i: w for w, i in self.vocabulary.items()}
+        return " ".join(words[i] for i in ids)
+
 
 CHAT = [
     {"role": "system", "content": "s"}, {"role": "user", "content": "u1"}, {"role": "assistant", "content": "a b"},
@@ -79,7 +83,9 @@ def test_one_turn_longer_than_the_budget_is_the_whole_too_long_share():
     from trainers.common.sft import teacher_forced_agreement
 
     chat = CHAT[:3]  # one assistant turn: "a b <e>", 3 tokens
-    short = teacher_forced_agreement(Teacher(), WordTokenizer(), [chat], max_new_tokens=2)
+    short = teacher_forced_agreement(Teacher(), WordTokenizer(), [chat], max_new_tokens=2, utterance_end="b")
     assert (short["agreement"], short["too_long"], short["turns"], short["turns_per_turn"]) == (0.0, 1.0, 1, [1])
+    # what was said ends at "b", the turn's 2nd token: within the budget of 2, so it agrees though the turn does not fit
+    assert (short["utterance_agreement"], short["utterance_agreement_per_turn"]) == (1.0, [1.0])
     fits = teacher_forced_agreement(Teacher(), WordTokenizer(), [chat], max_new_tokens=3)
     assert (fits["agreement"], fits["too_long"], fits["agreement_per_turn"]) == (1.0, 0.0, [1.0])
