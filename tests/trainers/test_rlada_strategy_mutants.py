@@ -78,3 +78,47 @@ def test_describe_and_the_checks_on_construction():
         LinearSoftmax(("f0",), ("a",), 0)
     with pytest.raises(ConfigError, match=r"weights must have shape \(2, 3\), got \(3, 2\)"):
         LinearSoftmax(("f0", "f1"), ("a", "b", "c"), 1.0, np.zeros((3, 2)))
+
+
+def _agent(**kwargs):
+    from dialogue_gym.scenarios.rlada.data import load_domain
+
+    return StrategyAgent(load_domain(), **kwargs)
+
+
+def _said(*lines):
+    return {"messages": [{"role": "user", "content": line} for line in lines]}
+
+
+def _names(agent, indices):
+    return [agent.core.features[i] for i in indices]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_the_agents_features_of_what_the_customer_said():
+    agent = _agent()
+    # one cue of one tool: it has 1 hit and is the unique leader; the lexicon cue itself is a feature too
+    assert _names(agent, agent.active(_said("Please check my balance"), {})) == [
+        "bias", "asked_0", "lookup_account:1", "lookup_account:top", r"cue:lookup_account:\bcheck my balance\b"]
+    # one cue each of two tools: no leader
+    assert _names(agent, agent.active(_said("I want to check my balance", "and see what is pending"), {"asked": 1})) == [
+        "bias", "asked_1", "lookup_account:1", "get_transactions:1", r"cue:lookup_account:\bcheck my balance\b", r"cue:get_transactions:\bpending\b"]
+    # two cues of one tool, and what the words say about the customer's own accounts
+    assert _names(agent, agent.active(_said("Please check my balance, what's in checking"), {"asked": 2})) == [
+        "bias", "asked_2+", "lookup_account:2+", "context:own_accounts", "context:what_is_left", "lookup_account:top",
+        "cue:lookup_account:what('s| is) in (checking|my)", r"cue:lookup_account:\bcheck my balance\b"]
+    assert _names(agent, agent.active(_said("hello there"), {})) == ["bias", "asked_0", "no_cue"]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_the_agent_asks_until_its_questions_run_out_then_routes():
+    agent = _agent(greedy=True, max_questions=1)  # zero weights: a uniform choice, greedy takes the first allowed move
+    memory = agent.start({}, seed=0)
+    agent.act(_said("hello there"), memory)
+    assert "route" not in memory and memory["steps"][0][1:] == [0, [True] * 7]  # asked (move 0), every move allowed
+    memory["asked"] = 1
+    agent.act(_said("hello there"), memory)
+    assert memory["route"] == "lookup_account" and memory["steps"][1][1:] == [1, [False] + [True] * 6]  # ask masked out
+    assert len(memory["steps"]) == 2
+    agent.act(_said("hello there"), memory)  # routed: the protocol goes on, no new decision
+    assert len(memory["steps"]) == 2
