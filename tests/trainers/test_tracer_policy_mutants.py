@@ -37,3 +37,38 @@ def test_a_restored_adam_continues_as_if_never_stopped():
     assert resumed == pytest.approx(weights, abs=1e-12) and second.t == 3
     with pytest.raises(ConfigError, match="learning_rate must be > 0, got -1"):
         Adam((2,), learning_rate=-1)
+
+
+def test_adams_epsilon_matters_only_for_tiny_gradients():
+    weights = np.zeros(1)
+    Adam((1,), learning_rate=0.1).step(weights, np.array([1e-8]))
+    # m_hat = 1e-8, sqrt(v_hat) = 1e-8: the step is 0.1 * 1e-8 / (1e-8 + eps) = 0.05 with the default eps 1e-8
+    assert weights == pytest.approx([0.05], rel=1e-9)
+
+
+def test_the_log_likelihood_gradient_and_one_update_by_hand(tmp_path):
+    from trainers.tracer.policy import LEVELS, IntentPolicy
+
+    policy = IntentPolicy(learning_rate=0.1)
+    features, levels = policy.weights.shape
+    assert levels == LEVELS == 6
+    x = np.zeros((2, features))
+    x[0, 0], x[1, 3] = 1.0, 0.5
+    # zero weights: p = 1/6 for every level; row n adds x_n^T (onehot(level_n) - 1/6) * weight_n
+    gradient = policy.log_likelihood_gradient(x, np.array([2, 5]), np.array([2.0, -1.0]))
+    expected = np.zeros((features, levels))
+    expected[0] = 2.0 * (np.eye(6)[2] - 1 / 6)
+    expected[3] = 0.5 * -1.0 * (np.eye(6)[5] - 1 / 6)
+    assert gradient == pytest.approx(expected)
+    # update: the same two decisions in two episodes, the gradient averaged over the episodes; Adam's first step is lr * sign
+    records = [{"steps": [[[0], [1.0], 2]]}, {"steps": [[[3], [0.5], 5]]}]
+    stats = policy.update(records, [[2.0], [-1.0]])
+    assert stats["loss/policy_gradient_norm"] == pytest.approx(np.linalg.norm(expected / 2))
+    assert stats["policy/entropy"] == pytest.approx(np.log(6))
+    assert policy.weights == pytest.approx(0.1 * np.sign(expected), abs=1e-6)
+    with pytest.raises(ConfigError, match="got 1 turn advantages for 2 recorded decisions"):
+        policy.update(records, [[1.0], []])
+    policy.save(tmp_path / "a" / "b")
+    policy.save(tmp_path / "a" / "b")  # saving again over a checkpoint is allowed
+    loaded = IntentPolicy.load(tmp_path / "a" / "b")
+    assert (loaded.weights == policy.weights).all() and loaded.optimizer.t == 1 and loaded.optimizer.learning_rate == 0.1
