@@ -13,9 +13,7 @@ from dataclasses import asdict, dataclass, field
 import pytest
 
 from dialogue_gym.errors import ConfigError
-from trainers.common import RunDir, RunFolderError
-from trainers.common import cli
-from trainers.common import sweep
+from trainers.common import RunDir, RunFolderError, cli, sweep
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ def test_each_assistant_span_is_its_words_and_its_end_of_turn_token():
 
 
 def test_without_an_end_of_turn_token_the_span_runs_to_the_end_of_the_turns_rendering():
-    whole, spans = turn_spans(WordTokenizer(end="<x>"), CHAT)
+    _, spans = turn_spans(WordTokenizer(end="<x>"), CHAT)
     assert spans == [(7, 10), (14, 16)]  # up to the end of what the turn rendered (its "<x>" included)
 
 
@@ -68,8 +68,9 @@ class Teacher:
         return self
 
     def __call__(self, input_ids, attention_mask):
-        import torch
         from types import SimpleNamespace
+
+        import torch
 
         logits = torch.zeros((*input_ids.shape, 1 + int(input_ids.max())))
         for row in range(input_ids.shape[0]):

@@ -6,7 +6,13 @@ from __future__ import annotations
 from dialogue_gym.scenarios.sead.agents import PHRASES
 from dialogue_gym.types import Trajectory, Turn
 from trainers.sead import seeds
-from trainers.sead.strategy_plus import FEATURES_PLUS, StrategyPlusPolicy, features_plus, render_plus, step_after_next
+from trainers.sead.strategy_plus import (
+    FEATURES_PLUS,
+    StrategyPlusPolicy,
+    features_plus,
+    render_plus,
+    step_after_next,
+)
 
 
 def _heard(memory, turn, line):
