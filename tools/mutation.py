@@ -265,7 +265,8 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "trainers_common": (
         ("trainers/common/baselines.py", "trainers/common/cli.py", "trainers/common/play.py", "trainers/common/sft.py",
          "trainers/common/stats.py", "trainers/common/sweep.py"),
-        ("tests/trainers/test_common_sft.py", "tests/trainers/test_sft_agreement.py", "tests/trainers/test_dagger_learning_rate.py",
+        ("tests/trainers/test_common_mutants.py", "tests/agents/test_play_mutants.py", "tests/trainers/test_common_cli_mutants.py",
+         "tests/trainers/test_common_sft_mutants.py", "tests/trainers/test_common_sft.py", "tests/trainers/test_sft_agreement.py", "tests/trainers/test_dagger_learning_rate.py",
          "tests/trainers/test_trainer_cli_help.py", "tests/trainers/test_sweeps.py", "tests/trainers/test_sead_ablation.py",
          "tests/agents/test_agent_rollouts.py", "tests/test_audit_ties.py", "tests/trainers/test_sead_lm_pipeline.py"),
     ),
@@ -277,7 +278,8 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("trainers/sead/__main__.py", "trainers/sead/ablate.py", "trainers/sead/config.py", "trainers/sead/joint_user.py",
          "trainers/sead/plots.py", "trainers/sead/seeds.py", "trainers/sead/strategy_plus.py", "trainers/sead/train.py",
          "trainers/sead/trl_rollout.py"),
-        ("tests/trainers/test_sead_trainer.py", "tests/trainers/test_sead_joint_user.py", "tests/trainers/test_sead_strategy_plus.py",
+        ("tests/trainers/test_sead_config_mutants.py", "tests/trainers/test_sead_strategy_plus_mutants.py",
+         "tests/trainers/test_sead_trainer.py", "tests/trainers/test_sead_joint_user.py", "tests/trainers/test_sead_strategy_plus.py",
          "tests/trainers/test_sead_ablation.py", "tests/trainers/test_sead_advantage_wiring.py", "tests/trainers/test_strategy_and_trl.py",
          "tests/trainers/test_trl_env_mask.py", "tests/trainers/test_trainer_cli.py", "tests/trainers/test_dagger_learning_rate.py",
          "tests/test_spec_constants.py"),
@@ -285,13 +287,15 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "tracer_trainer": (
         ("trainers/tracer/__main__.py", "trainers/tracer/config.py", "trainers/tracer/policy.py", "trainers/tracer/sft.py",
          "trainers/tracer/sweep.py", "trainers/tracer/train.py"),
-        ("tests/trainers/test_tracer_trainer.py", "tests/trainers/test_tracer_advantage_wiring.py", "tests/trainers/test_sweeps.py",
+        ("tests/trainers/test_tracer_config_mutants.py", "tests/trainers/test_tracer_policy_mutants.py",
+         "tests/trainers/test_tracer_trainer.py", "tests/trainers/test_tracer_advantage_wiring.py", "tests/trainers/test_sweeps.py",
          "tests/trainers/test_lm_scratch_presets.py", "tests/test_spec_constants.py"),
     ),
     "rlada_trainer": (
         ("trainers/rlada/__main__.py", "trainers/rlada/config.py", "trainers/rlada/plots.py", "trainers/rlada/sft.py",
          "trainers/rlada/strategy.py", "trainers/rlada/sweep.py", "trainers/rlada/train.py"),
-        ("tests/trainers/test_rlada_trainer.py", "tests/trainers/test_rlada_stop_rule_boundaries.py", "tests/trainers/test_sweeps.py",
+        ("tests/trainers/test_rlada_config_mutants.py", "tests/trainers/test_rlada_strategy_mutants.py",
+         "tests/trainers/test_rlada_trainer.py", "tests/trainers/test_rlada_stop_rule_boundaries.py", "tests/trainers/test_sweeps.py",
          "tests/trainers/test_lm_scratch_presets.py", "tests/trainers/test_lm_run_folder_sweep.py", "tests/test_spec_constants.py"),
     ),
 }
