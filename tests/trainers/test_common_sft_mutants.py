@@ -90,3 +90,7 @@ def test_one_turn_longer_than_the_budget_is_the_whole_too_long_share():
     assert (short["utterance_agreement"], short["utterance_agreement_per_turn"]) == (1.0, [1.0])
     fits = teacher_forced_agreement(Teacher(), WordTokenizer(), [chat], max_new_tokens=3)
     assert (fits["agreement"], fits["too_long"], fits["agreement_per_turn"]) == (1.0, 0.0, [1.0])
+    # two turns, "a b <e>" (3 tokens) and "c <e>" (2): with a budget of 2 only the first is too long
+    both = teacher_forced_agreement(Teacher(), WordTokenizer(), [CHAT], max_new_tokens=2, utterance_end="<e>")
+    assert (both["agreement"], both["too_long"], both["agreement_per_turn"], both["turns"]) == (0.5, 0.5, [0.0, 1.0], 2)
+    assert both["utterance_agreement"] == 0.5  # the first turn's words end at its 3rd token, past the budget
