@@ -257,3 +257,10 @@ def test_the_customer_prompt_fills_its_problem_and_lists_the_facts_the_audit_rea
     assert "{" not in prompt.split("Example of a turn")[0]
     read = rlada_audit._facts({"messages": [{"role": "system", "content": prompt}]})
     assert read == {key: shown[key] for key in ("merchant", "amount", "day", "last4")}
+
+
+def test_saying_the_intents_label_in_words_is_naming_the_intent():
+    domain = load_domain()
+    balance = domain.intent("check_account_balance")
+    assert balance.phrase == "check account balance"
+    assert names_intent("I need to check account balance, please.", balance, domain.tool_names) is True

@@ -203,3 +203,15 @@ def test_a_user_is_described_by_the_labels_of_its_profile_fields():
     assert describe_user({"age_group": "25-34", "city_tier": "tier 1", "personality": "calm"}) == (
         "A platform user (age group: 25-34; city: tier 1). Personality: calm. Initial need: unknown."
     )
+
+
+# -- data -------------------------------------------------------------------------------------------------
+import dataclasses  # noqa: E402
+
+from dialogue_gym.scenarios.tracer.data import ReferenceSet, load_sessions  # noqa: E402
+
+
+def test_a_reference_set_is_synthetic_only_when_every_session_is():
+    first, second = load_sessions().sessions[:2]
+    assert ReferenceSet("two.jsonl", (first, second)).synthetic is True
+    assert ReferenceSet("mixed.jsonl", (first, dataclasses.replace(second, synthetic=False))).synthetic is False
