@@ -68,3 +68,10 @@ def test_a_lower_bound_of_zero_is_checked():
     assert config_number("weight", 0, low=0.0, high=1.0) == 0.0
     with pytest.raises(ConfigError, match=r"weight must be in \[0.0, 1.0\], got -0.5"):
         config_number("weight", -0.5, low=0.0, high=1.0)
+
+
+def test_json_of_exactly_max_action_chars_is_parsed_and_one_more_is_refused():
+    longest = '"' + "a" * (MAX_ACTION_CHARS - 2) + '"'
+    assert safe_json_loads(longest) == ("a" * (MAX_ACTION_CHARS - 2), None)
+    value, problem = safe_json_loads(longest + " ")
+    assert value is None and problem == f"JSON of {MAX_ACTION_CHARS + 1} characters exceeds MAX_ACTION_CHARS={MAX_ACTION_CHARS}"
