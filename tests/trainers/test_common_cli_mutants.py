@@ -192,8 +192,10 @@ def test_a_sweep_checks_every_folder_before_it_trains_and_returns_results_by_set
     with pytest.raises(RunFolderError, match="rate 9.0 there"):
         sweep.run_sweep(_must_not_train, config_of, ["a", "b"], args)
     assert sweep.run_all(abs, [-3, 2, -1], workers=2) == [3, 2, 1]  # results in job order
-    path = sweep.write_summary(str(tmp_path / "new"), {"k": 1})
-    assert path == tmp_path / "new" / "sweep.json" and json.loads(path.read_text()) == {"k": 1}
+    path = sweep.write_summary(str(tmp_path / "new" / "sweep"), {"k": 1})  # the --out folder and its parents are made
+    assert path == tmp_path / "new" / "sweep" / "sweep.json" and json.loads(path.read_text()) == {"k": 1}
+    sweep.write_summary(str(tmp_path / "new" / "sweep"), {"k": 2})  # a rerun rewrites it in the existing folder
+    assert json.loads(path.read_text()) == {"k": 2}
 
 
 def _must_not_train(job):
