@@ -4,7 +4,10 @@ seed's, made once per episode."""
 
 import random
 
+import pytest
+
 from dialogue_gym.backends import CannedBackend
+from dialogue_gym.errors import ConfigError
 from dialogue_gym.simulators.base import ScriptedPolicy
 from dialogue_gym.simulators.llm import LLMPolicy
 from dialogue_gym.simulators.named import named_policy
@@ -54,3 +57,9 @@ def test_a_scripted_policys_stream_is_made_once_from_the_episode_seed():
     expected = random.Random(42)
     assert ScriptedPolicy.rng(memory) is stream
     assert draws == [expected.random(), expected.random()]
+
+
+@pytest.mark.parametrize("stop", ["</status>", 5, None, ["</a>", ""], ["</a>", 3]])
+def test_a_stop_that_is_not_a_list_of_non_empty_strings_is_a_config_error(stop):
+    with pytest.raises(ConfigError, match=r"sampling\['stop'\] must be a list of non-empty strings, got "):
+        LLMPolicy(CannedBackend(["ok"]), {"stop": stop})
