@@ -291,3 +291,9 @@ def test_a_behaviors_index_is_its_position_in_the_library_file():
     data = json.loads((DATA_DIR / "behaviors.json").read_text())
     assert [library.index(entry["id"]) for entry in data["behaviors"]] == list(range(len(data["behaviors"])))
     assert library.index("IV1") == 0 and library["CC1"].resolved_by == {"cost"}
+
+
+def test_the_cue_salad_gives_the_third_step_once_the_owner_confirmed_two():
+    # "app is open" and "tapped": two steps done, so the claim step's cue leads the salad.
+    said = sead_audit.ResolvingCueSalad()(_heard("The app is open and I tapped it. What is next?"), 4, random.Random(0))
+    assert said.startswith(sead_audit.STEP_CUES[2] + " ")

@@ -215,3 +215,12 @@ def test_a_reference_set_is_synthetic_only_when_every_session_is():
     first, second = load_sessions().sessions[:2]
     assert ReferenceSet("two.jsonl", (first, second)).synthetic is True
     assert ReferenceSet("mixed.jsonl", (first, dataclasses.replace(second, synthetic=False))).synthetic is False
+
+
+def test_the_empathetic_assistant_answers_a_question_or_a_negative_reply_and_probes_otherwise():
+    from dialogue_gym.scenarios.tracer.assistants import EmpatheticAssistant
+
+    empathetic = EmpatheticAssistant()
+    assert empathetic.acts("Okay?", 1, {}) == ["empathy", "answer"]  # a question, not negative
+    assert empathetic.acts("Not interested, too expensive.", 1, {}) == ["empathy", "answer"]  # negative, no question
+    assert empathetic.acts("Okay.", 1, {}) == ["empathy", "probe"]
