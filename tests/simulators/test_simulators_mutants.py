@@ -63,3 +63,22 @@ def test_a_scripted_policys_stream_is_made_once_from_the_episode_seed():
 def test_a_stop_that_is_not_a_list_of_non_empty_strings_is_a_config_error(stop):
     with pytest.raises(ConfigError, match=r"sampling\['stop'\] must be a list of non-empty strings, got "):
         LLMPolicy(CannedBackend(["ok"]), {"stop": stop})
+
+
+class _ActsOnly:
+    """Has act_batch but no start: not a policy."""
+
+    def act_batch(self, observations, infos, memories):
+        return ["hi" for _ in observations]
+
+
+def test_a_policy_object_needs_both_start_and_act_batch():
+    policy = ScriptedPolicy()
+    assert named_policy("user", policy, {}) is policy
+    with pytest.raises(ConfigError, match=r"user=<.*_ActsOnly object at .*> is not a known user policy; use one of \['scripted', 'llm'\]"):
+        named_policy("user", _ActsOnly(), {"scripted": ScriptedPolicy})
+
+
+def test_a_misspelt_policy_name_gets_the_closest_name_as_a_hint():
+    with pytest.raises(ConfigError, match=r"user='scriptd' is not a known user policy \(did you mean 'scripted'\?\); use one of"):
+        named_policy("user", "scriptd", {"scripted": ScriptedPolicy, "random": ScriptedPolicy})
