@@ -1,0 +1,40 @@
+"""Backend plumbing the other backend tests leave open: requests and sampling settings are frozen
+values, a request's stop strings are checked, and LatencyBackend's argument bounds and defaults."""
+
+import dataclasses
+import math
+
+import pytest
+
+from dialogue_gym.backends import GenerationRequest, LatencyBackend, SamplingParams
+from dialogue_gym.backends.sampling import SamplingDefaults
+from dialogue_gym.errors import ConfigError
+
+
+def test_sampling_params_and_requests_are_frozen_hashable_values():
+    params = SamplingParams(seed=3, stop=("</a>",))
+    request = GenerationRequest(({"role": "user", "content": "hi"},), params)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        params.seed = 4
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        request.sampling = SamplingParams()
+    assert hash(params) == hash(SamplingParams(seed=3, stop=("</a>",)))
+
+
+@pytest.mark.parametrize("stop", [("",), ("</a>", 3)])
+def test_a_requests_stop_strings_must_be_non_empty_strings(stop):
+    defaults = SamplingDefaults(16, 0.7, 1.0, "Remote")
+    request = GenerationRequest(({"role": "user", "content": "hi"},), SamplingParams(stop=stop))
+    with pytest.raises(ConfigError, match=r"Remote.generate: request 0: stop must be a tuple of non-empty strings"):
+        defaults.resolve(request, 0)
+
+
+def test_latency_backend_defaults_to_batches_of_64_and_takes_batches_of_one():
+    assert LatencyBackend(["a"]).max_batch == 64
+    assert LatencyBackend(["a"], latency=0.0, max_batch=1).max_batch == 1
+
+
+@pytest.mark.parametrize("latency", [True, math.inf, -0.5, "1"])
+def test_latency_must_be_a_finite_non_negative_number(latency):
+    with pytest.raises(ConfigError, match="LatencyBackend: latency must be a finite number of seconds >= 0"):
+        LatencyBackend(["a"], latency=latency)
