@@ -224,3 +224,33 @@ def test_the_empathetic_assistant_answers_a_question_or_a_negative_reply_and_pro
     assert empathetic.acts("Okay?", 1, {}) == ["empathy", "answer"]  # a question, not negative
     assert empathetic.acts("Not interested, too expensive.", 1, {}) == ["empathy", "answer"]  # negative, no question
     assert empathetic.acts("Okay.", 1, {}) == ["empathy", "probe"]
+
+
+def test_reply_level_reads_a_reply_against_the_users_own_industrys_templates():
+    from dialogue_gym.scenarios.tracer.assistants import reply_level
+
+    # "Does it hurt?" is a healthcare level-3 template (data/replies.json): an automotive user's reply is
+    # read against the automotive (and any-industry) templates only, so it is not that level-3 line.
+    assert reply_level("Does it hurt?", "healthcare") == 3
+    assert reply_level("Does it hurt?", "automotive") != 3
+
+
+def test_the_planner_weighs_each_candidate_against_the_users_last_reply():
+    import numpy as np
+
+    merchant = _merchant("automotive")
+    planner = PlannerAssistant()
+    seen = []
+
+    class Features:
+        def features(self, profile, utterances, previous, turn, own_replies):
+            seen.append((utterances[0], turn, list(own_replies)))
+            return np.zeros(3)
+
+    planner.dynamics = type("Dynamics", (), {"feature_map": Features(), "weights": np.zeros((3, 6))})()
+    memory = planner.start({"merchant": merchant}, 0)
+    question = "How much is the down payment?"
+    observation = {"turn": 1, "messages": [{"role": "assistant", "content": merchant["greeting"]}, {"role": "user", "content": question}]}
+    planner.act(observation, {}, memory)
+    # One weighing per candidate turn, each on the opening, the user's one reply so far, and that reply.
+    assert len(seen) == 11 and set(map(str, seen)) == {str((merchant["greeting"], 1, [question]))}
