@@ -122,3 +122,15 @@ def test_the_agent_asks_until_its_questions_run_out_then_routes():
     assert len(memory["steps"]) == 2
     agent.act(_said("hello there"), memory)  # routed: the protocol goes on, no new decision
     assert len(memory["steps"]) == 2
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_loaded_strategy_samples_unless_asked_to_be_greedy(tmp_path):
+    from dialogue_gym.scenarios.rlada.data import load_domain
+    from trainers.rlada.strategy import StrategyCustomer
+
+    domain = load_domain()
+    for side in (StrategyAgent, StrategyCustomer):
+        side(domain).save(tmp_path)
+        assert side.load(domain, tmp_path).greedy is False  # training resumes sampling
+        assert side.load(domain, tmp_path, greedy=True).greedy is True

@@ -72,3 +72,16 @@ def test_the_log_likelihood_gradient_and_one_update_by_hand(tmp_path):
     policy.save(tmp_path / "a" / "b")  # saving again over a checkpoint is allowed
     loaded = IntentPolicy.load(tmp_path / "a" / "b")
     assert (loaded.weights == policy.weights).all() and loaded.optimizer.t == 1 and loaded.optimizer.learning_rate == 0.1
+
+
+def test_fit_steps_on_every_sample_and_reports_the_nll():
+    from trainers.tracer.policy import IntentPolicy
+
+    policy = IntentPolicy()
+    x = np.zeros((1, policy.weights.shape[0]))
+    x[0, 0] = 1.0
+    stats = policy.fit(x, np.array([2]), epochs=1, learning_rate=0.1)
+    # one sample, one Adam step of lr * sign(onehot(2) - 1/6) on feature 0's row
+    assert policy.weights[0] == pytest.approx([-0.1, -0.1, 0.1, -0.1, -0.1, -0.1], abs=1e-6)
+    # p(level 2) = e^0.1 / (e^0.1 + 5 e^-0.1) = 0.196323
+    assert stats == pytest.approx({"sft/nll": 1.627995, "sft/samples": 1.0}, abs=1e-5)
