@@ -264,3 +264,16 @@ def test_saying_the_intents_label_in_words_is_naming_the_intent():
     balance = domain.intent("check_account_balance")
     assert balance.phrase == "check account balance"
     assert names_intent("I need to check account balance, please.", balance, domain.tool_names) is True
+
+
+def test_the_routed_tool_is_called_even_when_the_lookup_gave_no_result():
+    from dialogue_gym.scenarios.rlada.agents import procedure_action
+
+    said = "I was charged twice $20 at the cafe."
+    expected = {"account_id": "ACC-123456", "amount": 20.0, "reason": "duplicate"}
+    failed = json.dumps({"ok": False, "tool": "lookup_account", "error": {"message": "unknown account"}})
+    for last in ([], [{"role": "tool", "content": failed}]):  # no tool message at all, or a failed lookup
+        memory = {"stage": "domain"}
+        action = json.loads(procedure_action("dispute_charge", {"messages": [*_call(said)["messages"], *last]}, memory))
+        assert (action["action_type"], action["content"], action["tool_args"]) == ("tool_call", "dispute_charge", expected)
+        assert memory == {"stage": "explain", "lookup": None}
