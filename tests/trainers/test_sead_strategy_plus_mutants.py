@@ -3,11 +3,15 @@ audit, pinned by hand (issue 43 item 6: trainers/sead/strategy_plus.py, trainers
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
+
 from dialogue_gym.scenarios.sead.agents import PHRASES
 from dialogue_gym.types import Trajectory, Turn
 from trainers.sead import seeds
 from trainers.sead.strategy_plus import (
     FEATURES_PLUS,
+    MOVES_PLUS,
     StrategyPlusPolicy,
     features_plus,
     render_plus,
@@ -56,3 +60,49 @@ def test_near_repeats_are_counted_within_a_call_only():
     assert audit["agent_turns"] == 2 and audit["turn:near_repeat"] == 0.0
     assert audit["turn:distinct_share"] == 1 / 2 and audit["turn:top_share"] == 2 / 2 and audit["turn:invalid"] == 0.0
     assert seeds.conversation_audit([])["turn:near_repeat"] == 0.0 and seeds.conversation_audit([])["agent_turns"] == 0
+
+
+def test_the_estimate_reads_ready_at_cooperation_3_and_doubtful_at_trust_2():
+    memory = StrategyPlusPolicy().start({}, seed=0)
+    memory["estimate"] = [3, 2, 3]  # nothing heard yet at turn 0: the estimate stays as it is
+    assert _heard(memory, 0, "(call)") == {"bias", "first_turn", "steps_0", "estimate:ready"}
+    memory = StrategyPlusPolicy().start({}, seed=0)
+    memory["estimate"] = [1, 1, 2]
+    assert _heard(memory, 0, "(call)") == {"bias", "first_turn", "steps_0", "estimate:upset", "estimate:doubtful", "estimate:unwilling"}
+
+
+def test_two_pitch_pairs_said_are_counted_and_other_moves_are_not():
+    memory = StrategyPlusPolicy().start({}, seed=0)
+    render_plus("empathy", memory)
+    assert memory.get("pairs_said", 0) == 0
+    render_plus("value+evidence", memory)
+    render_plus("cost+rules", memory)
+    assert memory["pairs_said"] == 2
+    assert "pairs_said_2+" in _heard(memory, 1, "Okay.")
+
+
+class Draw:
+    def __init__(self, value):
+        self.value = value
+
+    def random(self):
+        return self.value
+
+
+def test_a_draw_past_the_cumulative_total_picks_the_last_move():
+    policy = StrategyPlusPolicy()
+    memory = policy.start({}, seed=0)
+    policy.act({"turn": 0, "messages": [{"role": "user", "content": "(call)"}]}, memory)
+    memory["rng"] = Draw(2.0)  # past the total, as float rounding of the cumulative sum can leave a draw
+    policy.act({"turn": 1, "messages": [{"role": "user", "content": "Okay."}]}, memory)
+    assert memory["steps"][-1][1] == len(MOVES_PLUS) - 1
+
+
+def test_the_entropy_bonus_is_averaged_over_the_episodes():
+    weights = np.random.default_rng(0).normal(size=(len(FEATURES_PLUS), len(MOVES_PLUS)))
+    record = {"steps": [[[0, 3], 1]]}
+    one, two = (StrategyPlusPolicy(learning_rate=1.0, weights=weights, entropy_coef=1.0) for _ in range(2))
+    one.update([record], [0.0])  # a zero advantage: only the entropy bonus moves the weights
+    two.update([record, record], [0.0, 0.0])
+    assert np.abs(one.weights - weights).sum() > 0
+    assert two.weights == pytest.approx(one.weights)  # the same episode twice is the same mean bonus
