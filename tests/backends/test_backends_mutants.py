@@ -38,3 +38,18 @@ def test_latency_backend_defaults_to_batches_of_64_and_takes_batches_of_one():
 def test_latency_must_be_a_finite_non_negative_number(latency):
     with pytest.raises(ConfigError, match="LatencyBackend: latency must be a finite number of seconds >= 0"):
         LatencyBackend(["a"], latency=latency)
+
+
+def test_a_layer_grows_to_hold_a_prompt_or_a_step_wider_than_its_buffer():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from dialogue_gym.backends.kv_buffers import PreallocatedLayer
+
+    generator = torch.Generator().manual_seed(0)
+    prompt, step = torch.randn(1, 2, 5, 4, generator=generator), torch.randn(1, 2, 7, 4, generator=generator)
+    layer = PreallocatedLayer(capacity=2)
+    keys, values = layer.update(prompt, -prompt)  # 5 columns into a buffer of 2
+    assert torch.equal(keys, prompt) and torch.equal(values, -prompt) and layer.capacity == 5
+    keys, values = layer.update(step, -step)  # 5 + 7 = 12 columns: more than twice the 5 held
+    assert torch.equal(keys, torch.cat([prompt, step], dim=-2)) and torch.equal(values, -torch.cat([prompt, step], dim=-2))
+    assert layer.capacity == 12
