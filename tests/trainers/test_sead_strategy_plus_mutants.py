@@ -106,3 +106,11 @@ def test_the_entropy_bonus_is_averaged_over_the_episodes():
     two.update([record, record], [0.0, 0.0])
     assert np.abs(one.weights - weights).sum() > 0
     assert two.weights == pytest.approx(one.weights)  # the same episode twice is the same mean bonus
+
+
+def test_the_seeds_cli_defaults_are_the_documented_run(monkeypatch):
+    # the module's usage line: --preset cpu-strategy-plus --seeds 5 [--out runs/sead-seeds], on the 1,200 held-out profiles
+    parsed = []
+    monkeypatch.setattr(seeds, "_seeds", lambda args: parsed.append(vars(args)) or 0)
+    assert seeds.main([]) == 0
+    assert parsed == [{"preset": "cpu-strategy-plus", "seeds": 5, "iterations": None, "eval_episodes": 1200, "out": "runs/sead-seeds", "workers": 2}]
