@@ -53,3 +53,37 @@ def test_a_layer_grows_to_hold_a_prompt_or_a_step_wider_than_its_buffer():
     keys, values = layer.update(step, -step)  # 5 + 7 = 12 columns: more than twice the 5 held
     assert torch.equal(keys, torch.cat([prompt, step], dim=-2)) and torch.equal(values, -torch.cat([prompt, step], dim=-2))
     assert layer.capacity == 12
+
+
+def _open_descriptors_of(path):
+    import os
+
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{name}") == str(path):
+                found.append(name)
+        except OSError:
+            pass  # closed while listing
+    return found
+
+
+def test_a_cache_file_found_unusable_on_first_use_is_not_left_open(tmp_path):
+    import os
+    import sqlite3
+
+    from dialogue_gym.backends import CannedBackend
+    from dialogue_gym.backends.cache import CachedBackend
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc to list open files")
+    path = tmp_path / "cache.sqlite"
+    cache = CachedBackend(CannedBackend(["a"]), path, mode="record")  # no file yet: checked on first use
+    other = sqlite3.connect(path)
+    other.execute("CREATE TABLE notes (body TEXT)")
+    other.commit()
+    other.close()
+    request = GenerationRequest(({"role": "user", "content": "hi"},), SamplingParams(seed=0))
+    with pytest.raises(ConfigError, match="is not a usable dialogue_gym cache"):
+        cache.generate([request])
+    assert _open_descriptors_of(path) == []
