@@ -277,3 +277,27 @@ def test_the_routed_tool_is_called_even_when_the_lookup_gave_no_result():
         action = json.loads(procedure_action("dispute_charge", {"messages": [*_call(said)["messages"], *last]}, memory))
         assert (action["action_type"], action["content"], action["tool_args"]) == ("tool_call", "dispute_charge", expected)
         assert memory == {"stage": "explain", "lookup": None}
+
+
+# -- the fair ceiling's phrase matching --------------------------------------------------------------------
+from dialogue_gym.scenarios.rlada.agents import explains, phrasebook  # noqa: E402
+
+LINKING = "i found my old card and want to link it back to my account in the app."  # card_linking's direct line
+OTHER_WORRY = "i wonder if the cafe charged me twice on monday."  # a dispute_charge side worry, filled
+
+
+def test_a_turn_is_explained_by_a_side_worry_about_another_tool_followed_by_an_own_line_only():
+    book = phrasebook(load_domain())
+    assert explains(book, "card_linking", LINKING) is True
+    assert explains(book, "card_linking", f"{OTHER_WORRY} {LINKING}") is True
+    assert explains(book, "card_linking", f"{OTHER_WORRY} hello there.") is False  # worry, then no own line
+    assert explains(book, "card_linking", f"hello there. {LINKING}") is False  # no worry before the own line
+
+
+def test_phrase_match_sets_acknowledgements_aside_when_matching_the_customers_turns():
+    agent = PhraseMatchAgent(load_domain())
+    user = [LINKING.capitalize(), "Okay, thanks."]  # the direct line, then a generic acknowledgement
+    observation = {"messages": [{"role": "system", "content": "Caller account ACC-123456."}]}
+    for line in user:
+        observation["messages"] += [{"role": "user", "content": line}, {"role": "assistant", "content": "Okay."}]
+    assert agent.candidates(observation) == ["card_linking"]
