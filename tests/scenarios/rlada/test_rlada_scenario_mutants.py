@@ -301,3 +301,12 @@ def test_phrase_match_sets_acknowledgements_aside_when_matching_the_customers_tu
     for line in user:
         observation["messages"] += [{"role": "user", "content": line}, {"role": "assistant", "content": "Okay."}]
     assert agent.candidates(observation) == ["card_linking"]
+
+
+def test_the_domains_vocabulary_holds_words_not_numbers_decimals_included():
+    from dialogue_gym.scenarios.rlada.reading import vocabulary
+
+    domain = load_domain()
+    # The customer data holds "4.5" (a decimal token): it is a number, not a word the reader should know.
+    assert "4.5" in json.dumps(domain.customer) + json.dumps(domain.bank) + json.dumps([i.vague for i in domain.intents])
+    assert [word for word in vocabulary(domain) if word[:1].isdigit()] == []
