@@ -87,3 +87,36 @@ def test_a_cache_file_found_unusable_on_first_use_is_not_left_open(tmp_path):
     with pytest.raises(ConfigError, match="is not a usable dialogue_gym cache"):
         cache.generate([request])
     assert _open_descriptors_of(path) == []
+
+
+def _chat(text):
+    return GenerationRequest(({"role": "user", "content": text},), SamplingParams(seed=0))
+
+
+def test_record_mode_asks_again_and_overwrites_a_recording_of_the_same_key(tmp_path):
+    from dialogue_gym.backends import CannedBackend
+    from dialogue_gym.backends.cache import CachedBackend
+
+    path, identity = tmp_path / "c.sqlite", {"backend": "same-model"}
+    assert CachedBackend(CannedBackend(["old"]), path, mode="record", identity=identity).generate([_chat("x")])[0].text == "old"
+    recorder = CachedBackend(CannedBackend(["new"]), path, mode="record", identity=identity)
+    assert recorder.generate([_chat("x")])[0].text == "new" and recorder.stats["misses"] == 1
+    replayed = CachedBackend(CannedBackend(["unused"]), path, mode="replay", identity=identity)
+    assert replayed.generate([_chat("x")])[0].text == "new"
+
+
+def test_a_cache_file_whose_pages_are_corrupt_is_named_unusable_when_read(tmp_path):
+    from dialogue_gym.backends import CannedBackend
+    from dialogue_gym.backends.cache import CachedBackend
+
+    path = tmp_path / "c.sqlite"
+    writer = CachedBackend(CannedBackend(["a"]), path)
+    writer.generate([_chat("x")])
+    writer.close()
+    reader = CachedBackend(CannedBackend(["a"]), path, mode="replay")  # the schema page is sound when it is built
+    with open(path, "r+b") as handle:  # then every page after the schema's is overwritten
+        page = int.from_bytes(handle.read(18)[16:18], "big")  # the header's page size
+        handle.seek(page)
+        handle.write(b"\xff" * (path.stat().st_size - page))
+    with pytest.raises(ConfigError, match=r"is not a usable dialogue_gym cache \(sqlite3: database disk image is malformed\)"):
+        reader.generate([_chat("x")])
