@@ -233,6 +233,8 @@ def test_reply_level_reads_a_reply_against_the_users_own_industrys_templates():
     # read against the automotive (and any-industry) templates only, so it is not that level-3 line.
     assert reply_level("Does it hurt?", "healthcare") == 3
     assert reply_level("Does it hurt?", "automotive") != 3
+    # With the industry unknown, every industry's templates could have rendered it.
+    assert reply_level("Does it hurt?", None) == 3
 
 
 def test_the_planner_weighs_each_candidate_against_the_users_last_reply():
