@@ -120,3 +120,50 @@ def test_a_cache_file_whose_pages_are_corrupt_is_named_unusable_when_read(tmp_pa
         handle.write(b"\xff" * (path.stat().st_size - page))
     with pytest.raises(ConfigError, match=r"is not a usable dialogue_gym cache \(sqlite3: database disk image is malformed\)"):
         reader.generate([_chat("x")])
+
+
+def _entry(tokens):
+    import numpy as np
+
+    from dialogue_gym.backends.prefix_cache import PrefixEntry
+
+    return PrefixEntry(np.asarray(tokens, dtype=np.int64), [], len(tokens))
+
+
+def test_a_prefix_store_holds_exactly_max_tokens_before_it_evicts():
+    from dialogue_gym.backends.prefix_cache import PrefixKVStore
+
+    store = PrefixKVStore(8)
+    first, second = _entry([1, 2, 3, 4]), _entry([5, 6, 7, 8])
+    assert store.put(first) and store.put(second)
+    assert (len(store), store.tokens) == (2, 8)  # full, not over: nothing evicted
+    assert store.put(_entry([9])) and (len(store), store.tokens) == (2, 5)  # one over: the oldest goes
+    assert store.match([1, 2, 3, 4]) == (None, 0)
+
+
+def test_an_entry_of_exactly_max_tokens_is_stored_and_a_store_of_one_token_is_allowed():
+    from dialogue_gym.backends.prefix_cache import PrefixKVStore
+
+    store = PrefixKVStore(3)
+    assert store.put(_entry([1, 2, 3])) is True and store.tokens == 3
+    assert store.put(_entry([1, 2, 3, 4])) is False and store.tokens == 3
+    assert PrefixKVStore(1).put(_entry([7])) is True
+
+
+def test_a_cleared_store_holds_nothing_and_entries_are_not_shared_by_default():
+    from dialogue_gym.backends.prefix_cache import PrefixKVStore
+
+    store = PrefixKVStore(10)
+    entry = _entry([1, 2])
+    assert entry.shared is False
+    store.put(entry)
+    store.clear()
+    assert (len(store), store.tokens) == (0, 0)
+    assert store.put(_entry(list(range(10)))) and len(store) == 1  # a cleared store takes a full-size entry
+
+
+def test_latency_backend_defaults_to_50_ms_and_refuses_a_bool_or_non_int_batch():
+    assert LatencyBackend(["a"]).latency == 0.05
+    for bad in (True, 2.0, 0):
+        with pytest.raises(ConfigError, match="LatencyBackend: max_batch must be a positive int"):
+            LatencyBackend(["a"], max_batch=bad)
