@@ -13,9 +13,9 @@ from dialogue_gym.scenarios.understanding import (
 )
 
 
-@pytest.mark.parametrize("word", ["upping", "upped"])
-def test_an_inflection_with_a_doubled_consonant_of_a_two_letter_word_is_a_word(word):
-    # "upp" is no word and neither are "uppe"/"uppy": only the doubled-consonant rule (up + p + ing) knows it
+@pytest.mark.parametrize("word", ["upping", "upped", "chatted", "shopping"])
+def test_an_inflection_with_a_doubled_final_consonant_is_a_word(word):
+    # "upp", "chatt" and "shopp" are no words (nor with -e/-y): only the doubled-consonant rule (chat + t + ed) knows them
     assert is_known_word(word) is True
 
 
