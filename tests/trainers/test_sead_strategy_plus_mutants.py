@@ -114,3 +114,8 @@ def test_the_seeds_cli_defaults_are_the_documented_run(monkeypatch):
     monkeypatch.setattr(seeds, "_seeds", lambda args: parsed.append(vars(args)) or 0)
     assert seeds.main([]) == 0
     assert parsed == [{"preset": "cpu-strategy-plus", "seeds": 5, "iterations": None, "eval_episodes": 1200, "out": "runs/sead-seeds", "workers": 2}]
+
+
+def test_the_seeds_cli_refuses_negative_iterations_before_training(capsys):
+    assert seeds.main(["--seeds", "2", "--iterations", "-1", "--workers", "1", "--out", "never-written"]) == 2
+    assert "--iterations must be >= 0, got -1." in capsys.readouterr().err
