@@ -256,3 +256,11 @@ def test_the_planner_weighs_each_candidate_against_the_users_last_reply():
     planner.act(observation, {}, memory)
     # One weighing per candidate turn, each on the opening, the user's one reply so far, and that reply.
     assert len(seen) == 11 and set(map(str, seen)) == {str((merchant["greeting"], 1, [question]))}
+
+
+def test_three_sentences_with_three_acts_is_a_turn_not_a_monologue():
+    # MAX_SENTENCES = 3 and MAX_ACTS = 3 are the most a turn may hold: empathy, a fact (answer), a contact request.
+    turn = "I understand. Down payments start from 15% on most models. Could you share your phone number?"
+    reading = read_turn(turn, AUTO_FACTS, "How much is the down payment?")
+    assert reading.acts == {"empathy", "answer", "contact_request"} and reading.sentences == 3
+    assert "monologue" not in reading.flags
