@@ -204,7 +204,9 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("tests/test_game_base.py", "tests/test_types.py", "tests/scenarios/test_scenario_common.py", "tests/scenarios/test_common_fast_paths.py",
          "tests/test_hostile_patterns.py",
          "tests/envs/test_privileged_channel.py", "tests/envs/test_vector_observations.py", "tests/scenarios/sead/test_sead_acts.py",
-         "tests/scenarios/tracer/test_tracer_acts.py", "tests/scenarios/sead/test_game.py"),
+         "tests/scenarios/tracer/test_tracer_acts.py", "tests/scenarios/sead/test_game.py", "tests/test_game_base_mutants.py",
+         "tests/test_types_mutants.py", "tests/test_spaces_mutants.py", "tests/test_errors_mutants.py",
+         "tests/scenarios/test_scenario_common_mutants.py", "tests/scenarios/test_understanding_mutants.py"),
     ),
     # Environments: the Gymnasium/PettingZoo views over a game, and the registered env ids.
     "envs": (
@@ -221,7 +223,8 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("tests/envs/test_conformance.py", "tests/envs/test_determinism.py", "tests/envs/test_determinism_all_views.py",
          "tests/envs/test_tracer_envs.py", "tests/envs/test_rlada_determinism.py", "tests/envs/test_hostile_reset_options.py",
          "tests/envs/test_privileged_channel.py", "tests/scenarios/rlada/test_rlada_banking_v1.py",
-         "tests/scenarios/sead/test_sead_hostile_output.py", "tests/scenarios/tracer/test_tracer_hostile_output.py"),
+         "tests/scenarios/sead/test_sead_hostile_output.py", "tests/scenarios/tracer/test_tracer_hostile_output.py",
+         "tests/envs/test_env_ids_mutants.py"),
     ),
     "simulators": (
         ("dialogue_gym/simulators/base.py", "dialogue_gym/simulators/llm.py", "dialogue_gym/simulators/named.py"),
@@ -235,12 +238,13 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("tests/backends/test_cache.py", "tests/backends/test_cache_corrupt_file.py", "tests/backends/test_canned_backend.py",
          "tests/backends/test_latency_backend.py", "tests/backends/test_make_backend.py", "tests/backends/test_kv_buffers.py",
          "tests/backends/test_prefix_cache.py", "tests/backends/test_vllm_backend.py", "tests/backends/test_openai_backend.py",
-         "tests/test_evaluation_batching.py", "tests/trainers/test_common_sft.py"),
+         "tests/test_evaluation_batching.py", "tests/trainers/test_common_sft.py", "tests/backends/test_backends_mutants.py"),
     ),
     "openai": (
         ("dialogue_gym/backends/openai_compat.py",),
         ("tests/backends/test_openai_backend.py", "tests/backends/test_openai_fault_tolerance.py", "tests/backends/test_openai_hostile_server.py",
-         "tests/backends/test_openai_redaction.py", "tests/backends/test_openai_retry_after.py", "tests/test_spec_constants.py"),
+         "tests/backends/test_openai_redaction.py", "tests/backends/test_openai_retry_after.py", "tests/test_spec_constants.py",
+         "tests/backends/test_openai_mutants.py"),
     ),
     "local_models": (
         ("dialogue_gym/backends/transformers_backend.py", "dialogue_gym/backends/row_sampler.py", "dialogue_gym/backends/vllm_backend.py"),
@@ -259,7 +263,8 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "cli": (
         ("dialogue_gym/cli.py",),
-        ("tests/test_cli.py", "tests/test_cli_help.py", "tests/test_cli_inputs.py", "tests/test_cli_sealed.py", "tests/test_rlada_cli.py"),
+        ("tests/test_cli.py", "tests/test_cli_help.py", "tests/test_cli_inputs.py", "tests/test_cli_sealed.py", "tests/test_rlada_cli.py",
+         "tests/test_cli_mutants.py"),
     ),
     # The trainers: shared pieces, the decision-point GRPO, and each scenario's trainer.
     "trainers_common": (
