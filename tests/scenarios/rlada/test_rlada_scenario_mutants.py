@@ -310,3 +310,10 @@ def test_the_domains_vocabulary_holds_words_not_numbers_decimals_included():
     # The customer data holds "4.5" (a decimal token): it is a number, not a word the reader should know.
     assert "4.5" in json.dumps(domain.customer) + json.dumps(domain.bank) + json.dumps([i.vague for i in domain.intents])
     assert [word for word in vocabulary(domain) if word[:1].isdigit()] == []
+
+
+def test_an_amount_said_without_the_dollar_sign_or_trailing_zeros_grounds_a_turn():
+    # $42.80 said as "42.8", $42.00 as "42"; a turn without the amount is not grounded by it.
+    assert grounded("It was 42.8 at the shop.", {"amount": 42.80}) is True
+    assert grounded("It was 42 at the shop.", {"amount": 42.0}) is True
+    assert grounded("No idea what it was.", {"amount": 42.80}) is False
