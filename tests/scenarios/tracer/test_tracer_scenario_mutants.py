@@ -264,3 +264,36 @@ def test_three_sentences_with_three_acts_is_a_turn_not_a_monologue():
     reading = read_turn(turn, AUTO_FACTS, "How much is the down payment?")
     assert reading.acts == {"empathy", "answer", "contact_request"} and reading.sentences == 3
     assert "monologue" not in reading.flags
+
+
+# -- the health rules file --------------------------------------------------------------------------------
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from dialogue_gym.errors import ScenarioError  # noqa: E402
+from dialogue_gym.scenarios.tracer.health import DEFAULT_HEALTH_FILE  # noqa: E402
+
+
+def _rules_file(tmp_path, **fields):
+    path = Path(tmp_path) / "health.json"
+    path.write_text(json.dumps({**json.loads(DEFAULT_HEALTH_FILE.read_text()), **fields}))
+    return str(path)
+
+
+@pytest.mark.parametrize("run", [2, 15])
+def test_a_same_reply_run_at_either_end_of_its_range_loads(tmp_path, run):
+    assert load_health_rules(_rules_file(tmp_path, same_reply_run=run)).same_reply_run == run
+
+
+@pytest.mark.parametrize("run", [1, 16, True, 3.0])
+def test_a_same_reply_run_outside_its_range_is_a_typed_error(tmp_path, run):
+    with pytest.raises(ScenarioError, match="same_reply_run"):
+        load_health_rules(_rules_file(tmp_path, same_reply_run=run))
+
+
+@pytest.mark.parametrize("voices", [None, ["x"], {"assistant": ["x"]}, {"assistant": ["x"], "user": ["y"], "judge": ["z"]}])
+def test_role_voice_must_map_exactly_both_roles(tmp_path, voices):
+    with pytest.raises(ScenarioError, match="role_voice"):
+        load_health_rules(_rules_file(tmp_path, role_voice=voices))
