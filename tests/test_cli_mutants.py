@@ -34,3 +34,8 @@ def test_compare_notes_runs_that_differ_in_agent_kwargs(tmp_path, capsys):
     capsys.readouterr()
     assert main(["compare", str(a), str(b)]) == 0
     assert "note: the runs differ in agent_kwargs: None vs {'temperature': 0.5}" in capsys.readouterr().out
+
+
+def test_agent_kwargs_without_a_module_class_agent_is_a_one_line_error(capsys):
+    assert main(["eval", "SEAD-Outbound-v0", "--agent", "sop", "--agent-kwargs", "{}", "--episodes", "1", "--quiet"]) == 2
+    assert "--agent-kwargs are the keyword arguments of an agent given as module:Class; --agent 'sop' names none" in capsys.readouterr().err
