@@ -39,3 +39,17 @@ def test_compare_notes_runs_that_differ_in_agent_kwargs(tmp_path, capsys):
 def test_agent_kwargs_without_a_module_class_agent_is_a_one_line_error(capsys):
     assert main(["eval", "SEAD-Outbound-v0", "--agent", "sop", "--agent-kwargs", "{}", "--episodes", "1", "--quiet"]) == 2
     assert "--agent-kwargs are the keyword arguments of an agent given as module:Class; --agent 'sop' names none" in capsys.readouterr().err
+
+
+def test_a_sealed_audit_saves_itself_as_sealed_and_its_progress_bar_ends_full(tmp_path, capsys):
+    import re
+
+    path = tmp_path / "audit.json"
+    main(["audit", "SEAD-Outbound-v0", "--episodes", "1", "--sealed", "--save", str(path)])  # 1 episode: bounds not meant to hold
+    err = capsys.readouterr().err
+    provenance = json.loads(path.read_text())["provenance"]
+    assert (provenance["sealed"], provenance["replay"], provenance["seed"]) == (True, False, None)
+    assert len(provenance["secret"]) == 32
+    # the bar counts every player: fair baselines, ceiling, degenerate policies and sealed probes
+    done, total = re.findall(r"(\d+)/(\d+) \[", err)[-1]
+    assert done == total
