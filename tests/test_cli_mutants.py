@@ -2,6 +2,8 @@
 table's pass^k rows, and compare's note on runs with different agent kwargs."""
 
 import json
+import re
+from datetime import datetime
 
 from dialogue_gym.cli import main
 
@@ -42,14 +44,14 @@ def test_agent_kwargs_without_a_module_class_agent_is_a_one_line_error(capsys):
 
 
 def test_a_sealed_audit_saves_itself_as_sealed_and_its_progress_bar_ends_full(tmp_path, capsys):
-    import re
-
     path = tmp_path / "audit.json"
     main(["audit", "SEAD-Outbound-v0", "--episodes", "1", "--sealed", "--save", str(path)])  # 1 episode: bounds not meant to hold
     err = capsys.readouterr().err
     provenance = json.loads(path.read_text())["provenance"]
     assert (provenance["sealed"], provenance["replay"], provenance["seed"]) == (True, False, None)
     assert len(provenance["secret"]) == 32
+    wall = (datetime.fromisoformat(provenance["finished"]) - datetime.fromisoformat(provenance["started"])).total_seconds()
+    assert 0 <= provenance["seconds"] <= wall + 1  # the run's own duration (the stamps have whole seconds)
     # the bar counts every player: fair baselines, ceiling, degenerate policies and sealed probes
     done, total = re.findall(r"(\d+)/(\d+) \[", err)[-1]
     assert done == total
