@@ -317,3 +317,17 @@ def test_an_amount_said_without_the_dollar_sign_or_trailing_zeros_grounds_a_turn
     assert grounded("It was 42.8 at the shop.", {"amount": 42.80}) is True
     assert grounded("It was 42 at the shop.", {"amount": 42.0}) is True
     assert grounded("No idea what it was.", {"amount": 42.80}) is False
+
+
+def test_the_asserted_claim_is_the_first_worry_line_the_reader_takes_as_an_assertion():
+    observation = {"intent": 0, "messages": []}  # no prompt: the default facts (Monday, the shop, card 0000)
+    # The first check_card_status worry is understood and asserted (no hedge); the policy takes it.
+    assert rlada_audit._asserted_claim(observation) == "On Monday at the shop my card was declined at the till."
+
+
+def test_a_keyword_router_with_its_explanation_replaced_still_looks_up_and_routes_first():
+    policy = rlada_audit.KeywordWith(explain="Ok, all done.")
+    memory = {}
+    action = json.loads(policy.act(_call("I was charged twice for $20 at the cafe on Monday."), {}, memory))
+    assert (action["action_type"], action["content"]) == ("tool_call", "lookup_account")
+    assert memory["route"] == "dispute_charge"
