@@ -1,8 +1,11 @@
-"""Command-line behaviours the other CLI tests leave open: a replay's saved provenance, the headline
-table's pass^k rows, and compare's note on runs with different agent kwargs."""
+"""Command-line behaviours the other CLI tests leave open: sealed and replayed runs' saved provenance,
+the headline table's pass^k rows, compare's note on agent kwargs, --agent-kwargs without a class, the
+audit's progress bar and duration, serve's flags and exit status, and view's size in megabytes."""
 
 import json
 import re
+import sys
+import types
 from datetime import datetime
 
 from dialogue_gym.cli import main
@@ -55,3 +58,23 @@ def test_a_sealed_audit_saves_itself_as_sealed_and_its_progress_bar_ends_full(tm
     # the bar counts every player: fair baselines, ceiling, degenerate policies and sealed probes
     done, total = re.findall(r"(\d+)/(\d+) \[", err)[-1]
     assert done == total
+
+
+def test_serve_hands_its_flags_to_the_server_and_exits_0_when_it_stops(monkeypatch):
+    calls = []
+    # a stand-in for the server module (importing the real one costs seconds): serve() returns when the server stops
+    server = types.SimpleNamespace(serve=lambda *args, **kwargs: calls.append((args, kwargs)))
+    monkeypatch.setitem(sys.modules, "dialogue_gym.integrations.openenv_server", server)
+    assert main(["serve", "SEAD-Outbound-v0", "--max-sessions", "3", "--env-kwargs", '{"max_agent_turns": 4}']) == 0
+    [(args, kwargs)] = calls
+    assert args == ("SEAD-Outbound-v0",) and kwargs["max_sessions"] == 3 and kwargs["env_kwargs"] == {"max_agent_turns": 4}
+
+
+def test_view_reports_the_pages_size_in_megabytes(tmp_path, capsys):
+    run, page = tmp_path / "run.jsonl", tmp_path / "run.html"
+    assert main(["eval", "SEAD-Outbound-v0", "--agent", "sop", "--episodes", "24", "--out", str(run), "--quiet", "--bootstrap", "0"]) == 0
+    capsys.readouterr()
+    assert main(["view", str(run)]) == 0
+    size = page.stat().st_size
+    assert size > 200_000  # big enough that a wrong unit shows in the first decimal
+    assert f"24 dialogues written to {page} ({size / 1_000_000:.1f} MB); open it in a browser" in capsys.readouterr().out
