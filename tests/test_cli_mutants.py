@@ -78,3 +78,9 @@ def test_view_reports_the_pages_size_in_megabytes(tmp_path, capsys):
     size = page.stat().st_size
     assert size > 200_000  # big enough that a wrong unit shows in the first decimal
     assert f"24 dialogues written to {page} ({size / 1_000_000:.1f} MB); open it in a browser" in capsys.readouterr().out
+
+
+def test_eval_draws_1000_bootstrap_resamples_by_default(tmp_path):
+    path = tmp_path / "results.json"
+    assert main(["eval", "SEAD-Outbound-v0", "--agent", "sop", "--episodes", "2", "--save", str(path), "--quiet"]) == 0
+    assert json.loads(path.read_text())["provenance"]["bootstrap"]["resamples"] == 1000
