@@ -297,3 +297,18 @@ def test_a_same_reply_run_outside_its_range_is_a_typed_error(tmp_path, run):
 def test_role_voice_must_map_exactly_both_roles(tmp_path, voices):
     with pytest.raises(ScenarioError, match="role_voice"):
         load_health_rules(_rules_file(tmp_path, role_voice=voices))
+
+
+def test_the_user_audits_fixed_policies_say_what_their_descriptions_say():
+    says = {name: (what, say) for name, _, what, say in tracer_audit._tracer_says()}
+    # The user's chat view: the assistant's lines come as "user" messages (audit.last_heard).
+    heard = {"messages": [{"role": "assistant", "content": "Hi."}, {"role": "user", "content": "Our specialists are free today."}]}
+    rng = random.Random(0)
+
+    def move(name):
+        return parse_user_output(says[name][1](heard, 1, rng), -1)
+
+    assert "at level 3" in says["echo"][0] and (move("echo").reply, move("echo").intent_level) == ("Our specialists are free today.", 3)
+    assert "at level 3" in says["fixed_line"][0] and move("fixed_line").intent_level == 3
+    assert "at level 2" in says["constant_level"][0] and (move("constant_level").reply, move("constant_level").intent_level) == ("Not sure yet.", 2)
+    assert (move("hang_up").reply, move("hang_up").intent_level) == ("", 0)
