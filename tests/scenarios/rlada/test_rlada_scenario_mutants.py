@@ -2,11 +2,48 @@
 tests left open (found by mutation testing, issue 43 item 6). Expected values are worked out by hand
 from the data files and rules, not copied from the code's output."""
 
-from dialogue_gym.scenarios.rlada.agents import AlwaysEscalateAgent, KeywordRouterAgent, OracleAgent, PhraseMatchAgent, RandomAgent
+import json
+import random
+
+from dialogue_gym.scenarios.rlada import audit as rlada_audit
+from dialogue_gym.scenarios.rlada.agents import (
+    CLARIFY,
+    AlwaysEscalateAgent,
+    KeywordRouterAgent,
+    OracleAgent,
+    PhraseMatchAgent,
+    RandomAgent,
+    clarify,
+    explains,
+    explanation,
+    fills,
+    phrasebook,
+    template_parts,
+    tool_args,
+)
+from dialogue_gym.scenarios.rlada.bank import generate_bank
+from dialogue_gym.scenarios.rlada.cues import (
+    active_cues,
+    concealment,
+    fact_strings,
+    grounded,
+    names_intent,
+)
 from dialogue_gym.scenarios.rlada.customers import ScriptedCustomer, WithholdingCustomer
 from dialogue_gym.scenarios.rlada.data import load_domain
-from dialogue_gym.scenarios.rlada.planner import PlannerCustomer
+from dialogue_gym.scenarios.rlada.planner import (
+    GUESSED_BANK_SEED,
+    STYLES,
+    PlannerCustomer,
+)
 from dialogue_gym.scenarios.rlada.policies import make_policy
+from dialogue_gym.scenarios.rlada.prompts import customer_system_prompt
+from dialogue_gym.scenarios.rlada.reading import (
+    own_tools,
+    quoted_values,
+    read_agent_turn,
+    spoken_claims,
+)
 
 CANNED = {"name": "canned", "replies": ["Hi."]}
 
@@ -45,9 +82,7 @@ def test_an_llm_customer_stops_at_a_blank_line_and_an_llm_agent_has_no_stop():
 
 
 # -- agents: arguments read from the call, explanations, the fair ceiling's template matching -------------
-import json  # noqa: E402
 
-from dialogue_gym.scenarios.rlada.agents import CLARIFY, clarify, explanation, fills, template_parts, tool_args  # noqa: E402
 
 LOOKUP = {
     "cards": [{"card_id": "CARD-A", "last4": "1111", "virtual": False}, {"card_id": "CARD-B", "last4": "2222", "virtual": False}],
@@ -94,7 +129,6 @@ def test_template_pieces_may_not_overlap_in_the_text():
 
 
 # -- cues -------------------------------------------------------------------------------------------------
-from dialogue_gym.scenarios.rlada.cues import active_cues, concealment, grounded, names_intent  # noqa: E402
 
 
 def test_active_cues_index_the_domains_cue_names():
@@ -122,7 +156,6 @@ def test_the_card_digits_ground_a_turn():
 
 
 # -- reading ----------------------------------------------------------------------------------------------
-from dialogue_gym.scenarios.rlada.reading import own_tools, quoted_values, read_agent_turn, spoken_claims  # noqa: E402
 
 
 def test_a_negation_just_before_the_claim_cancels_it_and_one_at_the_sentence_start_does_not():
@@ -159,7 +192,6 @@ def test_an_intents_own_tool_is_among_its_own_tools_even_when_its_lines_carry_no
 
 
 # -- the planner customer (the customer audit's fair ceiling) ----------------------------------------------
-from dialogue_gym.scenarios.rlada.planner import GUESSED_BANK_SEED, STYLES  # noqa: E402
 
 
 class _Said:
@@ -211,9 +243,6 @@ def test_the_planner_plays_the_best_rehearsed_style_and_the_earlier_one_on_a_tie
 
 
 # -- the audit's customer and agent policies --------------------------------------------------------------
-import random  # noqa: E402
-
-from dialogue_gym.scenarios.rlada import audit as rlada_audit  # noqa: E402
 
 
 def test_fresh_worries_go_round_the_other_tools_then_take_each_ones_next_line():
@@ -242,9 +271,6 @@ def test_questions_then_route_escalates_when_the_reply_carries_no_cue():
 
 
 # -- the customer's prompt ------------------------------------------------------------------------------------
-from dialogue_gym.scenarios.rlada.bank import generate_bank  # noqa: E402
-from dialogue_gym.scenarios.rlada.cues import fact_strings  # noqa: E402
-from dialogue_gym.scenarios.rlada.prompts import customer_system_prompt  # noqa: E402
 
 
 def test_the_customer_prompt_fills_its_problem_and_lists_the_facts_the_audit_reads_back():
@@ -280,7 +306,6 @@ def test_the_routed_tool_is_called_even_when_the_lookup_gave_no_result():
 
 
 # -- the fair ceiling's phrase matching --------------------------------------------------------------------
-from dialogue_gym.scenarios.rlada.agents import explains, phrasebook  # noqa: E402
 
 LINKING = "i found my old card and want to link it back to my account in the app."  # card_linking's direct line
 OTHER_WORRY = "i wonder if the cafe charged me twice on monday."  # a dispute_charge side worry, filled

@@ -2,8 +2,33 @@
 tests left open (found by mutation testing, issue 43 item 6). Expected values are worked out by hand
 from the phrase tables, not copied from the code's output."""
 
-from dialogue_gym.scenarios.sead.agents import PHRASES, AdaptiveAgent
-from dialogue_gym.scenarios.sead.parsing import parse_agent_output
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from dialogue_gym import audit as generic_audit
+from dialogue_gym.errors import ScenarioError
+from dialogue_gym.scenarios.sead import audit as sead_audit
+from dialogue_gym.scenarios.sead.acts import analyze
+from dialogue_gym.scenarios.sead.agents import (
+    PHRASES,
+    SOP_SCRIPT,
+    AdaptiveAgent,
+    InformedAgent,
+    SopAgent,
+    voiced_state,
+)
+from dialogue_gym.scenarios.sead.data import DATA_DIR, load_behaviors, load_campaign
+from dialogue_gym.scenarios.sead.health import (
+    agent_turn_health,
+    load_health_rules,
+    user_turn_health,
+)
+from dialogue_gym.scenarios.sead.parsing import AgentMove, UserMove, parse_agent_output
+from dialogue_gym.scenarios.sead.prompts import caller_turn, caller_words
+from dialogue_gym.scenarios.sead.state import UserState
 
 
 def _adaptive_lines(owner_lines):
@@ -66,16 +91,6 @@ def test_the_informed_name_builds_the_unprivileged_fair_ceiling():
 
 
 # -- health: the rules file's bounds, and the owner turn's checks --------------------------------------------
-import json  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import pytest  # noqa: E402
-
-from dialogue_gym.errors import ScenarioError  # noqa: E402
-from dialogue_gym.scenarios.sead.data import DATA_DIR, load_behaviors, load_campaign  # noqa: E402
-from dialogue_gym.scenarios.sead.health import agent_turn_health, load_health_rules, user_turn_health  # noqa: E402
-from dialogue_gym.scenarios.sead.parsing import AgentMove, UserMove  # noqa: E402
-from dialogue_gym.scenarios.sead.state import UserState  # noqa: E402
 
 
 def _rules_with(tmp_path, **fields):
@@ -146,7 +161,6 @@ def test_a_caller_turn_in_plain_text_is_out_of_format_even_with_an_estimate():
 
 
 # -- acts: the recogniser's "crammed" rule counts real words only ---------------------------------------------
-from dialogue_gym.scenarios.sead.acts import analyze  # noqa: E402
 
 
 def test_a_made_up_word_adds_nothing_to_a_two_act_sentences_word_count():
@@ -167,10 +181,6 @@ def test_sixty_words_is_still_a_turn_and_sixty_one_a_monologue():
 
 
 # -- audit: the text policies' lines by turn -------------------------------------------------------------------
-import random  # noqa: E402
-
-from dialogue_gym import audit as generic_audit  # noqa: E402
-from dialogue_gym.scenarios.sead import audit as sead_audit  # noqa: E402
 
 
 def _heard(line):
@@ -219,7 +229,6 @@ def test_the_saved_audit_results_were_made_with_the_audits_fair_order_and_gap():
 
 
 # -- the SOP agent: after the script it repeats the walkthrough, not the opening -----------------------------
-from dialogue_gym.scenarios.sead.agents import SOP_SCRIPT, SopAgent  # noqa: E402
 
 
 def test_the_sop_agent_reads_its_script_then_loops_over_the_walkthrough_part():
@@ -231,7 +240,6 @@ def test_the_sop_agent_reads_its_script_then_loops_over_the_walkthrough_part():
 
 
 # -- the informed agent (SEAD's fair ceiling): the state the owner's words voice, and help it remembers -------
-from dialogue_gym.scenarios.sead.agents import InformedAgent, voiced_state  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -278,7 +286,6 @@ def test_a_step_inside_an_offer_is_a_readiness_question_not_an_instruction():
 
 
 # -- prompts and data ---------------------------------------------------------------------------------------
-from dialogue_gym.scenarios.sead.prompts import caller_turn, caller_words  # noqa: E402
 
 
 def test_caller_words_undo_caller_turn_and_leave_a_message_without_a_note_as_it_is():

@@ -3,7 +3,48 @@ policies and synthetic generator that the older tests left open (found by mutati
 item 6). Expected values are worked out by hand from the data files and rules, not copied from the
 code's output."""
 
+import dataclasses
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from dialogue_gym.errors import ScenarioError
+from dialogue_gym.scenarios.tracer import audit as tracer_audit
+from dialogue_gym.scenarios.tracer.acts import (
+    read_turn,
+    relevant_facts,
+    reply_problem,
+    states_fact,
+)
+from dialogue_gym.scenarios.tracer.assistants import (
+    ConsultativeAssistant,
+    PhraseAssistant,
+    PlannerAssistant,
+    SopAssistant,
+)
+from dialogue_gym.scenarios.tracer.data import (
+    ReferenceSet,
+    load_phrases,
+    load_sessions,
+    load_world,
+)
+from dialogue_gym.scenarios.tracer.health import (
+    DEFAULT_HEALTH_FILE,
+    assistant_turn_health,
+    load_health_rules,
+    user_turn_health,
+)
+from dialogue_gym.scenarios.tracer.parsing import (
+    AssistantMove,
+    UserMove,
+    parse_assistant_output,
+    parse_user_output,
+    render_user_output,
+)
 from dialogue_gym.scenarios.tracer.policies import make_policy
+from dialogue_gym.scenarios.tracer.prompts import describe_user
 
 CANNED = {"name": "canned", "replies": ["Hi."]}
 
@@ -26,8 +67,6 @@ def test_eager_and_reluctant_users_follow_their_own_schedules():
 
 
 # -- health: the user turn's rules and the assistant's voice ------------------------------------------------
-from dialogue_gym.scenarios.tracer.health import assistant_turn_health, load_health_rules, user_turn_health  # noqa: E402
-from dialogue_gym.scenarios.tracer.parsing import AssistantMove, UserMove, parse_user_output, render_user_output  # noqa: E402
 
 
 def _user(reply, level=3):
@@ -68,7 +107,6 @@ def test_the_assistant_is_checked_against_the_assistants_own_role_voice():
 
 
 # -- parsing ---------------------------------------------------------------------------------------------
-from dialogue_gym.scenarios.tracer.parsing import parse_assistant_output  # noqa: E402
 
 
 def test_an_out_of_range_level_in_the_exact_format_falls_back_and_is_flagged():
@@ -87,13 +125,6 @@ def test_a_closing_response_tag_before_the_opening_one_is_not_its_close():
 
 
 # -- assistants ------------------------------------------------------------------------------------------
-from dialogue_gym.scenarios.tracer.assistants import (  # noqa: E402
-    ConsultativeAssistant,
-    PhraseAssistant,
-    PlannerAssistant,
-    SopAssistant,
-)
-from dialogue_gym.scenarios.tracer.data import load_phrases, load_world  # noqa: E402
 
 
 def _merchant(industry):
@@ -144,7 +175,6 @@ def test_the_planner_weighs_its_candidate_turns_on_copies_of_its_memory():
 
 
 # -- acts: what the user asked, which facts a line is about, what a stated fact needs, copied replies ------
-from dialogue_gym.scenarios.tracer.acts import read_turn, relevant_facts, reply_problem, states_fact  # noqa: E402
 
 AUTO_FACTS = tuple(_merchant("automotive")["facts"])  # 0 test drives, 1 down payments, 2 models, 3 showroom
 
@@ -175,10 +205,6 @@ def test_a_reply_held_inside_the_assistants_line_copies_it_as_much_as_one_holdin
 
 
 # -- audit policies and prompts ---------------------------------------------------------------------------
-import random  # noqa: E402
-
-from dialogue_gym.scenarios.tracer import audit as tracer_audit  # noqa: E402
-from dialogue_gym.scenarios.tracer.prompts import describe_user  # noqa: E402
 
 
 def _system(content):
@@ -206,9 +232,6 @@ def test_a_user_is_described_by_the_labels_of_its_profile_fields():
 
 
 # -- data -------------------------------------------------------------------------------------------------
-import dataclasses  # noqa: E402
-
-from dialogue_gym.scenarios.tracer.data import ReferenceSet, load_sessions  # noqa: E402
 
 
 def test_a_reference_set_is_synthetic_only_when_every_session_is():
@@ -267,13 +290,6 @@ def test_three_sentences_with_three_acts_is_a_turn_not_a_monologue():
 
 
 # -- the health rules file --------------------------------------------------------------------------------
-import json  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import pytest  # noqa: E402
-
-from dialogue_gym.errors import ScenarioError  # noqa: E402
-from dialogue_gym.scenarios.tracer.health import DEFAULT_HEALTH_FILE  # noqa: E402
 
 
 def _rules_file(tmp_path, **fields):
