@@ -1,5 +1,7 @@
 """Backend plumbing the other backend tests leave open: requests and sampling settings are frozen
-values, a request's stop strings are checked, and LatencyBackend's argument bounds and defaults."""
+values, a request's stop strings are checked, LatencyBackend's bounds and defaults, cache-layer growth,
+the prefix store's bounds, the record cache's overwrites and corrupt pages, and the tiny model's padding,
+seed and corpus."""
 
 import dataclasses
 import math
@@ -167,3 +169,30 @@ def test_latency_backend_defaults_to_50_ms_and_refuses_a_bool_or_non_int_batch()
     for bad in (True, 2.0, 0):
         with pytest.raises(ConfigError, match="LatencyBackend: max_batch must be a positive int"):
             LatencyBackend(["a"], max_batch=bad)
+
+
+def test_the_tiny_model_pads_on_the_left_and_its_weights_follow_the_seed(tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from dialogue_gym.backends.tiny import build_tiny_chat_model
+
+    shape = {"vocab_size": 300, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2}
+    folders = [build_tiny_chat_model(tmp_path / name, seed=seed, **shape) for name, seed in (("a", 0), ("b", 0), ("c", 1))]
+    assert transformers.AutoTokenizer.from_pretrained(folders[0]).padding_side == "left"  # batched prompts end where generation starts
+    weights = [transformers.AutoModelForCausalLM.from_pretrained(folder).state_dict() for folder in folders]
+    name = "model.embed_tokens.weight"
+    assert torch.equal(weights[0][name], weights[1][name]) and not torch.equal(weights[0][name], weights[2][name])
+
+
+def test_the_tiny_tokenizer_learns_the_extra_corpus(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    from dialogue_gym.backends.tiny import build_tiny_chat_model
+
+    def tokens(folder):
+        return transformers.AutoTokenizer.from_pretrained(folder)("zqxv", add_special_tokens=False)["input_ids"]
+
+    shape = {"vocab_size": 300, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2}
+    plain = build_tiny_chat_model(tmp_path / "plain", seed=0, **shape)
+    taught = build_tiny_chat_model(tmp_path / "taught", seed=0, corpus=["zqxv"] * 50, **shape)
+    assert len(tokens(plain)) == 4 and len(tokens(taught)) == 1  # byte by byte, then one merged token
