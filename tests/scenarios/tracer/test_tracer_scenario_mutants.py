@@ -328,3 +328,5 @@ def test_the_user_audits_fixed_policies_say_what_their_descriptions_say():
     assert "at level 3" in says["fixed_line"][0] and move("fixed_line").intent_level == 3
     assert "at level 2" in says["constant_level"][0] and (move("constant_level").reply, move("constant_level").intent_level) == ("Not sure yet.", 2)
     assert (move("hang_up").reply, move("hang_up").intent_level) == ("", 0)
+    made_up = move("made_up_words")
+    assert says["made_up_words"][0].startswith("six made-up words") and len(made_up.reply.split()) == 6 and made_up.intent_level in (2, 3)
