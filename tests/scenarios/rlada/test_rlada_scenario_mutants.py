@@ -328,12 +328,21 @@ def test_phrase_match_sets_acknowledgements_aside_when_matching_the_customers_tu
     assert agent.candidates(observation) == ["card_linking"]
 
 
-def test_the_domains_vocabulary_holds_words_not_numbers_decimals_included():
+def test_the_domains_vocabulary_holds_words_not_numbers_decimals_included(tmp_path):
+    import shutil
+
+    from dialogue_gym.scenarios.rlada.data import DATA_DIR
     from dialogue_gym.scenarios.rlada.reading import vocabulary
 
-    domain = load_domain()
-    # The customer data holds "4.5" (a decimal token): it is a number, not a word the reader should know.
-    assert "4.5" in json.dumps(domain.customer) + json.dumps(domain.bank) + json.dumps([i.vague for i in domain.intents])
+    # A customer line holding a thousands-separated amount and a decimal: "1,250" and "4.5" are numbers,
+    # not words the reader should know (tokens() keeps each as one token starting with a digit).
+    data = tmp_path / "data"
+    shutil.copytree(DATA_DIR, data)
+    customer = json.loads((data / "customer.json").read_text())
+    customer["acknowledgements"].append("Thanks, so 1,250 dollars at 4.5 percent, got it.")
+    (data / "customer.json").write_text(json.dumps(customer))
+    domain = load_domain(data)
+    assert {"thanks", "dollars", "percent"} <= vocabulary(domain)
     assert [word for word in vocabulary(domain) if word[:1].isdigit()] == []
 
 
