@@ -136,7 +136,7 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "audit": (
         ("dialogue_gym/audit.py",),
-        ("tests/test_audit_ties.py", "tests/test_audit.py", "tests/test_cli.py"),  # test_cli: the saved audit
+        ("tests/test_audit_ties.py", "tests/test_audit.py", "tests/test_cli.py", "tests/test_audit_mutants.py"),  # test_cli: the saved audit
     ),
     "trl": (
         ("dialogue_gym/integrations/trl.py", "dialogue_gym/integrations/common.py"),
@@ -248,7 +248,8 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "local_models": (
         ("dialogue_gym/backends/transformers_backend.py", "dialogue_gym/backends/row_sampler.py", "dialogue_gym/backends/vllm_backend.py"),
-        ("tests/backends/test_transformers_backend.py", "tests/backends/test_row_sampler.py", "tests/backends/test_vllm_backend.py"),
+        ("tests/backends/test_transformers_backend.py", "tests/backends/test_row_sampler.py", "tests/backends/test_vllm_backend.py",
+         "tests/backends/test_vllm_mutants.py"),
     ),
     # Training-library integrations, distributed rollouts and the command line.
     "integrations": (
