@@ -304,3 +304,13 @@ def test_the_cue_salad_gives_the_third_step_once_the_owner_confirmed_two():
     # "app is open" and "tapped": two steps done, so the claim step's cue leads the salad.
     said = sead_audit.ResolvingCueSalad()(_heard("The app is open and I tapped it. What is next?"), 4, random.Random(0))
     assert said.startswith(sead_audit.STEP_CUES[2] + " ")
+
+
+def test_the_shared_behaviors_and_campaign_cannot_be_changed_in_place():
+    # load_behaviors and load_campaign are memoised: every game shares one object, so none may alter it.
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        load_behaviors()["IV1"].category = "Cost_Concerns"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        load_campaign().agent_name = "Bob"
