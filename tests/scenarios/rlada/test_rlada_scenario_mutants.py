@@ -5,6 +5,8 @@ from the data files and rules, not copied from the code's output."""
 import json
 import random
 
+import pytest
+
 from dialogue_gym.scenarios.rlada import audit as rlada_audit
 from dialogue_gym.scenarios.rlada.agents import (
     CLARIFY,
@@ -365,3 +367,19 @@ def test_a_keyword_router_with_its_explanation_replaced_still_looks_up_and_route
     action = json.loads(policy.act(_call("I was charged twice for $20 at the cafe on Monday."), {}, memory))
     assert (action["action_type"], action["content"]) == ("tool_call", "lookup_account")
     assert memory["route"] == "dispute_charge"
+
+
+@pytest.mark.parametrize("value", ["2", None, 0, True])
+def test_reveal_after_must_be_an_int_of_at_least_one(tmp_path, value):
+    import shutil
+
+    from dialogue_gym.errors import ScenarioError
+    from dialogue_gym.scenarios.rlada.data import DATA_DIR
+
+    data = tmp_path / "data"
+    shutil.copytree(DATA_DIR, data)
+    customer = json.loads((data / "customer.json").read_text())
+    customer["reveal_after"]["vague"] = value
+    (data / "customer.json").write_text(json.dumps(customer))
+    with pytest.raises(ScenarioError, match=r"reveal_after\.vague must be an int >= 1"):
+        load_domain(data)

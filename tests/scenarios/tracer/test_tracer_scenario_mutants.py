@@ -330,3 +330,13 @@ def test_the_user_audits_fixed_policies_say_what_their_descriptions_say():
     assert (move("hang_up").reply, move("hang_up").intent_level) == ("", 0)
     made_up = move("made_up_words")
     assert says["made_up_words"][0].startswith("six made-up words") and len(made_up.reply.split()) == 6 and made_up.intent_level in (2, 3)
+
+
+def test_a_user_turn_with_an_empty_rationale_loads(tmp_path):
+    from dialogue_gym.scenarios.tracer.data import DEFAULT_SESSIONS_FILE
+
+    record = json.loads(DEFAULT_SESSIONS_FILE.read_text(encoding="utf-8").splitlines()[0])
+    record["turns"][1]["rationale"] = ""  # the first user turn: its reasoning left out
+    path = tmp_path / "sessions.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    assert load_sessions(path).sessions[0].turns[1].rationale == ""
