@@ -383,3 +383,16 @@ def test_reveal_after_must_be_an_int_of_at_least_one(tmp_path, value):
     (data / "customer.json").write_text(json.dumps(customer))
     with pytest.raises(ScenarioError, match=r"reveal_after\.vague must be an int >= 1"):
         load_domain(data)
+
+
+def test_reveal_after_of_one_loads(tmp_path):
+    import shutil
+
+    from dialogue_gym.scenarios.rlada.data import DATA_DIR
+
+    data = tmp_path / "data"
+    shutil.copytree(DATA_DIR, data)
+    customer = json.loads((data / "customer.json").read_text())
+    customer["reveal_after"]["vague"] = 1
+    (data / "customer.json").write_text(json.dumps(customer))
+    assert load_domain(data).customer["reveal_after"]["vague"] == 1
