@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
@@ -116,8 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.sead_clone_factors import setup
     from dialogue_gym.backends.transformers_backend import TransformersBackend
 
-    scratch = Path(args.out.parent if args.out else ".") / ".sead_clone_errors"
-    config, _, _, held = setup(args.base, scratch, eval_episodes=args.eval_episodes)
+    with tempfile.TemporaryDirectory() as scratch:  # setup's run folder: only the teacher's dialogues are kept
+        config, _, _, held = setup(args.base, Path(scratch), eval_episodes=args.eval_episodes)
     torch.set_num_threads(1)
     turns = [teacher_repeats(chat) for chat in held]
     print(f"{len(held)} held-out teacher dialogues, {sum(t for t, _ in turns)} turns; the teacher itself repeats a phrase it said earlier "

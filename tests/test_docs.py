@@ -488,3 +488,16 @@ def test_the_viewer_page_shows_the_screenshots_its_browser_test_takes():
     for name in ("viewer-overview.png", "viewer-dialogue.png"):
         assert f"](images/{name})" in page and (DOCS / "images" / name).stat().st_size > 10_000
         assert f'"{name}"' in test  # the file test_the_docs_screenshots_come_from_this_page writes
+
+
+def test_a_labelled_benchmark_output_is_saved_beside_the_plain_one_and_remade_by_its_script(tmp_path, monkeypatch):
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "quick.py").write_text("import sys\nprint('args', sys.argv[1:])\n", encoding="utf-8")
+    monkeypatch.setattr(docs_tables, "ROOT", tmp_path)
+    monkeypatch.setattr(docs_tables, "BENCHMARKS", tmp_path / "saved")
+    docs_tables.run_benchmark("quick.round2", ["--files", "b"])
+    saved = (tmp_path / "saved" / "quick.round2.txt").read_text(encoding="utf-8")
+    assert saved.startswith("$ python benchmarks/quick.py --files b\n") and saved.endswith("args ['--files', 'b']\n")
+    assert not (tmp_path / "saved" / "quick.txt").exists()
+    assert docs_tables.regenerate("benchmark", "quick.round2") == "python tools/docs_tables.py --benchmark quick.round2 -- --files b"
+    assert docs_tables.benchmark("quick.round2").startswith("```text\n$ python benchmarks/quick.py --files b\n")

@@ -14,7 +14,8 @@
                                                 # docs/results/training/NAME/ with run.json (how it was made)
     python tools/docs_tables.py --benchmark NAME [-- ARGS]
                                                 # run `python benchmarks/NAME.py ARGS`, keep its output in
-                                                # docs/results/benchmarks/NAME.txt with the command and revision
+                                                # docs/results/benchmarks/NAME.txt with the command and revision;
+                                                # NAME.LABEL keeps another output of benchmarks/NAME.py
 
 A generated block in a Markdown page is the text between ``<!-- generated: KIND NAME -->`` and
 ``<!-- end generated -->``; nothing between them is written by hand:
@@ -26,7 +27,8 @@ A generated block in a Markdown page is the text between ``<!-- generated: KIND 
   (every audited role's bounds and probes), the verdict and how the audit was made;
 * ``audits ENV_ID ...``: one summary row per audited role of each saved audit (fair order with scores,
   the fair ceiling, the degenerate, blind and sealed-probe policies nearest their bounds, the verdict);
-* ``benchmark NAME``: the saved output of ``benchmarks/NAME.py`` as a text block;
+* ``benchmark NAME``: the saved output of ``benchmarks/NAME.py`` as a text block (``NAME.LABEL``: another
+  saved output of ``benchmarks/NAME.py``, e.g. one run on other files for a later section);
 * ``compare A.json[#agent] B.json[#agent]``: what ``dialogue-gym compare`` prints for two saved runs
   under ``docs/results/`` (a trainer's held-out before and after files, or two agents of one run).
 * ``trained training/NAME``: what the trainer printed at the end of the run saved by ``--train NAME``
@@ -327,7 +329,7 @@ def regenerate(kind: str, name: str) -> str:
     if kind == "benchmark":
         path = BENCHMARKS / f"{name}.txt"
         first = path.read_text(encoding="utf-8").partition("\n")[0] if path.exists() else ""
-        arguments = first.removeprefix(f"$ python benchmarks/{name}.py").strip()
+        arguments = first.removeprefix(f"$ python benchmarks/{script_of(name)}.py").strip()
         return f"python tools/docs_tables.py --benchmark {name}" + (f" -- {arguments}" if arguments else "")
     commands = []
     # An agreement file sits beside its run's teacher.json, whose provenance names the trainer.
@@ -461,18 +463,23 @@ def run_training(name: str, arguments: list[str]) -> None:
         (target / "run.json").write_text(json.dumps(made, indent=1) + "\n", encoding="utf-8")
 
 
+def script_of(name: str) -> str:
+    """The benchmark script a saved output ``NAME`` or ``NAME.LABEL`` comes from."""
+    return name.partition(".")[0]
+
+
 def run_benchmark(name: str, arguments: list[str]) -> None:
-    script = ROOT / "benchmarks" / f"{name}.py"
+    script = ROOT / "benchmarks" / f"{script_of(name)}.py"
     if not script.exists():
         known = sorted(path.stem for path in (ROOT / "benchmarks").glob("*.py"))
         raise SystemExit(f"no benchmark {name!r}; known: {known}.")
     done = subprocess.run([sys.executable, str(script), *arguments], cwd=ROOT, capture_output=True, text=True)
     if done.returncode:
         sys.stderr.write(done.stdout + done.stderr)
-        raise SystemExit(f"benchmarks/{name}.py exited {done.returncode} (its output is above); nothing was saved.")
+        raise SystemExit(f"benchmarks/{script.name} exited {done.returncode} (its output is above); nothing was saved.")
     revision = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     header = (
-        f"$ python benchmarks/{name}.py {shlex.join(arguments)}".rstrip() + "\n"
+        f"$ python benchmarks/{script.name} {shlex.join(arguments)}".rstrip() + "\n"
         f"# {datetime.now(timezone.utc).date()}, revision {revision or 'unknown'}, {os.cpu_count()} CPUs "
         f"({platform.processor() or platform.machine()}), load average {os.getloadavg()[0]:.1f} at the end\n"
     )
