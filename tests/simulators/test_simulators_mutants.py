@@ -5,24 +5,13 @@ seed's, made once per episode."""
 import random
 
 import pytest
+from test_llm_stop import Recording
 
 from dialogue_gym.backends import CannedBackend
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.simulators.base import ScriptedPolicy
 from dialogue_gym.simulators.llm import LLMPolicy
 from dialogue_gym.simulators.named import named_policy
-
-
-class Recording(CannedBackend):
-    """A canned backend that keeps the sampling of every request."""
-
-    def __init__(self, replies):
-        super().__init__(replies)
-        self.sampling = []
-
-    def generate(self, requests):
-        self.sampling.extend(request.sampling for request in requests)
-        return super().generate(requests)
 
 
 def _observation(turn):
