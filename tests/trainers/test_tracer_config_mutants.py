@@ -51,3 +51,35 @@ def test_policy_and_model_and_reward_weights():
         build_config(policy="lm")
     assert build_config(policy="lm", model="tiny").model == "tiny"
     assert build_config(reward_weights=[0.5, 0.25, 0.25]).reward_weights == (0.5, 0.25, 0.25)  # JSON's list read back as the field's tuple
+
+
+# The presets other than cpu-lm-scratch (which test_preset_reproduction_mutants rebuilds from a saved run)
+# checked against where their values are documented. Only what the docs state is pinned: cpu-tiny-lm's
+# step counts and rates and gpu-lm's other counts are documented nowhere.
+SMOLLM2_DOCUMENTED = {  # docs/notes/tracer.md, "SmolLM2 as the simulator, SFT on CPU"
+    "policy": "lm", "model": "smollm2",
+    "sft_sessions": 40,  # "on 40 reference sessions (one per group)"
+    "heldout_per_group": 1,  # "(`heldout_per_group=1`: the last session of every group is never trained on ...)"
+    "eval_before": True, "eval_sessions": 20,  # "plays the untuned and the tuned model on 20 held-out sessions"
+    "eval_rollouts": 1, "temperature": 1.0,  # "one rollout each, temperature 1.0"
+    "max_new_tokens": 64, "eval_batch": 10,  # "64 new tokens a turn, 10 sessions in lockstep"
+    "sft_learning_rate": 2e-4,  # "The SFT loss per step (4 sessions a step, cosine from 2e-4)"
+    "sft_epochs": 1,  # "Three SFT epochs instead of one (... --sft-epochs 3 ...)"
+    "iterations": 0,  # the heading: SFT only, no RL stage
+    "max_user_turns": 15,  # "it never converts or leaves and runs all 15 turns"
+}
+
+
+def test_cpu_smollm2_is_the_documented_sft_only_run():
+    config = build_config("cpu-smollm2").to_dict()
+    assert {name: config[name] for name in SMOLLM2_DOCUMENTED} == SMOLLM2_DOCUMENTED
+
+
+def test_cpu_tiny_lm_and_gpu_lm_are_the_documented_language_model_runs():
+    # docs/notes/tracer.md: "`cpu-tiny-lm` (plumbing on a random tiny model), `gpu-lm` (documented settings for a 7B model)"
+    tiny = build_config("cpu-tiny-lm")
+    assert (tiny.policy, tiny.model) == ("lm", "tiny")
+    gpu = build_config("gpu-lm")
+    assert (gpu.policy, gpu.device) == ("lm", "cuda") and "7B" in gpu.model
+    # docs/notes/tracer.md: "then RL with G = 8 rollouts per reference"; the field's --help: "lm: AdamW, paper scale ~1e-6"
+    assert (gpu.group_size, gpu.learning_rate) == (8, 1e-6)
