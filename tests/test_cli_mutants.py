@@ -84,3 +84,16 @@ def test_eval_draws_1000_bootstrap_resamples_by_default(tmp_path):
     path = tmp_path / "results.json"
     assert main(["eval", "SEAD-Outbound-v0", "--agent", "sop", "--episodes", "2", "--save", str(path), "--quiet"]) == 0
     assert json.loads(path.read_text())["provenance"]["bootstrap"]["resamples"] == 1000
+
+
+def test_an_audit_with_agents_counts_them_in_its_bar_and_saves_its_duration_in_milliseconds(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "audit.json"
+    # the command's clock read twice (start, end) 1.23456 s apart: saved rounded to the millisecond
+    ticks = iter((50.0, 51.23456))
+    monkeypatch.setattr("dialogue_gym.cli.time", types.SimpleNamespace(perf_counter=lambda: next(ticks)))
+    agent = "dialogue_gym.scenarios.sead.agents:SopAgent"  # an agent of your own, beside the audit's players
+    main(["audit", "SEAD-Outbound-v0", "--episodes", "1", "--agent", agent, "--save", str(path)])  # 1 episode: bounds not meant to hold
+    last = capsys.readouterr().err.rstrip().split("\r")[-1]
+    assert re.search(r"\| (\d+)/\1 \[", last), last  # the agent given is one more player of the bar's total
+    provenance = json.loads(path.read_text())["provenance"]
+    assert len(provenance["agents"]) == 1 and provenance["seconds"] == 1.235

@@ -396,3 +396,39 @@ def test_reveal_after_of_one_loads(tmp_path):
     customer["reveal_after"]["vague"] = 1
     (data / "customer.json").write_text(json.dumps(customer))
     assert load_domain(data).customer["reveal_after"]["vague"] == 1
+
+
+# -- the audit's keyword-router variants and its asserted claim ---------------------------------------------
+
+
+def _agent_turns(agent):
+    from dialogue_gym.evaluation import evaluate
+
+    (trajectory,) = evaluate("RLADA-Banking-v0", agent, 1, seed=0, learner="agent")
+    return [json.loads(turn.raw) for turn in trajectory.turns_of("agent")]
+
+
+def test_the_keyword_router_with_an_explanation_of_its_own_says_it_only_in_place_of_the_explanation():
+    router = _agent_turns(KeywordRouterAgent(load_domain()))
+    assert _agent_turns(rlada_audit.KeywordWith()) == router  # nothing replaced: the router itself
+    replaced = _agent_turns(rlada_audit.KeywordWith(explain="Ok, all done."))
+    # the router's turn after its routed tool call (here transfer_to_human) is the explanation
+    routed = max(i for i, turn in enumerate(router) if turn["action_type"] == "tool_call")
+    assert [i for i, (a, b) in enumerate(zip(router, replaced)) if a != b] == [routed + 1] and len(replaced) == len(router)
+    assert (replaced[routed + 1]["action_type"], replaced[routed + 1]["content"]) == ("speak", "Ok, all done.")
+
+
+def _intent(name):
+    return next(i for i, intent in enumerate(load_domain().intents) if intent.name == name)
+
+
+def test_the_asserted_claim_is_the_first_unhedged_worry_of_the_first_other_tool(monkeypatch):
+    # No prompt: the facts default to the shop, $20.00, Monday, card 0000.
+    # activate_my_card's tool is check_card_status, so the first other tool is dispute_charge, whose
+    # first worry is hedged ("I think ..."): the claim is its second.
+    assert rlada_audit._asserted_claim({"intent": _intent("activate_my_card")}) == "There's an extra fee next to the $20.00 from the shop on Monday."
+    # check_account_balance's tool is lookup_account: check_card_status comes first, its first worry a plain assertion
+    assert rlada_audit._asserted_claim({"intent": _intent("check_account_balance")}) == "On Monday at the shop my card was declined at the till."
+    # when no worry reads as an assertion, the first one is said anyway
+    monkeypatch.setattr(rlada_audit, "misdirection", lambda *args: type("Reading", (), {"asserted": False})())
+    assert rlada_audit._asserted_claim({"intent": _intent("activate_my_card")}) == "I think the shop charged me twice for the $20.00 on Monday."

@@ -340,3 +340,22 @@ def test_a_user_turn_with_an_empty_rationale_loads(tmp_path):
     path = tmp_path / "sessions.jsonl"
     path.write_text(json.dumps(record) + "\n", encoding="utf-8")
     assert load_sessions(path).sessions[0].turns[1].rationale == ""
+
+
+def test_a_turn_of_45_words_is_a_turn_and_of_46_a_monologue():
+    # MAX_WORDS = 45 is the most a turn may hold, on its own: one sentence, no act to count.
+    ten = "we are here and we can help you with that"
+    turn = "Sure, " + " ".join([ten] * 4) + " today and every day."  # 1 + 4 x 10 + 4 = 45 words
+    reading = read_turn(turn, ())
+    assert (reading.words, reading.sentences) == (45, 1) and "monologue" not in reading.flags
+    longer = read_turn(turn[: -len(".")] + " too.", ())
+    assert (longer.words, longer.sentences) == (46, 1) and "monologue" in longer.flags
+
+
+def test_the_made_up_and_salad_users_say_every_level_of_their_description_and_no_other():
+    says = {name: (what, say) for name, _, what, say in tracer_audit._tracer_says()}
+    heard = {"messages": [{"role": "assistant", "content": "Hi."}, {"role": "user", "content": "Our specialists are free today."}]}
+    rng = random.Random(0)
+    levels = {name: {parse_user_output(says[name][1](heard, 1, rng), -1).intent_level for _ in range(60)} for name in ("made_up_words", "word_salad")}
+    assert says["made_up_words"][0].endswith("levels 2-3") and levels["made_up_words"] == {2, 3}
+    assert says["word_salad"][0].endswith("levels 2-4") and levels["word_salad"] == {2, 3, 4}
