@@ -1,0 +1,56 @@
+"""TRACER's trainer pieces checked against their definitions (issue 43 item 6, trainers/tracer/train.py):
+an iteration's episode plan, the sessions a smaller evaluation takes, and when the SFT plot is drawn."""
+
+from __future__ import annotations
+
+import pytest
+
+from dialogue_gym.seeding import mix_seed
+from trainers.common import RunDir
+from trainers.tracer import train as tracer_train
+from trainers.tracer.config import build_config
+
+
+def test_an_iterations_plan_is_g_rollouts_of_each_drawn_session_each_on_its_own_seed():
+    config = build_config(seed=7, sessions_per_iteration=3, group_size=2)
+    ids = [f"s{i}" for i in range(10)]
+    plan = tracer_train.episode_plan(config, 4, ids)
+    sessions = [session for session, _ in plan]
+    # G = 2 consecutive rollouts of each of 3 distinct sessions
+    assert len(plan) == 6 and sessions[::2] == sessions[1::2] and len(set(sessions)) == 3 and set(sessions) <= set(ids)
+    # episode k of the iteration plays seed mix_seed(seed, iteration, k): no two episodes share one
+    assert [seed for _, seed in plan] == [mix_seed(7, 4, k) for k in range(6)]
+    assert tracer_train.episode_plan(config, 4, ids) == plan  # the same iteration draws the same plan
+    assert len(tracer_train.episode_plan(config, 4, ids[:2])) == 4  # fewer sessions than asked: each of them once
+
+
+def test_a_smaller_evaluation_spreads_over_the_sessions_in_file_order(monkeypatch):
+    played = {}
+
+    def evaluate(env_id, policy, episodes, **kwargs):
+        played.update(episodes=episodes, sessions=kwargs["env_kwargs"]["sessions"])
+        return []
+
+    monkeypatch.setattr(tracer_train, "evaluate", evaluate)
+    ids = [f"s{i:02d}" for i in range(40)]
+    tracer_train.evaluation_episodes(build_config(eval_sessions=4, eval_rollouts=3), None, ids)
+    assert played == {"episodes": 12, "sessions": ["s00", "s10", "s20", "s30"]}  # every 10th of 40, 3 rollouts each
+    tracer_train.evaluation_episodes(build_config(eval_sessions=0, eval_rollouts=1), None, ids)
+    assert played == {"episodes": 40, "sessions": ids}  # 0: all
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_the_sft_plot_is_drawn_from_the_loss_curve_or_the_paired_change_alone(tmp_path):
+    plt = pytest.importorskip("matplotlib.pyplot")
+    change = {name: {"before": 1.0, "after": 0.5, "change": -0.5, "change_low": -0.7, "change_high": -0.2} for name in ("group_dpcr", "intent_dtw", "w1_turns")}
+    for name, states, drawn in (
+        ("neither", {}, False),
+        ("curve", {"sft": {"sft/curve": [[1, 2.0], [2, 1.5]], "checkpoint": "checkpoints/sft"}}, True),
+        ("change", {"eval_change": change}, True),
+    ):
+        run = RunDir.create(tmp_path / name, {})
+        for state, data in states.items():
+            run.save_state(state, data)
+        tracer_train.plot_supervised(run, plt)
+        assert (run.path / "plots" / "sft.png").exists() == drawn, name
+        run.close()
