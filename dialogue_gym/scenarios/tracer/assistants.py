@@ -131,7 +131,9 @@ the gains of the others were within 0.03 CR of it."""
 
 def reply_level(reply: str, industry: str | None) -> int | None:
     """The intent level whose public reply template (``data/replies.json``) rendered ``reply``: of the
-    templates that could have, the one with the most literal text (a bare ``{phone}`` fits anything)."""
+    templates that could have, the one with the most literal text; ``None`` when none could. A slot
+    matches what the scripted users put there (:data:`SLOT_PATTERNS`): a bare ``{phone}`` template is a
+    number, so a reply no template renders (an LLM user's) reads as no level, not as contact given."""
     from dialogue_gym.scenarios.tracer.data import load_replies
 
     best: tuple[int, int] | None = None
@@ -145,10 +147,20 @@ def reply_level(reply: str, industry: str | None) -> int | None:
     return None if best is None else best[1]
 
 
+SLOT_PATTERNS = {"phone": r"\+?\d[\dx()\- ]{4,}[\dx]", "wechat": r"[A-Za-z0-9_\-]{3,}"}
+"""What a reply template's slot may hold when :func:`reply_level` reads it: a phone number's digits (the
+scripted users write ``138xxxx1234``) and a WeChat id's word; any other slot (``{need_short}``,
+``{merchant}``) holds any text."""
+
+
 @lru_cache(maxsize=1024)
 def _template_pattern(template: str) -> re.Pattern[str]:
-    parts = re.split(r"\{[a-z_]+\}", template.rstrip(".?"))
-    return re.compile(".+?".join(re.escape(part) for part in parts) + r"[.?]?", re.DOTALL)
+    pieces = re.split(r"\{([a-z_]+)\}", template.rstrip(".?"))
+    literals, slots = pieces[0::2], pieces[1::2]
+    pattern = re.escape(literals[0])
+    for slot, literal in zip(slots, literals[1:]):
+        pattern += f"(?:{SLOT_PATTERNS.get(slot, '.+?')})" + re.escape(literal)
+    return re.compile(pattern + r"[.?]?", re.DOTALL)
 
 
 class PlannerAssistant(PhraseAssistant):

@@ -46,8 +46,30 @@ def test_the_users_level_is_read_off_its_reply(reply, level):
     assert reply_level(reply, "healthcare") == level
 
 
-def test_a_reply_no_template_renders_fits_the_bare_contact_template_only():
-    assert reply_level("Purple elephants dance at noon", "healthcare") == 5  # '{phone}' renders anything: the one template left
+def test_a_reply_no_template_renders_reads_as_no_level_not_as_contact_given():
+    # The bare '{phone}' template holds a number: before its slot had a shape, any unmatched text read as 5.
+    assert reply_level("Purple elephants dance at noon", "healthcare") is None
+    assert reply_level("Does it hurt?", "automotive") is None  # a healthcare line heard in another industry
+    assert reply_level("138xxxx1234", "automotive") == 5
+    assert reply_level("+86 138 0000 1234.", "healthcare") == 5
+    assert reply_level("Add my WeChat: user123a.", "healthcare") == 5
+    assert reply_level("Add my WeChat: two words.", "healthcare") is None
+
+
+def test_every_reply_a_scripted_user_renders_reads_as_its_own_level():
+    import random
+
+    from dialogue_gym.scenarios.tracer.data import load_replies
+    from dialogue_gym.scenarios.tracer.users import render_reply
+
+    industries = sorted({name for by_industry in load_replies()["replies"].values() for name in by_industry} - {"any"}) + [None]
+    rng = random.Random(0)
+    for k in range(1200):
+        level, industry = k % 6, industries[k % len(industries)]
+        personality = ("impatient and direct", "calm")[k % 2]
+        profile = {"merchant": {"industry": industry, "name": "Acme Dental"}, "user": {"personality": personality, "initial_intent": "fix my teeth"}}
+        reply, _ = render_reply(level, profile, rng)
+        assert reply_level(reply, industry) == level, (reply, industry)
 
 
 def test_the_planner_converts_more_than_the_sop():
@@ -99,3 +121,12 @@ def test_tracers_ceiling_is_its_scripted_user_and_the_most_likely_level_user_sco
         for name, agent in (("scripted", "scripted"), ("most_likely", MostLikely()))
     }
     assert scores == pytest.approx({"scripted": 0.5891, "most_likely": 0.5057}, abs=5e-5)
+
+
+def test_each_slot_of_a_template_gets_its_own_shape():
+    from dialogue_gym.scenarios.tracer.assistants import _template_pattern
+
+    pattern = _template_pattern("I am at {merchant}, call {phone}.")
+    assert pattern.fullmatch("I am at Acme Dental, call 138xxxx1234.")
+    assert pattern.fullmatch("I am at Acme Dental, call 138xxxx1234")
+    assert not pattern.fullmatch("I am at Acme Dental, call me maybe.")  # the second slot is a number
