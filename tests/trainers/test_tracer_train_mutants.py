@@ -54,3 +54,20 @@ def test_the_sft_plot_is_drawn_from_the_loss_curve_or_the_paired_change_alone(tm
         tracer_train.plot_supervised(run, plt)
         assert (run.path / "plots" / "sft.png").exists() == drawn, name
         run.close()
+
+
+def test_the_summary_reads_each_metric_from_first_to_last_beside_the_nearest_scripted_baseline(tmp_path):
+    run = RunDir.create(tmp_path / "run", {})
+    run.append_metrics({"iteration": 0, "eval/group_dpcr": 0.4, "eval/pcr": 0.3})  # intent DTW: evaluated at the end only
+    run.append_metrics({"iteration": 1})
+    run.save_state("eval", {"group_dpcr": 0.2, "intent_dtw": 6.0, "pcr": 0.7, "real_pcr": 0.55})
+    run.save_state("eval_baselines", {"scripted": {"group_dpcr": 0.15, "intent_dtw": 7.4, "pcr": 0.6}, "eager": {"group_dpcr": 0.3, "intent_dtw": 7.0, "pcr": 0.9}})
+    run.save_state("eval_change", {"group_dpcr": {"before": 0.4, "after": 0.2, "change": -0.2, "change_low": -0.35, "change_high": -0.05}})
+    assert tracer_train.summary(run) == [
+        "Group-dPCR: 0.400 (iteration 0) -> 0.200 (after training); best scripted baseline scripted 0.150",  # lowest
+        "intent DTW cost: 6.000 (after training); best scripted baseline eager 7.000",
+        # PCR: the baseline nearest the real sessions' 0.55 (scripted, 0.05 off), not the highest (eager)
+        "PCR: 0.300 (iteration 0) -> 0.700 (after training); best scripted baseline scripted 0.600 (real 0.550)",
+        "group_dpcr untuned -> trained: 0.400 -> 0.200, change -0.200 [-0.350, -0.050] (paired over groups)",
+    ]
+    run.close()
