@@ -1,0 +1,71 @@
+"""RL-ADA's trainer schedule and held-out record checked against their definitions (issue 43 item 6,
+trainers/rlada/train.py): the steps a run plans, the order of its phases, which side a gym trains and
+whose version it bumps, and the per-scenario rates of a held-out result. No training."""
+
+from __future__ import annotations
+
+from trainers.rlada import train as train_module
+from trainers.rlada.config import build_config
+from trainers.rlada.train import CoEvolution
+
+
+class Schedule(CoEvolution):
+    """The run's schedule alone: its config, its state and a stopping rule, no policies or run folder."""
+
+    def __init__(self, config, state=None, rule=None):
+        self.config, self.state, self.rule = config, state, rule
+
+
+def test_a_run_plans_sft_warmups_held_out_twice_and_matches_with_a_gym_between_each_two():
+    config = build_config(sft_episodes=4, warmup_agent_iterations=2, warmup_customer_iterations=1, max_matches=3, min_matches=3, gym_iterations=2)
+    # sft 1 + agent warm-up 2 + held-out before 1 + customer warm-up 1 + 3 matches + 2 gyms x 2 iterations + held-out after 1
+    assert Schedule(config).planned_steps() == 1 + 2 + 1 + 1 + 3 + 4 + 1
+    bare = build_config(sft_episodes=0, warmup_agent_iterations=0, warmup_customer_iterations=0, max_matches=2, min_matches=2, gym_iterations=0)
+    assert Schedule(bare).planned_steps() == 0 + 0 + 1 + 0 + 2 + 0 + 1
+
+
+class Rule:
+    """Stops after the match whose win rate is 1.0."""
+
+    def decide(self, win_rates):
+        return (win_rates[-1] == 1.0, "stable" if win_rates[-1] == 1.0 else "")
+
+
+def _walk(config, win_rates):
+    """Every phase from the first, the state's matches filled in as each match ends."""
+    state = {"matches": [], "versions": {"agent": 0, "customer": 0}, "stop_reason": None}
+    evolution = Schedule(config, state, Rule())
+    phases = [evolution.first_phase()]
+    while phases[-1]["phase"] != "done":
+        if phases[-1]["phase"] == "match":
+            state["matches"].append({"match": phases[-1]["match"], "win_rate": win_rates[len(state["matches"])]})
+        phases.append(evolution.after(phases[-1]))
+    return phases, state
+
+
+def test_the_phases_follow_in_order_and_each_gym_trains_the_weaker_side_and_bumps_its_version():
+    config = build_config(sft_episodes=4, warmup_agent_iterations=2, warmup_customer_iterations=1, gym_iterations=2, weaker_threshold=0.5)
+    # match 1: the agent wins 0.25 (< 0.5: the agent is weaker), match 2: 0.75 (the customer is), match 3: 1.0 stops
+    phases, state = _walk(config, [0.25, 0.75, 1.0])
+    assert phases == [
+        {"phase": "sft"}, {"phase": "warmup_agent", "index": 0}, {"phase": "warmup_agent", "index": 1}, {"phase": "heldout_before"},
+        {"phase": "warmup_customer", "index": 0}, {"phase": "match", "match": 1},
+        {"phase": "gym", "side": "agent", "index": 0, "match": 1}, {"phase": "gym", "side": "agent", "index": 1, "match": 1},
+        {"phase": "match", "match": 2},
+        {"phase": "gym", "side": "customer", "index": 0, "match": 2}, {"phase": "gym", "side": "customer", "index": 1, "match": 2},
+        {"phase": "match", "match": 3}, {"phase": "heldout_after"}, {"phase": "done"},
+    ]
+    assert state["versions"] == {"agent": 1, "customer": 1} and state["stop_reason"] == "stable"
+    # no SFT, no warm-ups, no gyms: held out, then match after match
+    bare = build_config(sft_episodes=0, warmup_agent_iterations=0, warmup_customer_iterations=0, gym_iterations=0)
+    phases, state = _walk(bare, [0.25, 1.0])
+    assert phases == [{"phase": "heldout_before"}, {"phase": "match", "match": 1}, {"phase": "match", "match": 2}, {"phase": "heldout_after"}, {"phase": "done"}]
+    assert state["versions"] == {"agent": 0, "customer": 0}
+
+
+def test_a_held_out_result_keeps_each_scenarios_strict_pass_and_routing_apart(monkeypatch):
+    groups = {"card_lost": {"strict_pass_rate": 0.25, "routing_accuracy": 0.75}, "balance": {"strict_pass_rate": 1.0, "routing_accuracy": 1.0}}
+    monkeypatch.setattr(train_module.rlada_metrics, "by_group", lambda trajectories, key: groups)
+    result = train_module.heldout_result([])
+    assert result["per_scenario"] == {"card_lost": 0.25, "balance": 1.0}
+    assert result["per_scenario_routing"] == {"card_lost": 0.75, "balance": 1.0}
