@@ -76,3 +76,10 @@ def test_cpu_tiny_lm_and_gpu_lm_are_the_documented_language_model_runs():
     assert (gpu.agent_policy, gpu.agent_model) == ("lm", "/models/Qwen2.5-3B-Instruct")
     assert (gpu.customer_policy, gpu.customer_model) == ("lm", "/models/Qwen2.5-7B-Instruct")
     assert gpu.device == "cuda" and gpu.lora_rank >= 1  # "with LoRA on one GPU" (the rank is documented nowhere)
+
+
+def test_cpu_strategy_keeps_the_documented_gym_side_and_held_out_repeats():
+    # docs/notes/rlada.md: "isolation gyms of the weaker side (win rate < 0.5: the agent)" and "the 12 fixed held-out
+    # scenarios, 4 times each" (the arena, stopping rule and gym mix are in tests/test_spec_constants.py)
+    config = build_config("cpu-strategy")
+    assert (config.weaker_threshold, config.heldout_repeats) == (0.5, 4)

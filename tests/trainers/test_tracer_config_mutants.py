@@ -83,3 +83,11 @@ def test_cpu_tiny_lm_and_gpu_lm_are_the_documented_language_model_runs():
     assert (gpu.policy, gpu.device) == ("lm", "cuda") and "7B" in gpu.model
     # docs/notes/tracer.md: "then RL with G = 8 rollouts per reference"; the field's --help: "lm: AdamW, paper scale ~1e-6"
     assert (gpu.group_size, gpu.learning_rate) == (8, 1e-6)
+
+
+def test_cpu_strategy_is_the_documented_run():
+    # docs/notes/tracer.md: "over 60 iterations"; each evaluation is "the 400 reference sessions x 2 rollouts at fixed
+    # evaluation seeds; with the default `heldout_per_group` 0 there is no held-out split" (G, l_adv, gamma and rho:
+    # tests/test_spec_constants.py)
+    config = build_config("cpu-strategy")
+    assert (config.policy, config.iterations, config.eval_sessions, config.eval_rollouts, config.heldout_per_group) == ("strategy", 60, 0, 2, 0)
