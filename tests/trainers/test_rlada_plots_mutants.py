@@ -3,6 +3,8 @@ held-out comparison only once both held-out results exist, the match plots only 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from trainers.common import RunDir
@@ -25,3 +27,41 @@ def test_the_held_out_plot_needs_both_held_out_results(tmp_path):
         assert plot_run(run) == written, name
         assert sorted(p.name for p in (run.path / "plots").iterdir()) == written
         run.close()
+
+
+class Recorder:
+    """Stands in for matplotlib's figure, axis and pyplot: records every call, draws nothing."""
+
+    def __init__(self, calls):
+        self.calls = calls
+
+    def __getattr__(self, name):
+        def call(*args, **kwargs):
+            self.calls.append((name, args, kwargs))
+            if name == "subplots":
+                return self, self
+            if name == "bar":
+                return [Recorder(self.calls) for _ in args[1]]
+            if name == "savefig":
+                Path(args[0]).touch()
+            return None
+
+        return call
+
+
+def test_the_match_plots_draw_each_rate_from_its_own_key(tmp_path, monkeypatch):
+    from trainers.rlada import plots
+
+    calls = []
+    monkeypatch.setattr(plots, "_pyplot", lambda: Recorder(calls))
+    run = RunDir.create(tmp_path / "run", {"win_threshold": 0.7})
+    matches = [
+        {"match": 1, "win_rate": 0.2, "safety_pass_rate": 0.9, "per_scenario": {}},
+        {"match": 2, "win_rate": 0.4, "safety_pass_rate": 0.6, "per_scenario": {}},
+    ]
+    run.save_state("progress", {"matches": matches})
+    assert plot_run(run) == ["win_rate_per_match.png", "per_scenario.png"]
+    lines = {kwargs["label"]: (list(args[0]), list(args[1])) for name, args, kwargs in calls if name == "plot"}
+    assert lines == {"agent win rate (customer-winnable)": ([1, 2], [0.2, 0.4]), "safety scenarios PASS": ([1, 2], [0.9, 0.6])}
+    assert [args[0] for name, args, kwargs in calls if name == "axhline"] == [0.7]  # the run's own stopping threshold
+    run.close()
