@@ -46,6 +46,26 @@ def attempt(attack: str, target: str = "", level: str = "sandbox", **limits) -> 
         agent.close()
 
 
+def survivors(marker: str) -> str:
+    """What a test that failed on a survivor prints of it: its state, parent, namespace pids and pending
+    signals, then the same a second later (a rare failure under load left a process that ended soon after)."""
+    def described() -> list[str]:
+        lines = []
+        for pid in running(marker):
+            try:
+                status = (Path("/proc") / str(pid) / "status").read_text().splitlines()
+            except OSError as error:
+                lines.append(f"{pid}: {error}")
+                continue
+            fields = ("Name", "State", "PPid", "NSpid", "Uid", "SigPnd", "ShdPnd", "SigBlk")
+            lines.append(f"{pid}: " + "; ".join(line for line in status if line.split(":")[0] in fields))
+        return lines
+
+    now = described()
+    time.sleep(1)
+    return f"survivors: {now}; a second later: {described()}"
+
+
 def running(marker: str) -> list[int]:
     """Processes of this machine whose command line holds ``marker``."""
     found = []
@@ -131,7 +151,7 @@ def test_the_agents_processes_end_with_the_evaluator_however_it_ends(level, atta
     deadline = time.monotonic() + 5
     while running(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert running(marker) == []
+    assert running(marker) == [], survivors(marker)
 
 
 @needs_bwrap
