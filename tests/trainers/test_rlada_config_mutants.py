@@ -83,3 +83,9 @@ def test_cpu_strategy_keeps_the_documented_gym_side_and_held_out_repeats():
     # scenarios, 4 times each" (the arena, stopping rule and gym mix are in tests/test_spec_constants.py)
     config = build_config("cpu-strategy")
     assert (config.weaker_threshold, config.heldout_repeats) == (0.5, 4)
+
+
+def test_cpu_lm_scratch_trains_the_documented_300_sft_steps():
+    # docs/training.md, "TRACER's user LM and RL-ADA's agent from scratch": "The preset sizes (300 SFT steps)";
+    # RL-ADA's behaviour cloning takes sft_epochs optimizer steps (the preset's comment in trainers/rlada/config.py)
+    assert build_config("cpu-lm-scratch").sft_epochs == 300

@@ -67,6 +67,7 @@ SMOLLM2_DOCUMENTED = {  # docs/notes/tracer.md, "SmolLM2 as the simulator, SFT o
     "sft_epochs": 1,  # "Three SFT epochs instead of one (... --sft-epochs 3 ...)"
     "iterations": 0,  # the heading: SFT only, no RL stage
     "max_user_turns": 15,  # "it never converts or leaves and runs all 15 turns"
+    "sft_steps": 0,  # one epoch of 40 sessions at 4 a step: "The SFT loss per step ..." lists 10 steps (no step cap)
 }
 
 
@@ -91,3 +92,9 @@ def test_cpu_strategy_is_the_documented_run():
     # tests/test_spec_constants.py)
     config = build_config("cpu-strategy")
     assert (config.policy, config.iterations, config.eval_sessions, config.eval_rollouts, config.heldout_per_group) == ("strategy", 60, 0, 2, 0)
+
+
+def test_cpu_lm_scratch_trains_the_documented_300_sft_steps():
+    # docs/training.md, "TRACER's user LM and RL-ADA's agent from scratch": "The preset sizes (300 SFT steps)"
+    # (the saved small run, rebuilt by test_preset_reproduction_mutants, overrides them)
+    assert build_config("cpu-lm-scratch").sft_steps == 300
