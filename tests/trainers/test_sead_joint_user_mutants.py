@@ -33,3 +33,10 @@ def test_the_owners_move_draws_are_not_the_scripted_owners_stream():
         assert [memory["rng"].random() for _ in range(5)] != [scripted_stream.random() for _ in range(5)]
         first, again = (JointUser(SCRIPTED, 1.0).start(profile, seed)["rng"] for _ in range(2))
         assert [first.random() for _ in range(5)] == [again.random() for _ in range(5)]  # and still seeded by the episode
+
+
+@pytest.mark.parametrize("status, name", [(0, "scripted:continue"), (1, "scripted:done"), (-1, "scripted:hang_up")])
+def test_the_scripted_owners_next_status_is_a_feature(status, name):
+    # the record's status: 0 the call goes on, 1 the owner does the operation, -1 it hangs up
+    observation = {"turn": 4, "state": [0, 0, 0], "messages": [{"role": "user", "content": "Hello"}]}
+    assert FEATURES[features(observation, status)[-1]] == name
