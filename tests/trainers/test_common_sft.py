@@ -65,3 +65,34 @@ def test_a_finished_sft_stage_is_not_trained_again_on_the_same_inputs(tmp_path, 
     (out / SFT_FINISHED).write_text("{not json")  # a torn marker: trains again, no traceback of its own
     with pytest.raises(AssertionError, match="trained again"):
         sft_lm(str(model), sessions, out, epochs=1, learning_rate=1e-3, seed=0, max_steps=2)
+
+
+def test_lora_sft_trains_adapters_and_saves_a_plain_model_with_them_merged(tmp_path):
+    """``lora_rank`` > 0: adapters on the linear layers only (embeddings keep the base weights), merged
+    into a plain model folder every later phase loads as it loads a full fine-tune; the rank is part of
+    what the finished marker matches, and a full fine-tune's marker is the one older runs wrote."""
+    pytest.importorskip("peft")
+    import json
+
+    from safetensors.torch import load_file
+
+    from dialogue_gym.backends.tiny import build_tiny_chat_model
+    from trainers.common.sft import SFT_FINISHED, sft_lm
+
+    chat = [{"role": "system", "content": "s"}, {"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi there"}]
+    sessions = [conversation_rows(chat), conversation_rows(chat[:2] + [{"role": "assistant", "content": "good day"}])]
+    model = build_tiny_chat_model(tmp_path / "m", seed=0, corpus=["s", "hello", "hi there", "good day"])
+    out = tmp_path / "lora"
+    metrics = sft_lm(str(model), sessions, out, epochs=1, learning_rate=1e-2, seed=0, max_steps=4, lora_rank=4)
+    assert metrics["sft/curve"][-1][1] < metrics["sft/curve"][0][1]
+    assert not (out / "adapter_config.json").exists() and (out / "config.json").exists()
+    base, tuned = load_file(model / "model.safetensors"), load_file(out / "model.safetensors")
+    assert set(tuned) == set(base)  # no lora_A / lora_B left: merged
+    changed = {name for name in base if not (base[name] == tuned[name]).all()}
+    assert changed and all(name.endswith("proj.weight") for name in changed), sorted(changed)
+    assert json.loads((out / SFT_FINISHED).read_text())["inputs"]["lora_rank"] == 4
+    from trainers.common.sft import _lora_config
+
+    assert (_lora_config(4).r, _lora_config(4).lora_alpha) == (4, 8)  # alpha 2 x rank, as the RL phase's adapters
+    full = sft_lm(str(model), sessions, tmp_path / "full", epochs=1, learning_rate=1e-2, seed=0, max_steps=1)
+    assert "lora_rank" not in json.loads((tmp_path / "full" / SFT_FINISHED).read_text())["inputs"] and full["sft/steps"] == 1.0

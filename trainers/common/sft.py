@@ -106,13 +106,15 @@ killed run resumes from the latest instead of starting the epoch again."""
 
 def sft_lm(
     model: str, sessions: Sequence[Sequence[dict[str, Any]]], output_dir: str | Path, epochs: int, learning_rate: float, seed: int,
-    *, batch_size: int = 1, accumulation: int = SFT_BATCH, max_steps: int = -1,
+    *, batch_size: int = 1, accumulation: int = SFT_BATCH, max_steps: int = -1, lora_rank: int = 0,
 ) -> dict[str, Any]:
     """Fine-tune ``model`` (a folder, or "smollm2") with TRL's SFTTrainer on the prompt-completion rows
     of ``sessions`` (one list per session, packed by :func:`pack_session`); save model and tokenizer to
     ``output_dir``. Each optimizer step sees ``batch_size`` x ``accumulation`` sequences (padded
     together ``batch_size`` at a time: a small model runs a padded batch faster than its rows one by
     one, a large one the other way round); ``max_steps`` > 0 stops there instead of after ``epochs``.
+    ``lora_rank`` > 0 trains LoRA adapters on every linear layer (alpha 2 x rank, as the RL phase's) and
+    saves the model with them merged in, so every later phase loads a plain model folder.
     Resumes from the newest ``checkpoint-*`` left there by a killed run. Returns the final loss, the
     sizes, and ``sft/curve``: ``[step, training loss]`` of every step."""
     try:
@@ -125,6 +127,8 @@ def sft_lm(
     inputs = {
         "model": str(model), "sessions": _digest(sessions), "epochs": epochs, "learning_rate": learning_rate, "seed": seed,
         "batch_size": batch_size, "accumulation": accumulation, "max_steps": max_steps,
+        # Only when set: a full fine-tune's record stays the one runs made before LoRA existed, so they resume.
+        **({"lora_rank": lora_rank} if lora_rank else {}),
     }
     finished = finished_sft(output_dir, inputs)
     if finished is not None:
@@ -140,14 +144,20 @@ def sft_lm(
         # autocast is emulated and many times slower than float32, and a small model's activations fit.
         bf16=cuda, gradient_checkpointing=cuda,
     )
-    trainer = SFTTrainer(model=loaded.model, args=args, train_dataset=Dataset.from_list(examples), processing_class=loaded.tokenizer)
+    trainer = SFTTrainer(
+        model=loaded.model, args=args, train_dataset=Dataset.from_list(examples), processing_class=loaded.tokenizer,
+        peft_config=_lora_config(lora_rank) if lora_rank else None,
+    )
     # A checkpoint-N that a kill or a full disk cut short is removed (one warning line), and training
     # resumes from the complete one before it.
     resume = latest_complete_checkpoint(output_dir)
     try:
         with disk_full_guard(output_dir):
             result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
-            trainer.save_model(str(output_dir))
+            if lora_rank:
+                trainer.model.merge_and_unload().save_pretrained(str(output_dir))
+            else:
+                trainer.save_model(str(output_dir))
             loaded.tokenizer.save_pretrained(str(output_dir))
     except DiskFullError:
         latest_complete_checkpoint(output_dir)  # frees what the cut-short checkpoint took
@@ -165,6 +175,14 @@ def sft_lm(
     for checkpoint in Path(output_dir).glob("checkpoint-*"):
         shutil.rmtree(checkpoint, ignore_errors=True)
     return metrics
+
+
+def _lora_config(rank: int) -> Any:
+    try:
+        import peft
+    except ImportError as exc:
+        raise DependencyNotInstalled("peft", "train", "LoRA fine-tuning (lora_rank > 0)") from exc
+    return peft.LoraConfig(r=rank, lora_alpha=2 * rank, target_modules="all-linear", task_type="CAUSAL_LM")
 
 
 SFT_FINISHED = "sft_finished.json"

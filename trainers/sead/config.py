@@ -61,7 +61,8 @@ class SeadTrainConfig:
     threads: int = 0
     """lm policy: torch's intra-op threads; 0 picks the faster of 1 and all cores on a quick probe (logged)."""
     lora_rank: int = 0
-    """lm policy: LoRA rank via peft (0 = full fine-tuning)."""
+    """lm policy: LoRA rank via peft (0 = full fine-tuning), in phase sft and its DAgger rounds (the adapters
+    merged into the saved model) and in phase rl."""
     kl_coef: float = 0.001
     """lm policy: weight of the KL to the frozen reference (SEAD reference code: 0.001)."""
     clip_eps: float = 0.2

@@ -200,7 +200,7 @@ def sft_phase(config: SeadTrainConfig, run: RunDir) -> None:
     checkpoint = run.path / "checkpoints" / "sft"
     metrics = sft_lm(
         model, sessions, checkpoint, epochs=1, learning_rate=config.sft_learning_rate,
-        seed=config.seed, batch_size=config.sft_batch_size, accumulation=1, max_steps=config.sft_steps,
+        seed=config.seed, batch_size=config.sft_batch_size, accumulation=1, max_steps=config.sft_steps, lora_rank=config.lora_rank,
     )
     stages = [{"stage": "sft", "steps": metrics["sft/steps"], **agreement_of(config, run, checkpoint, held_out, fitted)}]
     for round_ in range(config.dagger_rounds):
@@ -282,7 +282,7 @@ def dagger_round(config: SeadTrainConfig, run: RunDir, round_: int, checkpoint: 
     if not (out / "config.json").exists():
         sft_lm(
             str(checkpoint), mix, out, epochs=1, learning_rate=learning_rate, seed=config.seed + 1 + round_,
-            batch_size=config.sft_batch_size, accumulation=1, max_steps=config.dagger_steps,
+            batch_size=config.sft_batch_size, accumulation=1, max_steps=config.dagger_steps, lora_rank=config.lora_rank,
         )
     labelled_states = sum(map(len, rows))
     return out, {
