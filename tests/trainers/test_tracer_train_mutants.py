@@ -61,13 +61,34 @@ def test_the_summary_reads_each_metric_from_first_to_last_beside_the_nearest_scr
     run.append_metrics({"iteration": 0, "eval/group_dpcr": 0.4, "eval/pcr": 0.3})  # intent DTW: evaluated at the end only
     run.append_metrics({"iteration": 1})
     run.save_state("eval", {"group_dpcr": 0.2, "intent_dtw": 6.0, "pcr": 0.7, "real_pcr": 0.55})
-    run.save_state("eval_baselines", {"scripted": {"group_dpcr": 0.15, "intent_dtw": 7.4, "pcr": 0.6}, "eager": {"group_dpcr": 0.3, "intent_dtw": 7.0, "pcr": 0.9}})
+    run.save_state("eval_baselines", {
+        "scripted": {"group_dpcr": 0.15, "intent_dtw": 7.4, "pcr": 0.45}, "eager": {"group_dpcr": 0.3, "intent_dtw": 7.0, "pcr": 0.58},
+        "random": {"group_dpcr": 0.5, "intent_dtw": 9.0, "pcr": 0.9},
+    })
     run.save_state("eval_change", {"group_dpcr": {"before": 0.4, "after": 0.2, "change": -0.2, "change_low": -0.35, "change_high": -0.05}})
     assert tracer_train.summary(run) == [
         "Group-dPCR: 0.400 (iteration 0) -> 0.200 (after training); best scripted baseline scripted 0.150",  # lowest
         "intent DTW cost: 6.000 (after training); best scripted baseline eager 7.000",
-        # PCR: the baseline nearest the real sessions' 0.55 (scripted, 0.05 off), not the highest (eager)
-        "PCR: 0.300 (iteration 0) -> 0.700 (after training); best scripted baseline scripted 0.600 (real 0.550)",
+        # PCR: the baseline nearest the real sessions' 0.55 (eager, 0.03 off), not the highest (random) nor the lowest (scripted)
+        "PCR: 0.300 (iteration 0) -> 0.700 (after training); best scripted baseline eager 0.580 (real 0.550)",
         "group_dpcr untuned -> trained: 0.400 -> 0.200, change -0.200 [-0.350, -0.050] (paired over groups)",
     ]
+    run.close()
+
+
+def test_a_run_with_both_stages_reports_each_change_between_the_right_ends(tmp_path):
+    # untuned -> SFT -> RL on the strategy policy (its SFT moves it far from the untuned one): each paired change
+    # starts where the stage started and ends where it ended
+    config = build_config(
+        run_dir=str(tmp_path / "run"), eval_before=True, sft_epochs=2, sft_sessions=40, sft_learning_rate=0.5, iterations=1, sessions_per_iteration=2,
+        group_size=2, rollout_batch=4, eval_sessions=6, eval_rollouts=1, eval_batch=6, plots=False,
+    )
+    run = tracer_train.train(config)
+    untuned, tuned, trained = (run.load_state(name) for name in ("eval_before", "eval_sft", "eval"))
+    changes = {name: run.load_state(name) for name in ("eval_change_sft", "eval_change_rl", "eval_change")}
+    ends = {"eval_change_sft": (untuned, tuned), "eval_change_rl": (tuned, trained), "eval_change": (untuned, trained)}
+    for name, (start, end) in ends.items():
+        for metric in ("group_dpcr", "intent_dtw", "w1_turns"):
+            assert (changes[name][metric]["before"], changes[name][metric]["after"]) == (start[metric], end[metric]), (name, metric)
+    assert untuned["intent_dtw"] != tuned["intent_dtw"]  # the two ends differ, so a swap shows
     run.close()
