@@ -251,12 +251,15 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("tests/backends/test_transformers_backend.py", "tests/backends/test_row_sampler.py", "tests/backends/test_vllm_backend.py",
          "tests/backends/test_vllm_mutants.py"),
     ),
-    # Training-library integrations, distributed rollouts and the command line.
+    # Training-library integrations, distributed rollouts and the command line. verl_loop's tests skip where verl is
+    # not installed: run its mutants with the python of verl's own environment (tests/integrations/test_verl_loop.py).
     "integrations": (
         ("dialogue_gym/integrations/datasets.py", "dialogue_gym/integrations/skyrl.py", "dialogue_gym/integrations/verifiers.py",
          "dialogue_gym/integrations/verl.py", "dialogue_gym/integrations/verl_loop.py"),
         ("tests/integrations/test_datasets.py", "tests/integrations/test_skyrl.py", "tests/integrations/test_verifiers.py",
-         "tests/integrations/test_verl.py", "tests/integrations/test_verl_loop.py"),
+         "tests/integrations/test_verl.py", "tests/integrations/test_verl_loop.py", "tests/integrations/test_datasets_mutants.py",
+         "tests/integrations/test_skyrl_mutants.py", "tests/integrations/test_verifiers_mutants.py", "tests/integrations/test_verl_mutants.py",
+         "tests/integrations/test_verl_loop_mutants.py"),
     ),
     "distributed": (
         ("dialogue_gym/distributed/ray_rollouts.py",),
