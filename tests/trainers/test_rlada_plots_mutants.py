@@ -65,3 +65,19 @@ def test_the_match_plots_draw_each_rate_from_its_own_key(tmp_path, monkeypatch):
     assert lines == {"agent win rate (customer-winnable)": ([1, 2], [0.2, 0.4]), "safety scenarios PASS": ([1, 2], [0.9, 0.6])}
     assert [args[0] for name, args, kwargs in calls if name == "axhline"] == [0.7]  # the run's own stopping threshold
     run.close()
+
+
+def test_the_held_out_bars_stand_side_by_side_each_from_its_own_result(tmp_path, monkeypatch):
+    from trainers.rlada import plots
+
+    calls = []
+    monkeypatch.setattr(plots, "_pyplot", lambda: Recorder(calls))
+    run = RunDir.create(tmp_path / "run", {})
+    run.save_state("heldout_before", HELDOUT)
+    run.save_state("heldout_after", {"routing_accuracy": 0.75, "strict_pass": 0.5, "episodes": 8})
+    assert plot_run(run) == ["heldout_before_after.png"]
+    (before, after) = [(list(args[0]), list(args[1]), kwargs) for name, args, kwargs in calls if name == "bar"]
+    assert (before[1], before[2]["label"]) == ([0.5, 0.25], "before (DA0)") and (after[1], after[2]["label"]) == ([0.75, 0.5], "after")
+    for x_before, x_after in zip(before[0], after[0]):  # each pair of bars touches but does not overlap
+        assert x_after - x_before == pytest.approx((before[2]["width"] + after[2]["width"]) / 2) and x_after > x_before
+    run.close()

@@ -92,6 +92,13 @@ def test_a_padded_batch_without_a_pad_token_averages_over_both_demonstrations(po
     assert metrics["sft/nll"] == pytest.approx(sum(s for s, _ in sums) / sum(c for _, c in sums), rel=1e-5)
 
 
+def test_a_one_token_demonstration_is_its_end_of_sequence_token_alone(policy):
+    # an empty action still teaches the model to stop: one token, its NLL not shared with anything
+    total, count = _nll_sum(policy, PROMPT, "")
+    assert count == 1
+    assert lm_supervised_steps(policy, [[PROMPT, ""]], 1, random.Random(0))["sft/nll"] == pytest.approx(total, rel=1e-5)
+
+
 def _draws(rng):
     return sorted(rng.randrange(2) for _ in range(2))
 
