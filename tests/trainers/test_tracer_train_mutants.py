@@ -73,6 +73,9 @@ def test_the_summary_reads_each_metric_from_first_to_last_beside_the_nearest_scr
         "PCR: 0.300 (iteration 0) -> 0.700 (after training); best scripted baseline eager 0.580 (real 0.550)",
         "group_dpcr untuned -> trained: 0.400 -> 0.200, change -0.200 [-0.350, -0.050] (paired over groups)",
     ]
+    # without the real sessions' PCR to be near, the highest PCR is the best
+    run.save_state("eval", {"group_dpcr": 0.2, "intent_dtw": 6.0, "pcr": 0.7})
+    assert tracer_train.summary(run)[2] == "PCR: 0.300 (iteration 0) -> 0.700 (after training); best scripted baseline random 0.900"
     run.close()
 
 
