@@ -67,6 +67,26 @@ def test_the_match_plots_draw_each_rate_from_its_own_key(tmp_path, monkeypatch):
     run.close()
 
 
+def test_the_per_scenario_bars_pair_the_first_and_last_match_side_by_side(tmp_path, monkeypatch):
+    from dialogue_gym.scenarios.rlada.data import load_domain
+    from trainers.rlada import plots
+
+    calls = []
+    monkeypatch.setattr(plots, "_pyplot", lambda: Recorder(calls))
+    names = [scenario.id for scenario in load_domain().arena]
+    first = {name: i / 20 for i, name in enumerate(names)}
+    last = {name: 1 - i / 20 for i, name in enumerate(names)}
+    matches = [{"match": n, "win_rate": 0.5, "safety_pass_rate": 0.5, "per_scenario": scores} for n, scores in ((1, first), (2, {}), (3, last))]
+    run = RunDir.create(tmp_path / "run", {})
+    run.save_state("progress", {"matches": matches})
+    plot_run(run)
+    (one, three) = [(list(args[0]), list(args[1]), kwargs) for name, args, kwargs in calls if name == "bar"]
+    assert (one[1], one[2]["label"]) == ([first[n] for n in names], "match 1") and (three[1], three[2]["label"]) == ([last[n] for n in names], "match 3")
+    for x_one, x_three in zip(one[0], three[0]):  # each scenario's pair touches and does not overlap
+        assert x_three - x_one == pytest.approx((one[2]["width"] + three[2]["width"]) / 2) and x_three > x_one
+    run.close()
+
+
 def test_the_held_out_bars_stand_side_by_side_each_from_its_own_result(tmp_path, monkeypatch):
     from trainers.rlada import plots
 
