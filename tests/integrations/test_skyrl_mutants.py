@@ -62,3 +62,16 @@ def test_a_rows_env_kwargs_are_json_text_and_the_last_step_has_no_observations()
     env.init(row["prompt"])
     out = env.step("Hello, I am calling about your car insurance.")
     assert out["done"] and out["observations"] == [] and out["metadata"]["outcome"] == env.trajectory().outcome.value
+
+
+def test_close_finishes_a_dialogue_left_open_with_the_learner_silent():
+    speak = '{"action_type": "speak", "content": "Could you tell me a little more about the problem?"}'
+    env = DialogueTextEnv(None, {"env_kwargs": {"max_agent_turns": 3}, "env_seed": 4}, env_id="RLADA-Banking-v0")
+    env.init()
+    assert not env.step(speak)["done"]
+    env.close()
+    silent = LearnerEpisodes("RLADA-Banking-v0", env_kwargs={"max_agent_turns": 3})
+    silent.start(0, 0, 4)
+    silent.move([0], [speak])
+    silent.finish_silently([0])
+    assert env.trajectory().outcome is not None and env.trajectory().to_dict() == silent.trajectory(0).to_dict()
