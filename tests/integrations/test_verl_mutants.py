@@ -49,3 +49,22 @@ def test_each_generation_asks_for_no_more_than_the_room_left_the_turn_cap_and_th
     asyncio.run(play_dialogue(server, tokenizer, "RLADA-Banking-v0", episode=0, seed=3, env_kwargs=SHORT["RLADA-Banking-v0"],
                               sampling_params={"max_tokens": 7}, response_length=4096, max_turn_tokens=30, request_id="m"))
     assert len(server.calls) >= 2 and all(params["max_tokens"] == 7 for _, _, params, _ in server.calls)
+
+
+def test_the_callers_max_tokens_is_cut_to_the_room_left_and_a_last_token_of_room_is_still_generated(tokenizer):
+    rows = dataset_rows("RLADA-Banking-v0", 1, seed=3, env_kwargs=SHORT["RLADA-Banking-v0"])
+
+    def calls(response_length, max_turn_tokens, sampling_params):
+        server = FakeRolloutServer(tokenizer, "RLADA-Banking-v0", "agent")
+        out = asyncio.run(play_dialogue(server, tokenizer, "RLADA-Banking-v0", episode=0, seed=3, env_kwargs=SHORT["RLADA-Banking-v0"],
+                                        sampling_params=sampling_params, response_length=response_length, max_turn_tokens=max_turn_tokens,
+                                        request_id="c", raw_prompt=rows[0]["prompt"]))
+        rooms = [response_length - (len(prompt_ids) - len(out.prompt_ids)) for _, prompt_ids, _, _ in server.calls]
+        return rooms, [params["max_tokens"] for _, _, params, _ in server.calls], out
+
+    # the caller asks for 100 a turn; the last turn of a 250-token response has less room than that
+    rooms, asked, _ = calls(250, None, {"max_tokens": 100})
+    assert rooms[-1] < 100 and asked == [min(room, 100) for room in rooms]
+    # 300 tokens at 30 a turn leave exactly one token for the last turn: it is generated, not skipped
+    rooms, asked, out = calls(300, 30, {})
+    assert rooms[-1] == 1 and asked[-1] == 1 and out.response_mask[-1] == 1 and len(out.response_ids) == 300
