@@ -51,3 +51,52 @@ def test_a_seeds_training_curve_is_its_moving_mean(tmp_path, plotted):
     assert x == [1, 2, 3, 4] and y == pytest.approx([0.1, 0.3, 0.5, 0.7])  # the mean of each 2 iterations, at the later one
     assert (dot_x, dot_y) == ([4], [0.5])  # the held-out CR at the last iteration
     assert (tmp_path / "curve.png").exists()
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """The figures the plots close, kept open to be read."""
+    import matplotlib.pyplot as plt
+
+    kept, close = [], plt.close
+    monkeypatch.setattr(plt, "close", kept.append)
+    yield kept
+    for figure in kept:
+        close(figure)
+
+
+def _png_size(path) -> tuple[int, int]:
+    header = path.read_bytes()[16:24]
+    return int.from_bytes(header[:4], "big"), int.from_bytes(header[4:], "big")
+
+
+def test_the_run_plots_axes_and_heatmap_panels(tmp_path, figures, monkeypatch):
+    (tmp_path / "plots").mkdir()
+    rows = [{"iteration": i, "episode/cr": 0.5, "curriculum/ideal_fraction": 0.5} for i in range(10)]
+    records = [(i, 0, f"t{i}") for i in range(10)]
+    run = SimpleNamespace(path=tmp_path, read_metrics=lambda: rows, trajectory_records=lambda: iter(records))
+    rates = np.arange(120, dtype=float).reshape(5, 4, 6) / 120  # a different rate in every state
+    monkeypatch.setattr(plots, "per_state_cr", lambda trajectories: rates)
+    plots.plot_run(run)
+    curves, heatmaps = figures[:2], figures[2]
+    assert all(figure.axes[0].get_ylim() == (0.0, 1.0) for figure in curves)  # rates on a fixed 0-1 scale
+    assert len(heatmaps.axes) == 9
+    panels = heatmaps.axes[:8]  # 2 rows (first, last) x 4 emotions, then the colour bar
+    assert [axis.get_title() for axis in panels[:4:3]] == ["iterations 0..1\nemotion 0", "iterations 0..1\nemotion 3"]
+    assert [axis.get_title() for axis in panels[4::3]] == ["iterations 8..9\nemotion 0", "iterations 8..9\nemotion 3"]
+    for k, axis in enumerate(panels):
+        image = axis.get_images()[0]
+        assert image.get_clim() == (0, 1) and image.origin == "lower"
+        assert np.array_equal(image.get_array(), rates[:, k % 4, :])  # cooperation up, trust across, one emotion a panel
+    assert heatmaps.get_constrained_layout()
+    # 12 x 6 inches at 110 dpi; the curves 6 x 3.5
+    assert _png_size(tmp_path / "plots" / "cr_heatmaps_first_vs_last.png") == (1320, 660)
+    assert _png_size(tmp_path / "plots" / "cr_per_iteration.png") == (660, 385)
+
+
+def test_the_seed_curves_default_to_a_10_iteration_mean_and_a_small_legend(tmp_path, plotted, figures):
+    plots.plot_seed_curves({0: [0.1 * i for i in range(12)]}, {}, {"adaptive": 0.6}, tmp_path / "curve.png", "title")
+    (x, y), = plotted
+    assert x == [9, 10, 11] and y == pytest.approx([0.45, 0.55, 0.65])
+    legend = figures[0].axes[0].get_legend()
+    assert [text.get_fontsize() for text in legend.get_texts()] == [7, 7]
