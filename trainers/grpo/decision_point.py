@@ -206,12 +206,22 @@ def pooled_rewards(rewards: Sequence[float], turns: Sequence[Sequence[int]]) -> 
     return [float(np.mean(by_turn[tuple(turn)])) for turn in turns]
 
 
+def over_greedy_advantages(rewards: Sequence[float], greedy_reward: float) -> np.ndarray:
+    """A_i = max(0, R_i - R_greedy): a copy counts only where its turn did better than the greedy copy's.
+    Group-normalised advantages spend most of their weight pushing down the samples worse than a greedy
+    turn that already wins (docs/training.md, eleventh round: a sample beats the greedy turn in about 6% of
+    groups); these train only on the turns that beat the argmax, the signal that can move it.
+    :func:`group_samples` leaves the copies at 0 out of the batch."""
+    return np.maximum(0.0, np.asarray(rewards, dtype=np.float64) - greedy_reward)
+
+
 def group_samples(
-    trajectories: Sequence[Trajectory], group_size: int, learner: str, pool_same_turn: bool = False,
+    trajectories: Sequence[Trajectory], group_size: int, learner: str, pool_same_turn: bool = False, over_greedy: bool = False,
 ) -> tuple[list[TurnSample], dict[str, float]]:
     """The training samples of :func:`play_groups`' ``trajectories`` (each sampled turn's tokens,
     weighted by its copy's advantage within its group of ``group_size``; with ``pool_same_turn`` the
-    advantages are of :func:`pooled_rewards`) and rollout metrics: mean reward (as played), the share of
+    advantages are of :func:`pooled_rewards`; with ``over_greedy``, :func:`over_greedy_advantages` against
+    the group's greedy copy) and rollout metrics: mean reward (as played), the share of
     groups whose rewards (as trained on) differ (the others carry no signal), the mean number of distinct
     sampled turns per group, and the mean sampled-turn length."""
     samples, rewards, informative, distinct = [], [], 0, 0
@@ -230,8 +240,13 @@ def group_samples(
         if pool_same_turn:
             group_rewards = pooled_rewards(group_rewards, said)
         informative += len(set(group_rewards)) > 1
-        for advantage, turn in zip(group_advantages(group_rewards), (trajectory.meta["learner_record"] for trajectory in group)):
-            if turn["completion_ids"]:
+        if over_greedy and not greedy:
+            raise ValueError("group_samples(over_greedy=True) needs a greedy copy in every group; play the groups with greedy_copy=True.")
+        advantages = over_greedy_advantages(group_rewards, greedy[0]) if over_greedy else group_advantages(group_rewards)
+        for advantage, turn in zip(advantages, (trajectory.meta["learner_record"] for trajectory in group)):
+            # Over the greedy copy, a copy at 0 carries no gradient; left in, it would only dilute the
+            # token mean the loss takes, and most copies are at 0 (the update would shrink about 16-fold).
+            if turn["completion_ids"] and not (over_greedy and advantage == 0.0):
                 samples.append(TurnSample(turn["prompt_ids"], turn["completion_ids"], turn["logprobs"], [float(advantage)] * len(turn["completion_ids"])))
     metrics = {
         "decision/mean_reward": float(np.mean(rewards)) if rewards else float("nan"),

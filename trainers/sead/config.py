@@ -121,6 +121,9 @@ class SeadTrainConfig:
     evaluation plays there) and the other G - 1 sample at the rollout temperature, so a group's advantages
     say which sampled turns did better or worse than the current argmax: the comparison that must move
     for greedy CR to move (issue 41)."""
+    over_greedy: bool = False
+    """decision_point with greedy_copy: each copy's advantage is how much its reward beat the greedy copy's,
+    or 0 (trainers/grpo/decision_point.py over_greedy_advantages): only turns that beat the argmax train."""
     user: str = "scripted"
     """Who plays the user: scripted or llm."""
     user_training: str = "fixed"
@@ -224,6 +227,8 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> SeadTrainCon
             f"greedy_copy=True with rl_mode={config.rl_mode!r} and group_size={config.group_size}: the greedy copy is one of a "
             "decision point's G copies; pass rl_mode='decision_point' and group_size >= 2 (it needs sampled copies to compare with)."
         )
+    if config.over_greedy and not config.greedy_copy:
+        raise ConfigError("over_greedy=True scores each copy against the group's greedy copy; pass greedy_copy=True with it.")
     require_range(config, ("batch_size", "n_max", "max_agent_turns", "max_new_tokens", "sft_episodes", "sft_batch_size", "group_size", "dagger_episodes", "dagger_steps", "scratch_layers"), 1)
     require_range(config, ("iterations", "eval_episodes", "lora_rank", "kl_coef", "entropy_coef", "sft_steps", "dagger_rounds", "threads", "dagger_learning_rate"), 0)
     require_range(config, ("clip_eps",), 0, 1)

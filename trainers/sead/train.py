@@ -317,7 +317,7 @@ def decision_point_step(
         run.append_trajectories(enumerate(trajectories), iteration)
     if config.greedy_copy:
         rescore_greedy(trajectories, policy.score)
-    samples, rollout = group_samples(trajectories, config.group_size, "agent", config.pool_same_turn)
+    samples, rollout = group_samples(trajectories, config.group_size, "agent", config.pool_same_turn, config.over_greedy)
     return trajectories, {**rollout, **policy.step(samples)}
 
 
