@@ -36,7 +36,7 @@ def _walk(config, win_rates):
     state = {"matches": [], "versions": {"agent": 0, "customer": 0}, "stop_reason": None}
     evolution = Schedule(config, state, Rule())
     phases = [evolution.first_phase()]
-    while phases[-1]["phase"] != "done":
+    while phases[-1]["phase"] != "done" and len(phases) < 40:  # a schedule that never ends fails, not hangs
         if phases[-1]["phase"] == "match":
             state["matches"].append({"match": phases[-1]["match"], "win_rate": win_rates[len(state["matches"])]})
         phases.append(evolution.after(phases[-1]))
