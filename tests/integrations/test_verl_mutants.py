@@ -63,8 +63,9 @@ def test_the_callers_max_tokens_is_cut_to_the_room_left_and_a_last_token_of_room
         return rooms, [params["max_tokens"] for _, _, params, _ in server.calls], out
 
     # the caller asks for 100 a turn; the last turn of a 250-token response has less room than that
-    rooms, asked, _ = calls(250, None, {"max_tokens": 100})
-    assert rooms[-1] < 100 and asked == [min(room, 100) for room in rooms]
+    for max_turn_tokens in (None, 100, 120):
+        rooms, asked, _ = calls(250, max_turn_tokens, {"max_tokens": 100})
+        assert rooms[-1] < 100 and asked == [min(room, 100) for room in rooms]
     # 300 tokens at 30 a turn leave exactly one token for the last turn: it is generated, not skipped
     rooms, asked, out = calls(300, 30, {})
     assert rooms[-1] == 1 and asked[-1] == 1 and out.response_mask[-1] == 1 and len(out.response_ids) == 300
