@@ -1,9 +1,13 @@
 """RL-ADA's trainer schedule and held-out record checked against their definitions (issue 43 item 6,
 trainers/rlada/train.py): the steps a run plans, the order of its phases, which side a gym trains and
-whose version it bumps, and the per-scenario rates of a held-out result. No training."""
+whose version it bumps, the per-scenario rates of a held-out result, the paired change's resamples and the saved
+matches a resumed run accepts. No training."""
 
 from __future__ import annotations
 
+import pytest
+
+from trainers.common import RunDir, RunFolderError
 from trainers.rlada import train as train_module
 from trainers.rlada.config import build_config
 from trainers.rlada.train import CoEvolution
@@ -69,3 +73,30 @@ def test_a_held_out_result_keeps_each_scenarios_strict_pass_and_routing_apart(mo
     result = train_module.heldout_result([])
     assert result["per_scenario"] == {"card_lost": 0.25, "balance": 1.0}
     assert result["per_scenario_routing"] == {"card_lost": 0.75, "balance": 1.0}
+
+
+def test_the_paired_strict_pass_change_draws_1000_resamples_by_default(monkeypatch):
+    from dialogue_gym.metrics import core
+
+    drawn = []
+    real = core.bootstrap_resamples
+    monkeypatch.setattr(core, "bootstrap_resamples", lambda units, resamples, seed: drawn.append((units, resamples, seed)) or real(units, resamples, seed))
+    result = {"passed": [1, 0, 0, 1], "scenarios": ["a", "a", "b", "b"]}
+    train_module.paired_strict_pass(result, result)
+    assert drawn == [(2, 1000, 0)]  # two scenarios resampled 1000 times from seed 0
+
+
+@pytest.mark.parametrize("match", [
+    {"match": "one", "step": 3, "win_rate": 0.5},  # a number word, not an int
+    {"match": 1, "win_rate": 0.5},  # no step
+    {"match": 1, "step": 3, "win_rate": "high"},
+])
+def test_a_saved_match_without_int_match_and_step_and_a_number_win_rate_is_refused(tmp_path, match):
+    run = RunDir.create(tmp_path / "run", {})
+    state = {**train_module.new_state(), "next": {"phase": "match", "match": 2}, "matches": [match]}
+    run.save_state("progress", state)
+    with pytest.raises(RunFolderError, match=r"field 'matches\[0\]' must be an object with int 'match' and 'step' and a number 'win_rate'"):
+        train_module.load_progress(run, checkpoints=False)
+    run.save_state("progress", {**state, "matches": [{"match": 1, "step": 3, "win_rate": 0.5}]})
+    assert train_module.load_progress(run, checkpoints=False)["matches"] == [{"match": 1, "step": 3, "win_rate": 0.5}]
+    run.close()
