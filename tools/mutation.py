@@ -248,8 +248,8 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "local_models": (
         ("dialogue_gym/backends/transformers_backend.py", "dialogue_gym/backends/row_sampler.py", "dialogue_gym/backends/vllm_backend.py"),
-        ("tests/backends/test_transformers_backend.py", "tests/backends/test_row_sampler.py", "tests/backends/test_vllm_backend.py",
-         "tests/backends/test_vllm_mutants.py"),
+        ("tests/backends/test_transformers_backend_mutants.py", "tests/backends/test_transformers_backend.py", "tests/backends/test_row_sampler.py",
+         "tests/backends/test_vllm_backend.py", "tests/backends/test_vllm_mutants.py"),
     ),
     # Training-library integrations, distributed rollouts and the command line. verl_loop's tests skip where verl is
     # not installed: run its mutants with the python of verl's own environment (tests/integrations/test_verl_loop.py).
