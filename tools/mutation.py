@@ -263,7 +263,8 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "distributed": (
         ("dialogue_gym/distributed/ray_rollouts.py",),
-        ("tests/distributed",),
+        # The fast stand-in tests first: most mutants die there in seconds, before Ray starts.
+        ("tests/distributed/test_ray_rollouts_mutants.py", "tests/distributed"),
     ),
     "cli": (
         ("dialogue_gym/cli.py",),
@@ -281,7 +282,7 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "decision_point": (
         ("trainers/grpo/decision_point.py",),
-        ("tests/trainers/test_decision_point.py", "tests/trainers/test_grpo_trivial_reward.py"),
+        ("tests/trainers/test_decision_point.py", "tests/trainers/test_decision_point_over_greedy.py", "tests/trainers/test_grpo_trivial_reward.py"),
     ),
     "sead_trainer": (
         ("trainers/sead/__main__.py", "trainers/sead/ablate.py", "trainers/sead/config.py", "trainers/sead/joint_user.py",
@@ -294,6 +295,7 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
          "tests/trainers/test_sead_trainer.py", "tests/trainers/test_sead_joint_user.py", "tests/trainers/test_sead_strategy_plus.py",
          "tests/trainers/test_sead_ablation.py", "tests/trainers/test_sead_advantage_wiring.py", "tests/trainers/test_strategy_and_trl.py",
          "tests/trainers/test_trl_env_mask.py", "tests/trainers/test_trainer_cli.py", "tests/trainers/test_dagger_learning_rate.py",
+         "tests/trainers/test_sead_lora_sft.py", "tests/trainers/test_decision_point_over_greedy.py",
          "tests/trainers/test_sead_lm_pipeline.py", "tests/test_spec_constants.py"),
     ),
     "tracer_trainer": (
