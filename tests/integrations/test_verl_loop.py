@@ -26,6 +26,21 @@ from dialogue_gym.integrations.verl import (  # noqa: E402
 )
 
 
+class InProcessActor:
+    """The named Ray actor, in process: ``actor.method.remote(*args)`` awaits ``method(*args)``."""
+
+    def __init__(self, starts):
+        self.starts = starts
+
+    def __getattr__(self, name):
+        method = getattr(self.starts, name)
+
+        async def call(*args):
+            return method(*args)
+
+        return type("Method", (), {"remote": staticmethod(call)})
+
+
 @pytest.fixture(scope="module")
 def tokenizer(tiny_model_dir):
     from transformers import AutoTokenizer
@@ -61,20 +76,8 @@ def test_the_registered_loop_and_the_curriculum(tokenizer, monkeypatch):
     (row,) = dataset_rows("SEAD-Outbound-v0", 1, seed=2)
     assert asyncio.run(loop.run({}, raw_prompt=row["prompt"], extra_info=row["extra_info"])).num_turns >= 3
 
-    class Remote:  # the named Ray actor, in process
-        def __init__(self, starts):
-            self.starts = starts
-
-        def __getattr__(self, name):
-            method = getattr(self.starts, name)
-
-            async def call(*args):
-                return method(*args)
-
-            return type("M", (), {"remote": staticmethod(call)})
-
     starts = verl_loop.CurriculumStarts(batch_size=2, seed=0)
-    monkeypatch.setattr(verl_loop, "_curriculum_actor", lambda kwargs: Remote(starts))
+    monkeypatch.setattr(verl_loop, "_curriculum_actor", lambda kwargs: InProcessActor(starts))
     loop = instantiate(OmegaConf.create(agent_loop_configs(curriculum={"batch_size": 2})[0]), tokenizer, server)
     outputs = [asyncio.run(loop.run({}, raw_prompt=row["prompt"], extra_info=row["extra_info"], uid="g")) for _ in range(2)]
     assert len(outputs) == 2 and len(starts.finished_since_update) == 2 and starts.iterations == 1

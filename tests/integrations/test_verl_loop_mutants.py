@@ -10,7 +10,7 @@ pytest.importorskip("verl.experimental.agent_loop.agent_loop")
 
 from omegaconf import OmegaConf  # noqa: E402
 from test_verl import SHORT, FakeRolloutServer  # noqa: E402
-from test_verl_loop import instantiate  # noqa: E402
+from test_verl_loop import InProcessActor, instantiate  # noqa: E402
 
 from dialogue_gym.integrations import verl_loop  # noqa: E402
 from dialogue_gym.integrations.verl import agent_loop_configs, dataset_rows  # noqa: E402
@@ -56,26 +56,11 @@ def test_every_loop_shares_one_curriculum_actor_that_takes_no_cpu():
         ray.shutdown()
 
 
-class _InProcess:
-    """The named Ray actor, in process: ``actor.method.remote(*args)`` awaits ``method(*args)``."""
-
-    def __init__(self, starts):
-        self.starts = starts
-
-    def __getattr__(self, name):
-        method = getattr(self.starts, name)
-
-        async def call(*args):
-            return method(*args)
-
-        return type("Method", (), {"remote": staticmethod(call)})
-
-
 def test_each_rollouts_uid_is_its_curriculum_group(tokenizer, monkeypatch):
     """Rollouts of two rows (two uids) draw from two batches: two iterations of the controller, and every
     finished dialogue handed back."""
     starts = verl_loop.CurriculumStarts(batch_size=1, seed=0)
-    monkeypatch.setattr(verl_loop, "_curriculum_actor", lambda kwargs: _InProcess(starts))
+    monkeypatch.setattr(verl_loop, "_curriculum_actor", lambda kwargs: InProcessActor(starts))
     server = FakeRolloutServer(tokenizer, "SEAD-Outbound-v0", "agent")
     loop = instantiate(OmegaConf.create(agent_loop_configs(SHORT, curriculum={"batch_size": 1})[0]), tokenizer, server)
     (row,) = dataset_rows("SEAD-Outbound-v0", 1, seed=2, env_kwargs=SHORT["SEAD-Outbound-v0"])
