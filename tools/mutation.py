@@ -140,7 +140,8 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "trl": (
         ("dialogue_gym/integrations/trl.py", "dialogue_gym/integrations/common.py"),
-        ("tests/integrations/test_trl_budget.py", "tests/integrations/test_common.py", "tests/integrations/test_trl.py"),
+        ("tests/integrations/test_trl_budget.py", "tests/integrations/test_common.py", "tests/integrations/test_trl.py",
+         "tests/integrations/test_trl_mutants.py"),
     ),
     "health": (
         ("dialogue_gym/health.py",),
