@@ -52,3 +52,18 @@ def test_a_stop_string_in_the_first_token_ends_the_reply_after_that_token(tiny_m
     stopped = backend.generate([GenerationRequest(messages, SamplingParams(temperature=0.0, max_new_tokens=4, stop=(first,)))])[0]
     # the stop is found in the decoded first token: the reply keeps that one token and the text before the stop
     assert (list(stopped.token_ids), stopped.text, stopped.finish_reason) == (list(free.token_ids[:1]), "", "stop")
+
+
+def test_a_stop_string_completed_by_a_later_token_keeps_the_tokens_up_to_that_one(tiny_model_dir):
+    backend = TransformersBackend(str(tiny_model_dir), max_new_tokens=8)
+    messages = ({"role": "user", "content": "Hello there"},)
+    free = backend.generate([GenerationRequest(messages, SamplingParams(temperature=0.0, max_new_tokens=8))])[0]
+    decoded = [backend.tokenizer.decode(free.token_ids[:k], skip_special_tokens=True) for k in range(len(free.token_ids) + 1)]
+    # the first token k >= 2 whose text brings a character the reply has not shown yet: that character is the stop
+    k, stop = next(
+        (k, c) for k in range(2, len(decoded)) if decoded[k].startswith(decoded[k - 1])
+        for c in decoded[k][len(decoded[k - 1]) :] if not c.isspace() and c not in decoded[k - 1]
+    )
+    stopped = backend.generate([GenerationRequest(messages, SamplingParams(temperature=0.0, max_new_tokens=8, stop=(stop,)))])[0]
+    # greedy gives the same reply up to the stop: kept through token k, the text cut just before the stop
+    assert (list(stopped.token_ids), stopped.text, stopped.finish_reason) == (list(free.token_ids[:k]), decoded[k][: decoded[k].index(stop)], "stop")
