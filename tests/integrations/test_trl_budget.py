@@ -21,9 +21,10 @@ TURN = 4
 
 class NeverStops:
     """A backend whose model never ends its turn: it generates exactly ``max_new_tokens`` copies of
-    one token, each with logprob -0.5, and records every request's ``max_new_tokens``."""
+    one token, each with logprob -0.5, and records every request's ``max_new_tokens`` and seed."""
 
     asked: list[int] = []
+    seeds: list[int] = []
 
     def __init__(self, model, tokenizer, **settings):
         self.tokenizer = tokenizer
@@ -34,6 +35,7 @@ class NeverStops:
         for request in requests:
             count = request.sampling.max_new_tokens
             NeverStops.asked.append(count)
+            NeverStops.seeds.append(request.sampling.seed)
             ids = [self.word] * count
             prompt = encode(self.tokenizer, render(self.tokenizer, request.messages))
             outputs.append(GenerationOutput(self.tokenizer.decode(ids), ids, [-0.5] * count, prompt))

@@ -13,31 +13,17 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from dialogue_gym.backends import GenerationOutput  # noqa: E402
-from dialogue_gym.integrations.common import encode, render  # noqa: E402
-from dialogue_gym.integrations.trl import environment_dataset, environment_factory, make_rollout_func, rollout_prompt  # noqa: E402
+from test_trl_budget import NeverStops  # noqa: E402
+
+from dialogue_gym.integrations.trl import (  # noqa: E402
+    environment_dataset,
+    environment_factory,
+    make_rollout_func,
+    rollout_prompt,
+)
 
 ENV = "TRACER-UserSim-v0"
 TURN = 4
-
-
-class Recording:
-    """A backend whose model says ``TURN`` copies of one token each turn and records every request's seed."""
-
-    seeds: list[int] = []
-
-    def __init__(self, model, tokenizer, **settings):
-        self.tokenizer = tokenizer
-        self.word = encode(tokenizer, "Hello")[0]
-
-    def generate(self, requests):
-        outputs = []
-        for request in requests:
-            Recording.seeds.append(request.sampling.seed)
-            ids = [self.word] * request.sampling.max_new_tokens
-            prompt = encode(self.tokenizer, render(self.tokenizer, request.messages))
-            outputs.append(GenerationOutput(self.tokenizer.decode(ids), ids, [-0.5] * len(ids), prompt))
-        return outputs
 
 
 @pytest.fixture
@@ -46,19 +32,19 @@ def play(scenario_model_dir, monkeypatch):
 
     import dialogue_gym.backends.transformers_backend as transformers_backend
 
-    monkeypatch.setattr(transformers_backend, "TransformersBackend", Recording)
+    monkeypatch.setattr(transformers_backend, "TransformersBackend", NeverStops)
     tokenizer = AutoTokenizer.from_pretrained(str(scenario_model_dir))
 
     def run(step, prompts, model=None):
         """The seeds asked for, in request order, by one rollout of ``prompts`` at global step ``step``."""
-        Recording.seeds = []
+        NeverStops.seeds = []
         model = model or SimpleNamespace(training=False, eval=lambda: None, train=lambda: None)
         trainer = SimpleNamespace(
             processing_class=tokenizer, model=model, accelerator=SimpleNamespace(unwrap_model=lambda m: m, device="cpu"),
             state=SimpleNamespace(global_step=step), max_completion_length=3 * TURN + 60, temperature=1.0, top_p=1.0,
         )
         make_rollout_func(ENV, max_turn_tokens=TURN)(prompts, trainer)
-        return list(Recording.seeds)
+        return list(NeverStops.seeds)
 
     return run
 
