@@ -5,6 +5,7 @@ bank's draws against the draws they replace."""
 import hashlib
 import json
 import random
+import re
 from dataclasses import asdict
 
 import pytest
@@ -66,6 +67,41 @@ def test_evidence_numbers_reads_every_match_as_the_match_loop_did():
     for text in TEXTS:
         bounded = text[:MAX_ACTION_CHARS]
         assert reading.evidence_numbers(text) == by_match_loop(bounded), text[:80]
+
+
+# The patterns as first written, each beginning with its assertion (reading.py says why they no longer do).
+PLAIN_PATTERNS = {
+    "ID_PATTERN": re.compile(r"\b[A-Z]{2,5}-\d{3,}\b"),
+    "_LONG_NUMBER": re.compile(r"(?<![\w$.,-])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{3,}(?:\.\d+)?)(?![\w-])"),
+    "_NUMBER": re.compile(r"(?<![A-Za-z_\d.])\d+(?:,\d{3})*(?:\.\d+)?"),
+}
+
+
+def near_miss_texts(count: int, seed: int = 0) -> list[str]:
+    """Random texts of the characters the number and id patterns turn on: digits (ASCII and others that
+    are digits to ``\\d``), upper and lower case letters (ASCII and not), the separators they look
+    behind and ahead for, spaces and JSON punctuation; ids and amounts glued to each other."""
+    pieces = list("0123456789AZQxy_.,-$ \"{}[]:") + ["\u0663", "\u00c9", "\u00e9", "\u212a", "DSP-", "ACC-1234", "CARD-0042", "1,234.50", "12,34", "ABCDEF-123"]
+    rng = random.Random(seed)
+    return ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 40))) for _ in range(count)]
+
+
+@pytest.mark.parametrize("name", sorted(PLAIN_PATTERNS))
+def test_the_class_first_patterns_match_what_the_plain_patterns_match(name):
+    fast, plain = getattr(reading, name), PLAIN_PATTERNS[name]
+    assert (fast.flags, fast.groups) == (plain.flags, plain.groups)
+    for text in [*TEXTS, *near_miss_texts(20000)]:
+        expected = [(match.span(), match.groups()) for match in plain.finditer(text)]
+        assert [(match.span(), match.groups()) for match in fast.finditer(text)] == expected, (name, text[:80])
+        assert fast.findall(text) == plain.findall(text) and fast.sub(" ", text) == plain.sub(" ", text)
+
+
+def test_the_near_miss_texts_reach_every_pattern_both_ways():
+    # The random texts are only worth comparing on if each pattern finds something in some and nothing in others.
+    texts = near_miss_texts(20000)
+    for plain in PLAIN_PATTERNS.values():
+        found = [bool(plain.search(text)) for text in texts]
+        assert 500 < sum(found) < len(texts) - 500, plain.pattern
 
 
 @pytest.mark.parametrize("customer_max_chars", [400, 20, MAX_ACTION_CHARS])
