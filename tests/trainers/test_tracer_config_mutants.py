@@ -17,8 +17,12 @@ AT_LEAST_ZERO_FLOAT = ("kl_coef", "gamma")
 @pytest.mark.parametrize("name", POSITIVE_INTS)
 def test_counts_must_be_positive_ints(name):
     assert getattr(build_config(**{name: 1}), name) == 1
-    with pytest.raises(ConfigError, match=rf"^{name} must be a positive int, got 0\.$"):
+    # worded as SEAD's and RL-ADA's range errors (trainers.common.cli.require_range)
+    with pytest.raises(ConfigError, match=rf"^{name} must be >= 1, got 0\.$"):
         build_config(**{name: 0})
+    for wrong_kind in (True, 2.0):  # a bool or a float where a count belongs is refused before the range
+        with pytest.raises(ConfigError, match=rf"^{name} must be int \(finite if a number\), got {wrong_kind!r} \({type(wrong_kind).__name__}\)\.$"):
+            build_config(**{name: wrong_kind})
 
 
 @pytest.mark.parametrize("name", AT_LEAST_ZERO_INT + AT_LEAST_ZERO_FLOAT)
@@ -54,8 +58,8 @@ def test_policy_and_model_and_reward_weights():
 
 
 # The presets other than cpu-lm-scratch (which test_preset_reproduction_mutants rebuilds from a saved run)
-# checked against where their values are documented. Only what the docs state is pinned: cpu-tiny-lm's
-# step counts and rates and gpu-lm's other counts are documented nowhere.
+# checked against the runs the notes report with them. Every preset value, these included, is also pinned
+# with its reason in docs/presets.md by test_presets_documented.
 SMOLLM2_DOCUMENTED = {  # docs/notes/tracer.md, "SmolLM2 as the simulator, SFT on CPU"
     "policy": "lm", "model": "smollm2",
     "sft_sessions": 40,  # "on 40 reference sessions (one per group)"

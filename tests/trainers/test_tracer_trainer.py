@@ -109,7 +109,7 @@ def test_config_and_cli_errors():
         build_config("huge")
     with pytest.raises(ConfigError, match=r"Unknown trainer option\(s\) \['iters'\]"):
         build_config(iters=3)
-    with pytest.raises(ConfigError, match="group_size must be a positive int, got 0"):
+    with pytest.raises(ConfigError, match="group_size must be >= 1, got 0"):
         build_config(group_size=0)
     with pytest.raises(ConfigError, match=r"l_adv must be in \[0, 1\], got 2"):
         build_config(l_adv=2)

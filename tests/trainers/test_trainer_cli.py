@@ -41,7 +41,7 @@ def _one_line_error(capsys, prog: str) -> str:
         ("python -m trainers.sead", ["--advantage", "ppo"], "advantage='ppo'"),
         ("python -m trainers.sead", ["--temperature", "0"], "temperature must be > 0, got 0.0"),
         ("python -m trainers.tracer", ["--preset", "gpu"], "preset='gpu' is unknown"),
-        ("python -m trainers.tracer", ["--group-size", "0"], "group_size must be a positive int, got 0"),
+        ("python -m trainers.tracer", ["--group-size", "0"], "group_size must be >= 1, got 0"),
         ("python -m trainers.tracer", ["--rho", "1.5"], "rho must be"),
         ("python -m trainers.tracer", ["--assistant", "robot"], "assistant='robot' is not a known assistant policy"),
         ("python -m trainers.tracer", ["--sessions-file", "/nowhere/sessions.jsonl"], "/nowhere/sessions.jsonl"),

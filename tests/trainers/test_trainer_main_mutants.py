@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.parametrize(
     ("trainer", "message"),
-    [("tracer", "group_size must be a positive int, got 0."), ("rlada", "group_size must be >= 1, got 0.")],
+    [("tracer", "group_size must be >= 1, got 0."), ("rlada", "group_size must be >= 1, got 0.")],  # one wording for one bad setting
 )
 def test_the_module_entry_point_exits_2_with_one_line(tmp_path, trainer, message):
     done = subprocess.run(

@@ -154,13 +154,10 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> TracerTrainC
         raise ConfigError(f"policy={config.policy!r}; use strategy or lm.")
     if config.policy == "lm" and not config.model:
         raise ConfigError("policy='lm' needs model=... (a local folder, 'smollm2', 'tiny' or 'scratch').")
-    for name in ("sessions_per_iteration", "group_size", "rollout_batch", "eval_every", "eval_rollouts", "eval_batch"):
-        value = getattr(config, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"{name} must be a positive int, got {value!r}.")
     if not 0.0 <= config.l_adv <= 1.0:
         raise ConfigError(f"l_adv must be in [0, 1], got {config.l_adv!r}.")
-    require_range(config, ("max_new_tokens",), 1)
+    # The kinds (an int, not a bool) were checked by preset_values; the ranges word their errors as SEAD's and RL-ADA's do.
+    require_range(config, ("sessions_per_iteration", "group_size", "rollout_batch", "eval_every", "eval_rollouts", "eval_batch", "max_new_tokens"), 1)
     require_range(config, ("iterations", "sft_epochs", "sft_sessions", "heldout_per_group", "eval_sessions", "lora_rank", "kl_coef", "gamma", "threads", "sft_steps", "sft_batch_size"), 0)
     require_range(config, ("clip_eps",), 0, 1)
     for name in ("learning_rate", "sft_learning_rate", "temperature"):
