@@ -35,7 +35,9 @@ A generated block in a Markdown page is the text between ``<!-- generated: KIND 
   (its own ``summary`` function, reading the saved files), and how the run was made;
 * ``agreement RUN/agreement.json ...``: a trainer's teacher-forced agreement with its expert, one row per
   stage (behaviour cloning, each DAgger round) of each file, and one more where the stage was also scored
-  on training dialogues.
+  on training dialogues;
+* ``presets TRAINER``: the presets of ``trainers/TRAINER/config.py`` (``PRESETS``), one row per field some
+  preset sets, with the field's default and each preset's value (blank: the preset keeps the default).
 
 Tables are rendered by the CLI's own functions, so a change of the table code or of a saved file shows
 up as a stale block in ``tests/test_docs.py``; rerun this script (and commit both) to refresh them.
@@ -289,7 +291,33 @@ def trained(name: str) -> str:
     )
 
 
-KINDS = {"baselines": baselines, "benchmark": benchmark, "compare": compared, "agreement": agreement, "audit": audited, "audits": audit_summary, "trained": trained}
+def presets(trainer: str) -> str:
+    """The table of a trainer's presets: every field some preset sets (in the config's field order), its
+    default, and what each preset sets it to, shown as the trainer's ``--help`` shows values."""
+    import dataclasses
+    import importlib
+
+    from trainers.common.cli import _shown
+
+    if trainer not in TRAINERS:
+        raise SystemExit(f"a presets block names a trainer, one of {', '.join(TRAINERS)}; got {trainer!r}.")
+    module = importlib.import_module(f"trainers.{trainer}.config")
+    config_class = type(module.build_config())
+    set_somewhere = {name for values in module.PRESETS.values() for name in values}
+    lines = ["| field | default | " + " | ".join(f"`{name}`" for name in module.PRESETS) + " |", "|---" * (len(module.PRESETS) + 2) + "|"]
+    for spec in dataclasses.fields(config_class):
+        if spec.name not in set_somewhere:
+            continue
+        default = spec.default if spec.default is not dataclasses.MISSING else spec.default_factory()
+        cells = [_shown(values[spec.name]) if spec.name in values else "" for values in module.PRESETS.values()]
+        lines.append(f"| `{spec.name}` | {_shown(default)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+KINDS = {
+    "baselines": baselines, "benchmark": benchmark, "compare": compared, "agreement": agreement, "audit": audited, "audits": audit_summary,
+    "trained": trained, "presets": presets,
+}
 
 
 def render(text: str, where: str = "page") -> str:
@@ -326,6 +354,8 @@ def regenerate(kind: str, name: str) -> str:
     if kind == "trained":
         made = saved_run(name)[1]
         return f"python tools/docs_tables.py --train {Path(name).name} -- {shlex.join([made['trainer'], *made['arguments']])}"
+    if kind == "presets":  # rendered from the config module itself: there is no saved file to make anew
+        return f"python tools/docs_tables.py (from trainers/{name}/config.py's PRESETS)"
     if kind == "benchmark":
         path = BENCHMARKS / f"{name}.txt"
         first = path.read_text(encoding="utf-8").partition("\n")[0] if path.exists() else ""

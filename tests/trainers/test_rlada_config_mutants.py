@@ -69,13 +69,13 @@ def test_cpu_tiny_lm_and_gpu_lm_are_the_documented_language_model_runs():
     # docs/notes/rlada.md: "`cpu-tiny-lm` (a random tiny causal LM as the agent: plumbing), `gpu-lm` (RL-ADA's setting: a 3B
     # agent and a 7B customer with LoRA on one GPU, `--agent-model /models/Qwen2.5-3B-Instruct --customer-model
     # /models/Qwen2.5-7B-Instruct`; not run here)". cpu-lm-scratch is rebuilt from its saved run by
-    # test_preset_reproduction_mutants; the presets' counts and rates below are documented nowhere, so not pinned.
+    # test_preset_reproduction_mutants; every preset value is pinned with its reason in docs/presets.md by test_presets_documented.
     tiny = build_config("cpu-tiny-lm")
     assert (tiny.agent_policy, tiny.agent_model) == ("lm", "tiny")
     gpu = build_config("gpu-lm")
     assert (gpu.agent_policy, gpu.agent_model) == ("lm", "/models/Qwen2.5-3B-Instruct")
     assert (gpu.customer_policy, gpu.customer_model) == ("lm", "/models/Qwen2.5-7B-Instruct")
-    assert gpu.device == "cuda" and gpu.lora_rank >= 1  # "with LoRA on one GPU" (the rank is documented nowhere)
+    assert gpu.device == "cuda" and gpu.lora_rank >= 1  # "with LoRA on one GPU" (the rank: test_presets_documented)
 
 
 def test_cpu_strategy_keeps_the_documented_gym_side_and_held_out_repeats():
