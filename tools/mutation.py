@@ -297,7 +297,7 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
          "tests/trainers/test_sead_ablation.py", "tests/trainers/test_sead_advantage_wiring.py", "tests/trainers/test_strategy_and_trl.py",
          "tests/trainers/test_trl_env_mask.py", "tests/trainers/test_trainer_cli.py", "tests/trainers/test_dagger_learning_rate.py",
          "tests/trainers/test_sead_lora_sft.py", "tests/trainers/test_decision_point_over_greedy.py",
-         "tests/trainers/test_sead_lm_pipeline.py", "tests/test_spec_constants.py"),
+         "tests/trainers/test_sead_lm_pipeline.py", "tests/test_spec_constants.py", "tests/trainers/test_presets_documented.py"),
     ),
     "tracer_trainer": (
         ("trainers/tracer/__main__.py", "trainers/tracer/config.py", "trainers/tracer/policy.py", "trainers/tracer/sft.py",
@@ -306,7 +306,7 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
          "tests/trainers/test_tracer_sft_mutants.py", "tests/trainers/test_tracer_train_mutants.py", "tests/trainers/test_trainer_main_mutants.py",
          "tests/trainers/test_preset_reproduction_mutants.py",
          "tests/trainers/test_tracer_trainer.py", "tests/trainers/test_tracer_advantage_wiring.py", "tests/trainers/test_sweeps.py",
-         "tests/trainers/test_lm_scratch_presets.py", "tests/test_spec_constants.py"),
+         "tests/trainers/test_lm_scratch_presets.py", "tests/test_spec_constants.py", "tests/trainers/test_presets_documented.py"),
     ),
     "rlada_trainer": (
         ("trainers/rlada/__main__.py", "trainers/rlada/config.py", "trainers/rlada/plots.py", "trainers/rlada/sft.py",
@@ -316,7 +316,8 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
          "tests/trainers/test_rlada_plots_mutants.py",
          "tests/trainers/test_preset_reproduction_mutants.py",
          "tests/trainers/test_rlada_trainer.py", "tests/trainers/test_rlada_stop_rule_boundaries.py", "tests/trainers/test_sweeps.py",
-         "tests/trainers/test_lm_scratch_presets.py", "tests/trainers/test_lm_run_folder_sweep.py", "tests/test_spec_constants.py"),
+         "tests/trainers/test_lm_scratch_presets.py", "tests/trainers/test_lm_run_folder_sweep.py", "tests/test_spec_constants.py",
+         "tests/trainers/test_presets_documented.py"),
     ),
 }
 """Named targets: (the modules to mutate, the tests that must catch a mutant in them). ``sealed_runs`` holds
