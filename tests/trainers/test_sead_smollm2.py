@@ -1,0 +1,47 @@
+"""SEAD's ``model="smollm2"`` is converted into the run folder once (issue 41 item 5, ``cpu-smollm2``):
+every later load of the base model reads the plain folder, with the same weights and token ids."""
+
+import pytest
+
+from trainers.common import RunDir
+from trainers.sead import train as sead_train
+from trainers.sead.config import build_config
+
+
+def test_save_plain_model_keeps_the_weights_and_the_token_ids(tiny_model_dir, tmp_path):
+    torch = pytest.importorskip("torch")
+    from dialogue_gym.backends.transformers_backend import TransformersBackend
+
+    out = tmp_path / "plain"
+    out.mkdir()
+    sead_train.save_plain_model(str(tiny_model_dir), out)
+    original, saved = TransformersBackend(str(tiny_model_dir)), TransformersBackend(str(out))
+    text = "<response>Hello, is this the owner?</response><trust_score>3</trust_score>"
+    assert saved.tokenizer(text)["input_ids"] == original.tokenizer(text)["input_ids"]
+    weights, saved_weights = original.model.state_dict(), saved.model.state_dict()
+    assert weights.keys() == saved_weights.keys()
+    assert all(torch.equal(weights[name], saved_weights[name]) for name in weights)
+
+
+def test_smollm2_is_converted_once_into_the_run_folder(tmp_path, monkeypatch):
+    saves = []
+
+    def save(model, folder):
+        saves.append(model)
+        (folder / "config.json").write_text("{}")
+        (folder / "model.safetensors").write_bytes(b"")
+
+    monkeypatch.setattr(sead_train, "save_plain_model", save)
+    monkeypatch.setattr(sead_train, "folder_problem", lambda folder: None)  # the stand-in's weights are empty
+    config = build_config("cpu-tiny-lm", run_dir=str(tmp_path), model="smollm2")
+    run = RunDir(tmp_path)
+    first, second = sead_train.base_model(config, run), sead_train.base_model(config, run)
+    assert first == second == str(tmp_path / "smollm2_model")
+    assert saves == ["smollm2"]
+    assert (tmp_path / "smollm2_model" / "config.json").exists() and not (tmp_path / "smollm2_model.partial").exists()
+
+
+def test_a_local_model_folder_is_used_where_it_is(tmp_path, monkeypatch):
+    monkeypatch.setattr(sead_train, "save_plain_model", lambda model, folder: pytest.fail("a local folder is not converted"))
+    config = build_config("cpu-tiny-lm", run_dir=str(tmp_path / "run"), model=str(tmp_path / "mine"))
+    assert sead_train.base_model(config, RunDir(tmp_path / "run")) == str(tmp_path / "mine")
