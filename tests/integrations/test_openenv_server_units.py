@@ -1,14 +1,16 @@
 """The OpenEnv server's checks pinned by hand (issue 43, item 6: integrations/openenv_server.py's
-mutants): serve's options at their bounds, loopback hosts, the one-line log format, JSON-plain values
-and the refusal frame of a lone surrogate (no server started)."""
+mutants): serve's options at their bounds, loopback hosts, the one-line log format, JSON-plain values,
+the refusal frame of a lone surrogate and a log stop that returns past a stuck output (no server started)."""
 
 from __future__ import annotations
 
 import inspect
+import io
 import json
 import logging
 import math
 import queue
+import threading
 
 import numpy as np
 import pytest
@@ -137,3 +139,27 @@ def test_a_full_log_queue_counts_what_it_drops_and_says_so_once_it_is_below_half
     *_, said, last = [waiting.get_nowait() for _ in range(waiting.qsize())]
     assert (said.getMessage(), said.levelname) == ("2 log line(s) dropped (the output was not read)", "WARNING")
     assert last.getMessage() == "below half"
+
+
+def test_stopping_the_log_with_an_output_nobody_reads_returns_after_a_bounded_wait():
+    # `serve` stops its log thread on exit. With an output nobody reads (a pipe whose reader went away) the
+    # thread hangs in a write: the stop gives it a short wait and returns, the rest staying queued, so the
+    # server's exit never hangs on its own log. How short (the default `wait`) is a tuning constant, recorded
+    # as equivalent in tools/mutation_equivalent.json: only a timing test could tell one short wait from another.
+    release = threading.Event()
+
+    class StuckOutput(io.TextIOBase):
+        def write(self, text):
+            release.wait(60)
+            return len(text)
+
+    served._start_log(StuckOutput())
+    try:
+        served.log.info("a line the output never takes")
+        stopper = threading.Thread(target=served._stop_log, daemon=True)
+        stopper.start()
+        stopper.join(20)
+        assert not stopper.is_alive(), "_stop_log waited on an output nobody reads without a limit"
+        assert served._listener is None
+    finally:
+        release.set()
