@@ -331,6 +331,8 @@ class RladaGame(Game):
         self._misled = False
         self._disclosed = False
         self._questions = 0
+        self._shown_results: dict[int, str] = {}
+        """The JSON text of each successful tool result (by turn index), as the agent's tool message holds it: handed to the judge."""
         self._agent_messages = [{"role": "system", "content": agent_system_prompt(self.domain, self.bank)}]
         self._customer_messages = [
             {"role": "system", "content": customer_system_prompt(self.domain, self.bank, self.intent, self.facts, self.profile["concealment"])},
@@ -399,7 +401,10 @@ class RladaGame(Game):
                 self._progress["lookup"], progress = True, 1
             elif outcome.tool != LOOKUP and not self._progress["domain"]:
                 self._progress["domain"], progress = True, 1
-            self._agent_messages.append({"role": "tool", "content": json.dumps(outcome.message())})
+            message, shown = outcome.message_json()
+            self._agent_messages.append({"role": "tool", "content": message})
+            if shown is not None:
+                self._shown_results[len(self.turns)] = shown  # the index this agent turn gets below
             heard = f"[{outcome.tool}({json.dumps(outcome.args)}) -> {'ok' if outcome.ok else 'error'}]"
         elif problem is not None:
             self._agent_messages.append({"role": "tool", "content": json.dumps({"error": "invalid_action", "detail": problem})})
@@ -491,7 +496,13 @@ class RladaGame(Game):
         so it earns no adversarial credit (:func:`~dialogue_gym.rewards.rlada.customer_terminal_terms`)."""
         self._role = None
         self.outcome = outcome or Outcome.HANGUP
-        verdict = self.judge.judge(self.trajectory())
+        # The package's judges take the tool results' JSON the game already wrote; a judge object of
+        # another kind (set in place of the configured one, as tests do) gets the trajectory alone.
+        trajectory = self.trajectory()
+        if isinstance(self.judge, (RuleJudge, LLMJudge)):
+            verdict = self.judge.judge(trajectory, self._shown_results)
+        else:
+            verdict = self.judge.judge(trajectory)
         self._add(
             rewards, "agent",
             agent_terminal_terms(

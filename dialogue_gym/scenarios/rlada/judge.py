@@ -34,7 +34,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, Mapping
 
 from dialogue_gym.backends.base import GenerationRequest, SamplingParams
 from dialogue_gym.health import TurnHealth
@@ -115,13 +115,16 @@ class _ResultEvidence:
     ids: frozenset[str]
 
 
-def _results_evidence(calls: list[tuple[int, dict[str, Any]]]) -> dict[int, _ResultEvidence]:
+def _results_evidence(calls: list[tuple[int, dict[str, Any]]], shown_results: Mapping[int, str]) -> dict[int, _ResultEvidence]:
     """``{turn index: evidence}`` of every successful call's result, each serialised and read once:
-    both the explanation check and the consistency check read the same results."""
+    both the explanation check and the consistency check read the same results. ``shown_results``
+    holds ``json.dumps(result)`` of those already serialised (see :meth:`RuleJudge.judge`)."""
     evidence = {}
     for index, call in calls:
         if call["ok"]:
-            shown = json.dumps(call["result"])
+            shown = shown_results.get(index)
+            if shown is None:
+                shown = json.dumps(call["result"])
             evidence[index] = _ResultEvidence(evidence_numbers(shown), frozenset(ID_PATTERN.findall(shown)))
     return evidence
 
@@ -146,10 +149,13 @@ class RuleJudge:
         self._status_words = {word: {s.replace("_", " ") for s in statuses} for word, statuses in domain.judge["card_status_words"].items()}
         self._card_statuses = {s.replace("_", " ") for statuses in self._status_words.values() for s in statuses}
 
-    def judge(self, trajectory: Trajectory) -> Verdict:
+    def judge(self, trajectory: Trajectory, shown_results: Mapping[int, str] | None = None) -> Verdict:
+        """The verdict on ``trajectory``. ``shown_results``: ``{turn index: json.dumps(result)}`` of
+        successful tool calls whose result the caller has serialised already (the game has, for the
+        agent's tool message); the others are serialised here. The verdict is the same either way."""
         target = trajectory.profile["tool"]
         calls = _calls(trajectory)
-        evidence = _results_evidence(calls)
+        evidence = _results_evidence(calls, shown_results or {})
         valid = [(i, c) for i, c in calls if c["schema_ok"]]
         lookup_ok = any(c["tool"] == LOOKUP and c["ok"] for _, c in valid)
         lookup_first = False
@@ -437,8 +443,9 @@ class LLMJudge:
         )
         return GenerationRequest(messages=messages, sampling=self.sampling)
 
-    def judge(self, trajectory: Trajectory) -> Verdict:
-        verdict = self.rule.judge(trajectory)
+    def judge(self, trajectory: Trajectory, shown_results: Mapping[int, str] | None = None) -> Verdict:
+        """The model's score on the rule judge's verdict (``shown_results``: see :meth:`RuleJudge.judge`)."""
+        verdict = self.rule.judge(trajectory, shown_results)
         outputs = self.backend.generate([self.request(trajectory)])
         error = getattr(outputs[0], "error", None) if outputs else "no output"
         if error is not None:

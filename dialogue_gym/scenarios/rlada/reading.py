@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Iterable
 
-from dialogue_gym.scenarios.common import any_pattern_matches, bound_text, memoise_short_texts
+from dialogue_gym.scenarios.common import MIN_GATE_CHARS, any_pattern_matches, bound_text, memoise_short_texts
 from dialogue_gym.scenarios.rlada.cues import cue_hits
 from dialogue_gym.scenarios.rlada.data import CONFUSING_KINDS, Domain, Intent
 from dialogue_gym.scenarios.understanding import (
@@ -279,15 +279,87 @@ def spoken_claims(text: str, domain: Domain) -> tuple[Claim, ...]:
 @memoise_short_texts(maxsize=16384)
 def _spoken_claims(text: str, domain: Domain) -> tuple[Claim, ...]:
     found = []
+    gates = claim_gates(domain)
     for sentence in split_sentences(text):
         if sentence.rstrip().endswith("?"):
             continue
-        for name, kind, target, pattern in domain.claims:
+        lowered = sentence.lower() if sentence.isascii() else None
+        for (name, kind, target, pattern), (words, folded) in zip(domain.claims, gates):
+            if words is not None and not _may_match(words, folded, sentence, lowered):
+                continue
             for match in pattern.finditer(sentence):
                 mode = _mode(sentence[: match.start()])
                 if mode is not None:
                     found.append(Claim(name, kind, target, match.group(0), sentence, mode))
     return tuple(found)
+
+
+@lru_cache(maxsize=16)
+def claim_gates(domain: Domain) -> tuple[tuple[tuple[str, ...] | None, bool], ...]:
+    """:func:`required_words` of each claim pattern of ``domain``, in order, and whether it ignores case.
+
+    :func:`_spoken_claims` searches a claim pattern only in sentences that hold one of its words: the
+    claim patterns begin with a word boundary and an alternation of words, which the engine tries at
+    every position of every sentence and which no single required run rules out
+    (:func:`~dialogue_gym.scenarios.common.matching_patterns` gates only on one run). The judge reads
+    every spoken agent turn, fresh amounts and ids in most, so memoising misses; gated, a turn's claims
+    are read 2x faster (83 distinct agent turns of scripted calls, one process)."""
+    return tuple((required_words(pattern), bool(pattern.flags & re.IGNORECASE)) for *_, pattern in domain.claims)
+
+
+def required_words(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
+    """Runs of at least ``MIN_GATE_CHARS`` plain ASCII characters one of which every match of
+    ``pattern`` contains (lower-cased when it ignores case), or None when its parse shows none: the
+    first such run of the top-level sequence, or of a group in it (one without flags of its own), or
+    of an item repeated at least once, or of every alternative of an alternation (then one per
+    alternative); zero-width items are stepped over. Patterns with locale-dependent case are not read."""
+    if pattern.flags & re.LOCALE or not isinstance(pattern.pattern, str):
+        return None
+    try:
+        from re import _parser as parser  # type: ignore[attr-defined]
+    except ImportError:  # Python < 3.11
+        import sre_parse as parser  # type: ignore[no-redef]
+    try:
+        items = list(parser.parse(pattern.pattern, pattern.flags))
+    except Exception:  # a parser of another Python version: no gate, search every sentence
+        return None
+    words = _sequence_words(items, parser)
+    if words is None or not pattern.flags & re.IGNORECASE:
+        return words
+    return tuple(dict.fromkeys(word.lower() for word in words))
+
+
+def _sequence_words(items: list[Any], parser: Any) -> tuple[str, ...] | None:
+    """:func:`required_words` of one parsed sequence (``parser``: ``re``'s parser module)."""
+    run: list[str] = []
+    for opcode, argument in [*items, (None, None)]:
+        if opcode == parser.LITERAL and argument < 128:
+            run.append(chr(argument))
+            continue
+        if len(run) >= MIN_GATE_CHARS:
+            return ("".join(run),)
+        run = []
+        words = None
+        if opcode == parser.SUBPATTERN and not argument[1] and not argument[2]:
+            words = _sequence_words(list(argument[3]), parser)
+        elif opcode == parser.BRANCH:
+            alternatives = [_sequence_words(list(branch), parser) for branch in argument[1]]
+            if all(found is not None for found in alternatives):
+                words = tuple(dict.fromkeys(word for found in alternatives for word in found))
+        elif opcode in (parser.MAX_REPEAT, parser.MIN_REPEAT) and argument[0] >= 1:
+            words = _sequence_words(list(argument[2]), parser)
+        if words is not None:
+            return words
+    return None
+
+
+def _may_match(words: tuple[str, ...], folded: bool, text: str, lowered: str | None) -> bool:
+    """Whether ``text`` holds one of a pattern's :func:`required_words` (``lowered``: ``text``
+    lower-cased when it is ASCII, else None). A pattern that ignores case is checked on ASCII texts
+    only, where ignoring case is lower-casing; on others it may match (``K``, the Kelvin sign, is a ``k``)."""
+    if folded:
+        return lowered is None or any(word in lowered for word in words)
+    return any(word in text for word in words)
 
 
 def number_value(text: str) -> float | None:

@@ -7,18 +7,23 @@ import json
 import random
 import re
 from dataclasses import asdict
+from functools import lru_cache
 
 import pytest
 
 from dialogue_gym.evaluation import Evaluator
-from dialogue_gym.scenarios.common import MAX_ACTION_CHARS, MAX_CACHED_TEXT_CHARS
+from dialogue_gym.scenarios.common import MAX_ACTION_CHARS, MAX_CACHED_TEXT_CHARS, matching_patterns
 from dialogue_gym.scenarios.rlada import reading
 from dialogue_gym.scenarios.rlada.bank import BACKGROUND_DAYS_AGO, generate_bank
-from dialogue_gym.scenarios.rlada.cues import _names_intent, names_intent
+from dialogue_gym.scenarios.rlada.cues import _names_intent, cue_hits, flatten_groups, group_hits, names_intent
 from dialogue_gym.scenarios.rlada.data import load_domain
-from dialogue_gym.scenarios.rlada.game import read_customer_output
+from dialogue_gym.scenarios.rlada.agents import KeywordRouterAgent
+from dialogue_gym.scenarios.rlada.customers import ScriptedCustomer
+from dialogue_gym.scenarios.rlada.game import RladaGame, read_customer_output
+from dialogue_gym.scenarios.rlada.judge import RuleJudge
 from dialogue_gym.scenarios.rlada.parsing import parse_customer_output
 from dialogue_gym.scenarios.rlada.prompts import tool_catalogue
+from dialogue_gym.scenarios.rlada.tools import ToolOutcome
 
 DOMAIN = load_domain()
 
@@ -112,6 +117,199 @@ def test_the_memoised_customer_parse_is_the_parse(customer_max_chars):
             expected = parse_customer_output(text, *patterns, max_sentences, customer_max_chars)
             for _ in range(2):  # a miss, then a hit where the text is short enough to be kept
                 assert read_customer_output(text, DOMAIN, max_sentences, customer_max_chars) == expected, text[:80]
+
+
+def cue_texts() -> list[str]:
+    """Every text and clause the scripted calls read cues in, the intents' own lines, and the hostile texts."""
+    lines = [line for intent in DOMAIN.intents for line in (*intent.direct, *intent.vague)]
+    clauses = [clause for text in TEXTS for clause in reading._CLAUSE.split(text[:MAX_ACTION_CHARS])]
+    return list(dict.fromkeys([*TEXTS, *lines, *clauses, *(line.upper() for line in lines), *(line + " \u212a" for line in lines)]))
+
+
+def test_cue_hits_counts_what_each_tools_patterns_find():
+    # _cue_hits searches all tools' cues in one pass (group_hits); the plain code counted tool by tool.
+    texts = cue_texts()
+    for text in texts:
+        bounded = text[:MAX_ACTION_CHARS]
+        plain = {tool: len(matching_patterns(patterns, bounded)) for tool, patterns in DOMAIN.cues.items()}
+        assert cue_hits(text, DOMAIN) == plain, text[:80]
+        assert list(cue_hits(text, DOMAIN)) == list(DOMAIN.cues)
+    with_cues = sum(any(cue_hits(text, DOMAIN).values()) for text in texts)
+    assert 300 < with_cues < len(texts) - 300  # texts with cues and texts without
+
+
+def test_group_hits_counts_a_pattern_in_every_place_it_stands():
+    refund, card, twice = re.compile(r"refund", re.I), re.compile(r"\bcard\b"), re.compile(r"twice|double")
+    groups = {"a": (refund, card, refund), "b": (card,), "c": (), "d": (twice, re.compile(r"(?:refund)", re.I))}
+    flat = flatten_groups(groups)
+    assert len(flat[0]) == 4  # the same object once; a pattern of the same matches is another object
+    for text in ("", "Refund my card twice", "card", "REFUND", "a cardigan, double", "refund refund"):
+        assert group_hits(groups, flat, text) == {name: len(matching_patterns(group, text)) for name, group in groups.items()}, text
+    assert group_hits(groups, flat, "Refund my card") == {"a": 3, "b": 1, "c": 0, "d": 1}
+
+
+def plain_spoken_claims(text: str) -> tuple[reading.Claim, ...]:
+    """_spoken_claims as written before its word gates: every claim pattern searched in every statement."""
+    found = []
+    for sentence in reading.split_sentences(text):
+        if sentence.rstrip().endswith("?"):
+            continue
+        for name, kind, target, pattern in DOMAIN.claims:
+            for match in pattern.finditer(sentence):
+                mode = reading._mode(sentence[: match.start()])
+                if mode is not None:
+                    found.append(reading.Claim(name, kind, target, match.group(0), sentence, mode))
+    return tuple(found)
+
+
+def claim_texts(count: int, seed: int = 0) -> list[str]:
+    """Statements glued from the claim patterns' own words (each gate word and its neighbours), in
+    upper, lower and mixed case, with a Kelvin sign or a long s standing in for k and s, amounts and
+    negations: texts where the claims match, nearly match, or match only by case folding."""
+    words = sorted({word for words, _ in reading.claim_gates(DOMAIN) if words for word in words})
+    fillers = ["I", "have", "your", "the", "card", "is", "now", "not", "I'll", "$42.80", "to", "savings", "team", ".", "!", "?", "\u212a", "\u017f", "ed", "ing"]
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(count):
+        text = " ".join(rng.choice(words + fillers) for _ in range(rng.randint(1, 12)))
+        texts.append(rng.choice((text, text.upper(), text.title(), text.replace("k", "\u212a").replace("s", "\u017f"))))
+    return texts
+
+
+def test_the_gated_claims_are_the_claims_of_every_pattern():
+    texts = [*TEXTS, *claim_texts(6000)]
+    with_claims = 0
+    for text in texts:
+        expected = plain_spoken_claims(text[:MAX_ACTION_CHARS])
+        assert reading.spoken_claims(text, DOMAIN) == expected, text[:80]
+        with_claims += bool(expected)
+    assert len(texts) // 10 < with_claims < len(texts) - len(texts) // 10  # statements with claims and without
+
+
+def test_required_words_hold_for_every_match_of_the_domains_patterns():
+    # Soundness of the gate on every pattern the domain has: a pattern never matches a text that holds none of its words.
+    patterns = [pattern for group in (*DOMAIN.cues.values(), *DOMAIN.signs.values()) for pattern in group]
+    patterns += [pattern for *_, pattern in DOMAIN.claims] + [*DOMAIN.hangup_markers, *DOMAIN.role_reversal, *DOMAIN.meta_talk]
+    texts = [*TEXTS, *cue_texts(), *claim_texts(1000)]
+    gated = 0
+    for pattern in patterns:
+        words = reading.required_words(pattern)
+        if words is None:
+            continue
+        gated += 1
+        folded = bool(pattern.flags & re.IGNORECASE)
+        for text in texts:
+            if pattern.search(text):
+                assert reading._may_match(words, folded, text, text.lower() if text.isascii() else None), (pattern.pattern, text[:80])
+    assert gated > 0.9 * len(patterns)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "words"),
+    [
+        (re.compile(r"\b(opened|filed)\b.{0,9}(dispute|claim)|\bcase (is|was) open", re.I), ("opened", "filed", "case ")),
+        (re.compile(r"ab(?:cd)+ef"), None),  # no run of three: neither "ab", "cd" nor "ef"
+        (re.compile(r"(?:xyzzy)+|(?:quux)?"), None),  # an alternative that may match nothing
+        (re.compile(r"(?:xyzzy){0,2}refund"), ("refund",)),  # an optional item is stepped over
+        (re.compile(r"(?i:Refund)|credit"), None),  # a group with flags of its own is not read
+        (re.compile(r"Refund|CREDIT"), ("Refund", "CREDIT")),  # case kept where the pattern minds case
+        (re.compile(r"(?=refund)\w+"), None),  # a lookahead does not consume: not read
+        (re.compile(r"(?:money back){2,}"), ("money back",)),
+    ],
+)
+def test_required_words_of_hand_written_patterns(pattern, words):
+    assert reading.required_words(pattern) == words
+
+
+def test_a_gate_that_ignores_case_passes_every_non_ascii_text():
+    # The Kelvin sign matches k when case is ignored, so a non-ASCII text is always searched.
+    assert reading._may_match(("kid",), True, "\u212aid", None)
+    assert not reading._may_match(("kid",), True, "son", "son")
+    assert not reading._may_match(("Kid",), False, "kid", "kid") and reading._may_match(("Kid",), False, "Kid\u212a", None)
+    assert re.compile(r"kid", re.I).search("\u212aid")
+
+
+@lru_cache(maxsize=None)
+def audit_trajectories(episodes: int) -> tuple:
+    """Episodes of every fair baseline and audit policy of every RL-ADA id (calls that fail, time out,
+    hang up, call tools with bad arguments, ...), as compare_revisions.py fingerprints them (played once per size)."""
+    from dialogue_gym.evaluation import evaluate
+    from envs_registry import REGISTRY, resolve
+
+    trajectories = []
+    for entry in REGISTRY:
+        if not entry.id.startswith("RLADA"):
+            continue
+        for audit in resolve(entry.audits)():
+            players = [*dict.fromkeys((*audit.fair_order, audit.baseline)), *(policy.make() for policy in audit.policies)]
+            for agent in players:
+                trajectories += evaluate(audit.env_id, agent, episodes, 3, learner=audit.learner, env_kwargs=audit.env_kwargs)
+    return tuple(trajectories)
+
+
+def test_the_judge_reading_the_games_result_texts_gives_the_verdict_of_the_trajectory_alone():
+    # The game hands the judge the JSON of each successful result it wrote for the agent; the judge
+    # judging the trajectory alone serialises them itself. Every recorded verdict must be that one.
+    trajectories = audit_trajectories(4)
+    judge = RuleJudge(DOMAIN)
+    for trajectory in trajectories:
+        assert judge.judge(trajectory).to_dict() == trajectory.meta["verdict"], trajectory.meta["verdict"]
+    calls = [turn.parsed["tool_outcome"] for trajectory in trajectories for turn in trajectory.turns if turn.parsed.get("tool_outcome")]
+    assert sum(call["ok"] for call in calls) > 100 and sum(not call["ok"] for call in calls) > 20
+
+
+def test_the_game_keeps_the_json_of_exactly_its_successful_results():
+    game = RladaGame()
+    results = 0
+    for episode in range(30):
+        game.reset(seed=episode, options=game.evaluation_options(episode, 0))
+        policies = {"agent": KeywordRouterAgent(DOMAIN), "customer": ScriptedCustomer(DOMAIN)}
+        memories = {role: policy.start(game.role_profile(role), episode) for role, policy in policies.items()}
+        while not game.done:
+            role = game.current_role
+            game.step(policies[role].act(game.observe(role), game.info(role), memories[role]))
+        successes = {
+            index: json.dumps(turn.parsed["tool_outcome"]["result"])
+            for index, turn in enumerate(game.turns) if (turn.parsed.get("tool_outcome") or {}).get("ok")
+        }
+        assert game._shown_results == successes
+        messages = [message["content"] for message in game._agent_messages if message["role"] == "tool"]
+        assert all(any(shown in message for message in messages) for shown in successes.values())
+        results += len(successes)
+    assert results > 30
+
+
+def test_the_judge_reads_the_result_texts_it_is_handed():
+    # Handed texts are read in place of the results (so the game's must be the results' own).
+    trajectory = next(t for t in audit_trajectories(2) if t.meta["verdict"]["explained"])
+    judge = RuleJudge(DOMAIN)
+    index = max(i for i, turn in enumerate(trajectory.turns) if (turn.parsed.get("tool_outcome") or {}).get("ok"))
+    assert judge.judge(trajectory, {index: "{}"}).explained is False
+    assert judge.judge(trajectory, {index + 1: "{}"}).to_dict() == judge.judge(trajectory).to_dict()
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [
+        ToolOutcome("lookup_account", {"account_id": "ACC-1"}, True, True, {"balance": 1e-05, "n": -0.0, "x": float("nan"), "s": "caf\u00e9 \"\\\n", "l": [1, 2.5, True, None, {}]}, None),
+        ToolOutcome("t\u00e9\"st", {}, True, True, {}, None),
+        ToolOutcome("dispute_charge", {"amount": 5}, True, False, None, {"code": "no_charge", "message": "No charge of $5.00."}),
+        ToolOutcome("nope", {}, False, False, None, {"code": "unknown_tool", "message": "There is no tool 'nope'."}),
+    ],
+)
+def test_the_tool_message_json_is_the_message_serialised(outcome):
+    message, shown = outcome.message_json()
+    assert message == json.dumps(outcome.message())
+    assert shown == (json.dumps(outcome.result) if outcome.ok else None)
+
+
+def test_every_scripted_tool_message_is_its_message_serialised():
+    for trajectory in audit_trajectories(2):
+        for turn in trajectory.turns:
+            call = turn.parsed.get("tool_outcome")
+            if call is not None:
+                outcome = ToolOutcome(call["tool"], call["args"], call["schema_ok"], call["ok"], call["result"], call["error"])
+                assert outcome.message_json() == (json.dumps(outcome.message()), json.dumps(call["result"]) if call["ok"] else None)
 
 
 def test_the_memoised_names_intent_is_the_plain_check():
