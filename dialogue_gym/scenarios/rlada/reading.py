@@ -312,8 +312,9 @@ def required_words(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     ``pattern`` contains (lower-cased when it ignores case), or None when its parse shows none: the
     first such run of the top-level sequence, or of a group in it (one without flags of its own), or
     of an item repeated at least once, or of every alternative of an alternation (then one per
-    alternative); zero-width items are stepped over. Patterns with locale-dependent case are not read."""
-    if pattern.flags & re.LOCALE or not isinstance(pattern.pattern, str):
+    alternative); zero-width items are stepped over. A bytes pattern (the only kind with locale-dependent
+    case) is not read."""
+    if not isinstance(pattern.pattern, str):
         return None
     try:
         from re import _parser as parser  # type: ignore[attr-defined]

@@ -215,6 +215,8 @@ def test_required_words_hold_for_every_match_of_the_domains_patterns():
         (re.compile(r"Refund|CREDIT"), ("Refund", "CREDIT")),  # case kept where the pattern minds case
         (re.compile(r"(?=refund)\w+"), None),  # a lookahead does not consume: not read
         (re.compile(r"(?:money back){2,}"), ("money back",)),
+        (re.compile(rb"refund"), None),  # bytes: not read
+        (re.compile(rb"refund", re.LOCALE | re.IGNORECASE), None),
     ],
 )
 def test_required_words_of_hand_written_patterns(pattern, words):
