@@ -216,6 +216,9 @@ def test_required_words_hold_for_every_match_of_the_domains_patterns():
         (re.compile(r"(?=refund)\w+"), None),  # a lookahead does not consume: not read
         (re.compile(r"(?:money back){2,}"), ("money back",)),
         (re.compile(rb"refund"), None),  # bytes: not read
+        (re.compile(r"\b(cat|dog) x"), ("cat", "dog")),  # a run of MIN_GATE_CHARS is long enough
+        (re.compile(r"\b(put|pass) you"), (" you",)),  # the parse factors out "p": "ut" is too short
+        (re.compile(r"ab-"), ("ab-",)),
         (re.compile(rb"refund", re.LOCALE | re.IGNORECASE), None),
     ],
 )
