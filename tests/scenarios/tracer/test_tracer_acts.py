@@ -317,7 +317,7 @@ def _plain_read_turn(utterance, facts, heard, earlier):
             uses[act] += act in previous.heard_acts
     new_facts = parsed.heard_facts - said_before
     kept = {a for a in parsed.heard_acts if a not in acts.SATURATING_ACTS or uses[a] < acts.SATURATION}
-    asked = acts.relevant_facts(heard, facts) if "?" in heard else frozenset()
+    asked = acts.relevant_facts.__wrapped__(heard, facts) if "?" in heard else frozenset()
     answered = bool(parsed.heard_facts & asked)
     if new_facts and (not asked or new_facts & asked):
         kept.add("answer")
@@ -365,12 +365,39 @@ def test_read_turn_equals_its_plain_reading_on_scripted_and_hostile_contexts(mon
     ]
     assert len({context[2] for context in contexts}) > 20, "the episodes read many different replies"
     for order in (contexts, contexts[::-1]):
-        acts._read_turn_cached.cache_clear()
-        acts._history_cached.cache_clear()
-        acts._echoes_cached.cache_clear()
+        for cache in (acts._read_turn_cached, acts._history_cached, acts._echoes_cached, acts._pair_repeats, acts.relevant_facts):
+            cache.cache_clear()
         for utterance, facts_, heard, earlier in order:
             assert read_turn(utterance, facts_, heard, earlier) == _plain_read_turn(utterance, facts_, heard, earlier), (utterance, heard, earlier)
-    assert acts._history_cached.cache_info().hits > 0 and acts._echoes_cached.cache_info().hits > 0
+    for cache in (acts._history_cached, acts._echoes_cached, acts._pair_repeats, acts.relevant_facts):
+        assert cache.cache_info().hits > 0, cache
+    assert any(acts._read_turn(*context).flags & {"repeat"} for context in contexts), "some contexts are repeats"
+
+
+def test_a_repeat_found_pair_by_pair_is_the_highest_overlap_reaching_the_threshold():
+    """The memoised pairwise repeat check equals the highest overlap against the threshold, on random
+    word sets and on overlaps exactly at, just below and just above it (3 of 5, 5 of 9, 4 of 6)."""
+    import random
+
+    from dialogue_gym.scenarios.understanding import highest_overlap
+
+    def words(*names):
+        return frozenset(names)
+
+    at = (words("a", "b", "c", "d"), (words("a", "b", "c", "e"),))  # 3 shared of 5: exactly 0.6
+    below = (words("a", "b", "c", "d", "e", "f", "g"), (words("a", "b", "c", "d", "e", "h", "i"),))  # 5 of 9
+    above = (words("a", "b", "c", "d", "e"), (words("a", "b", "c", "d", "f"),))  # 4 of 6
+    cases = [at, below, above, (frozenset(), (words("a"),)), (words("a"), (frozenset(), words("b"))), (words("a"), ())]
+    rng = random.Random(0)
+    vocabulary = [f"w{i}" for i in range(8)]
+    for _ in range(3000):
+        cases.append((frozenset(rng.sample(vocabulary, rng.randint(0, 6))),
+                      tuple(frozenset(rng.sample(vocabulary, rng.randint(0, 6))) for _ in range(rng.randint(0, 5)))))
+    assert [acts._repeats(*at, memoised) for memoised in (True, False)] == [True, True]
+    assert not acts._repeats(*below, True) and acts._repeats(*above, True)
+    for words_, earlier in cases:
+        plain = highest_overlap(words_, earlier) >= acts.REPEAT_THRESHOLD
+        assert acts._repeats(words_, earlier, True) == plain == acts._repeats(words_, earlier, False), (words_, earlier)
 
 
 def test_a_dialogues_history_grows_a_turn_at_a_time_and_only_while_short():
