@@ -36,6 +36,11 @@ PINNED = {
             "prefix": "lm", "iterations": 30, "batch_size": 32, "group_size": 8, "learning_rate": 3e-4, "temperature": 2.0, "max_new_tokens": 24,
             "eval_episodes": 240, "kl_coef": 0.0,
         },
+        "cpu-smollm2": {
+            "policy": "lm", "model": "smollm2", "lora_rank": 16, "sft_steps": 16, "sft_batch_size": 4, "sft_episodes": 64, "sft_learning_rate": 5e-4,
+            "rl_mode": "decision_point", "prefix": "lm", "iterations": 4, "batch_size": 4, "group_size": 4, "learning_rate": 1e-4, "temperature": 1.0,
+            "max_new_tokens": 96, "eval_episodes": 40, "kl_coef": 0.0,
+        },
         "gpu-lm": {
             "policy": "lm", "model": "smollm2", "device": "cuda", "sft_steps": 300, "sft_batch_size": 32, "sft_learning_rate": 5e-5,
             "rl_mode": "decision_point", "iterations": 20, "batch_size": 60, "group_size": 8, "learning_rate": 1e-6, "temperature": 1.0,

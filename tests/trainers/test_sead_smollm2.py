@@ -45,3 +45,25 @@ def test_a_local_model_folder_is_used_where_it_is(tmp_path, monkeypatch):
     monkeypatch.setattr(sead_train, "save_plain_model", lambda model, folder: pytest.fail("a local folder is not converted"))
     config = build_config("cpu-tiny-lm", run_dir=str(tmp_path / "run"), model=str(tmp_path / "mine"))
     assert sead_train.base_model(config, RunDir(tmp_path / "run")) == str(tmp_path / "mine")
+
+
+def test_the_smollm2_preset_runs_end_to_end_with_lora_in_both_phases(tiny_model_dir, tmp_path):
+    """The preset's pipeline with the tiny model standing in for SmolLM2 (same code path, seconds instead of
+    an hour): LoRA SFT merged into a plain folder, RL training fresh adapters on it, every evaluation saved."""
+    pytest.importorskip("peft")
+    pytest.importorskip("trl")
+    from dialogue_gym.results import Results
+
+    small = {
+        "sft_steps": 2, "sft_episodes": 8, "iterations": 1, "batch_size": 2, "group_size": 2, "eval_episodes": 4,
+        "max_agent_turns": 3, "max_new_tokens": 8, "plots": False, "threads": 1,
+    }
+    config = build_config("cpu-smollm2", model=str(tiny_model_dir), run_dir=str(tmp_path / "run"), **small)
+    assert config.lora_rank > 0 and config.rl_mode == "decision_point"
+    run = sead_train.train(config)
+    sft = run.path / "checkpoints" / "sft"
+    assert (sft / "config.json").exists() and not (sft / "adapter_config.json").exists()  # merged: a plain model
+    assert (run.path / "checkpoints" / "iter_0000" / "adapter_config.json").exists()  # the RL phase trains adapters
+    for name in ("untrained", "before", "after", "before_sampled", "after_sampled"):
+        assert Results.load(run.path / "results" / f"{name}.json").provenance["episodes"] == 4
+    assert [line.split(":")[0] for line in sead_train.paired_changes(run)][:3] == ["SFT", "SFT model vs its teacher", "RL"]

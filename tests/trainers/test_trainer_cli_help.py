@@ -29,7 +29,7 @@ def test_every_field_has_a_docstring_and_a_default_in_help(name):
     assert set(docs) == {spec.name for spec in fields(config_class)}
     text = _help(module)
     presets = {
-        "sead": "{cpu-strategy,cpu-strategy-plus,cpu-strategy-plus-long,cpu-tiny-lm,cpu-lm-scratch,gpu-lm}",
+        "sead": "{cpu-strategy,cpu-strategy-plus,cpu-strategy-plus-long,cpu-tiny-lm,cpu-lm-scratch,cpu-smollm2,gpu-lm}",
         "tracer": "{cpu-strategy,cpu-tiny-lm,cpu-smollm2,cpu-lm-scratch,gpu-lm}",
         "rlada": "{cpu-strategy,cpu-tiny-lm,cpu-lm-scratch,gpu-lm}",
     }
@@ -41,7 +41,7 @@ def test_every_field_has_a_docstring_and_a_default_in_help(name):
 def test_sead_help_shows_choices_docstrings_and_what_presets_set():
     text = _help(sead_config)
     assert "--advantage {batch_mean,group_standardized}" in text and "--curriculum {full,uniform,unstructured,released}" in text
-    assert "Outer iterations of the four-phase loop. Default: 150 (preset cpu-strategy-plus 450, cpu-strategy-plus-long 900, cpu-tiny-lm 2, cpu-lm-scratch 30, gpu-lm 20)" in text
+    assert "Outer iterations of the four-phase loop. Default: 150 (preset cpu-strategy-plus 450, cpu-strategy-plus-long 900, cpu-tiny-lm 2, cpu-lm-scratch 30, cpu-smollm2 4, gpu-lm 20)" in text
     assert re.search(r"--smoothing \{none,beta\}.*Default: none", text)
 
 

@@ -186,6 +186,15 @@ PRESETS: dict[str, dict[str, Any]] = {
         "policy": "lm", "model": "scratch", "scratch_layers": 4, "sft_steps": 800, "sft_learning_rate": 5e-3, "rl_mode": "decision_point", "prefix": "lm", "iterations": 30,
         "batch_size": 32, "group_size": 8, "learning_rate": 3e-4, "temperature": 2.0, "max_new_tokens": 24, "eval_episodes": 240, "kl_coef": 0.0,
     },
+    # SmolLM2-135M-Instruct on 2 CPU cores (issue 41 item 5): LoRA SFT on the expert, then decision-point GRPO with
+    # LoRA, every phase's held-out evaluation on the same starts. Sized from measurements on this machine: a
+    # SEAD call is about 1,000 SmolLM2 tokens (an agent turn 57 on average, 80 at most, of which the score tags take
+    # about 40), and one SFT step of 4 calls took 309 s at one thread under load 7 (docs/presets.md).
+    "cpu-smollm2": {
+        "policy": "lm", "model": "smollm2", "lora_rank": 16, "sft_steps": 16, "sft_batch_size": 4, "sft_episodes": 64, "sft_learning_rate": 5e-4,
+        "rl_mode": "decision_point", "prefix": "lm", "iterations": 4, "batch_size": 4, "group_size": 4, "learning_rate": 1e-4, "temperature": 1.0,
+        "max_new_tokens": 96, "eval_episodes": 40, "kl_coef": 0.0,
+    },
     # The same pipeline at GPU batch sizes (benchmarks/gpu_lm_check.sh, about 8 minutes on one H100):
     # SmolLM2-135M-Instruct fully fine-tuned, or --model /local/folder for a larger instruct model.
     "gpu-lm": {
