@@ -112,7 +112,11 @@ def test_tracers_ceiling_is_its_scripted_user_and_the_most_likely_level_user_sco
 
     class MostLikely(IntentDynamicsUser):
         def level(self, observation, info, memory):
-            return int(np.argmax(self.logits(self.context(observation, info, memory), memory)))
+            # Levels whose logits are equal but for rounding (11 of 2,314 turns: gaps of 0 to 4e-16, the next
+            # is above 1e-6) go to the lowest: a plain argmax let the CPU's rounding pick, and the score
+            # differed by 3e-4 between two CPUs.
+            logits = self.logits(self.context(observation, info, memory), memory)
+            return int(np.flatnonzero(logits >= logits.max() - 1e-9)[0])
 
     (audit,) = tracer_audits()
     assert list(audit.ceiling) == ["scripted"] and audit.fair_order[-1] == "scripted"
@@ -120,7 +124,7 @@ def test_tracers_ceiling_is_its_scripted_user_and_the_most_likely_level_user_sco
         name: float(tracer_summary(evaluate("TRACER-UserSim-v0", agent, 200, 0, learner="user"))["reward"])
         for name, agent in (("scripted", "scripted"), ("most_likely", MostLikely()))
     }
-    assert scores == pytest.approx({"scripted": 0.5891, "most_likely": 0.5057}, abs=5e-5)
+    assert scores == pytest.approx({"scripted": 0.5891, "most_likely": 0.50675}, abs=5e-5)
 
 
 def test_each_slot_of_a_template_gets_its_own_shape():
