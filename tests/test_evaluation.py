@@ -6,6 +6,7 @@ import math
 from collections import Counter
 
 import gymnasium as gym
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,6 +26,8 @@ from dialogue_gym.evaluation import (
 )
 from dialogue_gym.health import UNHEALTHY_THRESHOLD
 from dialogue_gym.scenarios.sead.game import SeadGame
+from dialogue_gym.seeding import mix_seed
+from envs_registry import REGISTRY
 
 
 def test_trajectories_are_written_as_strict_json(tmp_path):
@@ -129,6 +132,52 @@ def test_the_sead_evaluation_order_is_pinned():
     order = EvaluationOrder(_strata("SEAD-Outbound-v0"), 0)
     assert order.starts(12) == [20, 76, 105, 41, 67, 24, 16, 104, 93, 54, 1, 65]
     assert order.starts(6, first=120) == [227, 164, 135, 168, 199, 232]
+
+
+def _float_permutation(strata, seed):
+    """The plain form of stratified_permutation: every deficit summed afresh in floats at each pick."""
+    count = len(strata)
+    priority = np.random.default_rng(seed).permutation(count)
+    columns = []
+    for facet in sorted({facet for stratum in strata for facet in stratum}):
+        values = [repr(stratum.get(facet)) for stratum in strata]
+        codes = {value: code for code, value in enumerate(dict.fromkeys(values))}
+        index = np.array([codes[value] for value in values])
+        columns.append((index, np.bincount(index) / count, np.zeros(len(codes))))
+    taken = np.zeros(count, dtype=bool)
+    order = []
+    for length in range(1, count + 1):
+        deficit = np.zeros(count)
+        for index, share, played in columns:
+            deficit += played[index] - length * share[index]
+        deficit[taken] = np.inf
+        candidates = np.flatnonzero(deficit <= deficit.min() + 1e-9)
+        pick = int(candidates[np.argmin(priority[candidates])])
+        taken[pick] = True
+        order.append(pick)
+        for index, _, played in columns:
+            played[index[pick]] += 1
+    return order
+
+
+@pytest.mark.parametrize("env_id", [entry.id for entry in REGISTRY])
+def test_the_whole_number_permutation_picks_as_the_float_sums_on_every_ids_strata(env_id):
+    strata = _strata(env_id)
+    for seed in (0, 1, 7, mix_seed(3, 0, ORDER_STREAM)):
+        assert stratified_permutation(strata, seed) == _float_permutation(strata, seed)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    strata=st.lists(
+        st.fixed_dictionaries({}, optional={"a": st.integers(0, 2), "b": st.sampled_from(["x", "y", None]), "c": st.integers(0, 9)}),
+        min_size=1, max_size=60,
+    ),
+    seed=st.integers(0, 2**40),
+)
+def test_the_whole_number_permutation_picks_as_the_float_sums(strata, seed):
+    """Missing facets, None values, many ties and lone values: the same picks as the plain float form."""
+    assert stratified_permutation(strata, seed) == _float_permutation(strata, seed)
 
 
 def test_the_second_pick_goes_to_the_under_represented_value_whatever_the_seed():
