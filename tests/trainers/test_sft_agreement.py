@@ -43,7 +43,8 @@ def greedy_turns(model, tokenizer, chat, max_new_tokens):
 
 
 @pytest.mark.slow  # trains a tiny model to memorise a chat (about 15 s idle, a minute on a loaded machine)
-def test_teacher_forced_agreement_is_greedy_generation_saying_the_teachers_turn(tmp_path):
+def test_teacher_forced_agreement_is_greedy_generation_saying_the_teachers_turn(tmp_path, monkeypatch):
+    import trainers.common.sft as sft
     from trainers.common.sft import teacher_forced_agreement
 
     chats = [row["messages"] for row in build_rows(evaluate("SEAD-Outbound-v0", "adaptive", 6, seed=1, env_kwargs=KWARGS), "sft", KWARGS)]
@@ -56,8 +57,27 @@ def test_teacher_forced_agreement_is_greedy_generation_saying_the_teachers_turn(
     whole = teacher_forced_agreement(model, tokenizer, chats, 32, utterance_end="</response>")
     assert whole["agreement"] == pytest.approx(sum(flat) / len(flat)) and whole["turns"] == len(flat)
     assert whole["utterance_agreement"] >= whole["agreement"]
+    monkeypatch.setattr(sft, "AGREEMENT_LOGITS", 1)  # one dialogue per forward pass, no padding
+    assert teacher_forced_agreement(model, tokenizer, chats, 32, utterance_end="</response>") == whole
     assert teacher_forced_agreement(model, tokenizer, chats, 2)["agreement"] == 0.0  # no turn fits in 2 tokens
     assert teacher_forced_agreement(model, tokenizer, chats, 2)["too_long"] == 1.0
+
+
+def test_agreement_passes_keep_their_logits_within_the_budget_and_at_most_the_batch(monkeypatch):
+    import trainers.common.sft as sft
+
+    monkeypatch.setattr(sft, "AGREEMENT_LOGITS", 1000)
+    monkeypatch.setattr(sft, "AGREEMENT_BATCH", 3)
+    # vocab 10: rows x longest must stay <= 100. [30, 20, 40] -> 3 x 40 = 120 too many, so [30, 20] (2 x 30);
+    # then [40, 10] (2 x 40 = 80; a third row would be 3 x 40); then [10, 10, 10] stops at the batch of 3;
+    # 200 alone exceeds the budget and still gets its pass.
+    batches = sft.agreement_batches([30, 20, 40, 10, 10, 10, 10, 200, 5], vocab=10)
+    assert [list(b) for b in batches] == [[0, 1], [2, 3], [4, 5, 6], [7], [8]]
+    assert sft.agreement_batches([], vocab=10) == []
+    monkeypatch.setattr(sft, "AGREEMENT_LOGITS", 2**26)
+    monkeypatch.setattr(sft, "AGREEMENT_BATCH", 16)
+    smollm2_calls = sft.agreement_batches([1600] * 4, vocab=49152)  # 5 GB in one pass before the budget
+    assert [len(b) for b in smollm2_calls] == [1] * 4
 
 
 def test_dagger_seat_plays_the_learner_and_keeps_the_experts_label_of_every_state():

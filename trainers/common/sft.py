@@ -212,7 +212,29 @@ def _digest(sessions: Sequence[Sequence[dict[str, Any]]]) -> str:
 
 
 AGREEMENT_BATCH = 16
-"""Dialogues per forward pass of :func:`teacher_forced_agreement`."""
+"""Most dialogues per forward pass of :func:`teacher_forced_agreement`."""
+AGREEMENT_LOGITS = 2**26
+"""Most logits (rows x padded length x vocabulary) one forward pass of :func:`teacher_forced_agreement`
+may hold, 256 MB of float32. A pass returns every position's logits over the whole vocabulary: SmolLM2's
+49,152 tokens over 16 padded SEAD calls of up to 1,600 tokens are 5 GB, and its 80-call agreement took 14
+min on the 2-core machine where a call's forward pass takes about 1 s. The scratch model's passes stay
+at AGREEMENT_BATCH rows."""
+
+
+def agreement_batches(lengths: Sequence[int], vocab: int) -> list[range]:
+    """Consecutive runs of the dialogues of ``lengths`` (token counts) scored in one forward pass each:
+    at most AGREEMENT_BATCH, and as many as keep rows x longest x ``vocab`` within AGREEMENT_LOGITS (one
+    dialogue alone may exceed it)."""
+    batches: list[range] = []
+    first = 0
+    while first < len(lengths):
+        end, longest = first + 1, lengths[first]
+        while end < len(lengths) and end - first < AGREEMENT_BATCH and (end - first + 1) * max(longest, lengths[end]) * vocab <= AGREEMENT_LOGITS:
+            longest = max(longest, lengths[end])
+            end += 1
+        batches.append(range(first, end))
+        first = end
+    return batches
 
 
 def turn_spans(tokenizer: Any, messages: Sequence[dict[str, str]]) -> tuple[list[int], list[tuple[int, int]]]:
@@ -259,8 +281,8 @@ def teacher_forced_agreement(
     too_long = 0
     model.eval()
     encoded = [turn_spans(tokenizer, chat) for chat in chats]
-    for first in range(0, len(encoded), AGREEMENT_BATCH):
-        batch = encoded[first : first + AGREEMENT_BATCH]
+    for rows in agreement_batches([len(ids) for ids, _ in encoded], model.config.vocab_size):
+        batch = encoded[rows.start : rows.stop]
         length = max(len(ids) for ids, _ in batch)
         input_ids = torch.full((len(batch), length), pad, dtype=torch.long)
         attention = torch.zeros((len(batch), length), dtype=torch.long)
