@@ -91,8 +91,34 @@ def test_lora_sft_trains_adapters_and_saves_a_plain_model_with_them_merged(tmp_p
     changed = {name for name in base if not (base[name] == tuned[name]).all()}
     assert changed and all(name.endswith("proj.weight") for name in changed), sorted(changed)
     assert json.loads((out / SFT_FINISHED).read_text())["inputs"]["lora_rank"] == 4
-    from trainers.common.sft import _lora_config
+    from trainers.common.sft import lora_config
 
-    assert (_lora_config(4).r, _lora_config(4).lora_alpha) == (4, 8)  # alpha 2 x rank, as the RL phase's adapters
+    assert (lora_config(None, 4).r, lora_config(None, 4).lora_alpha) == (4, 8)  # alpha 2 x rank, as the RL phase's adapters
     full = sft_lm(str(model), sessions, tmp_path / "full", epochs=1, learning_rate=1e-2, seed=0, max_steps=1)
     assert "lora_rank" not in json.loads((tmp_path / "full" / SFT_FINISHED).read_text())["inputs"] and full["sft/steps"] == 1.0
+    assert "lora_layers" not in json.loads((out / SFT_FINISHED).read_text())["inputs"]  # runs from before lora_layers resume
+
+
+def test_lora_layers_trains_only_the_top_decoder_layers(tmp_path):
+    """``lora_layers`` > 0: only the last layers' linear weights change (backpropagation stops there);
+    the count is part of what the finished marker matches; more layers than the model has is a typed error."""
+    pytest.importorskip("peft")
+    import json
+
+    from safetensors.torch import load_file
+
+    from dialogue_gym.backends.tiny import build_tiny_chat_model
+    from dialogue_gym.errors import ConfigError
+    from trainers.common.sft import SFT_FINISHED, sft_lm
+
+    chat = [{"role": "system", "content": "s"}, {"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi there"}]
+    model = build_tiny_chat_model(tmp_path / "m", seed=0, corpus=["s", "hello", "hi there"], num_hidden_layers=3)
+    out = tmp_path / "top"
+    sft_lm(str(model), [conversation_rows(chat)], out, epochs=1, learning_rate=1e-2, seed=0, max_steps=2, lora_rank=4, lora_layers=2)
+    base, tuned = load_file(model / "model.safetensors"), load_file(out / "model.safetensors")
+    changed = {name for name in base if not (base[name] == tuned[name]).all()}
+    assert {name.split(".")[2] for name in changed} == {"1", "2"}, sorted(changed)  # model.layers.N...: the top two of three
+    assert {name.rsplit(".", 2)[-2] for name in changed} == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+    assert json.loads((out / SFT_FINISHED).read_text())["inputs"]["lora_layers"] == 2
+    with pytest.raises(ConfigError, match=r"lora_layers=4, but the model has 3 decoder layers; pass 1 to 3, or 0"):
+        sft_lm(str(model), [conversation_rows(chat)], tmp_path / "bad", epochs=1, learning_rate=1e-2, seed=0, max_steps=1, lora_rank=4, lora_layers=4)

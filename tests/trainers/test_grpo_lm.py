@@ -185,6 +185,14 @@ def test_lora_trains_adapters_scaled_by_two_against_the_base_model(tiny_model_di
     assert policy.step([sample])["loss/kl"] > 0.0
 
 
+def test_lora_layers_puts_trainable_adapters_on_the_top_layers_only(tiny_model_dir):
+    pytest.importorskip("peft")
+    layers = CausalLMPolicy(str(tiny_model_dir)).model.config.num_hidden_layers
+    policy = CausalLMPolicy(str(tiny_model_dir), GRPOConfig(lora_rank=2, lora_layers=1, kl_coef=0.0))
+    trainable = [name for name, p in policy.model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in name and f".layers.{layers - 1}." in name for name in trainable), trainable
+
+
 def test_a_saved_checkpoint_resumes_the_same_optimisation(tiny_model_dir, tmp_path):
     config = GRPOConfig(kl_coef=0.0, learning_rate=1e-2, temperature=1.0)
     trained = CausalLMPolicy(str(tiny_model_dir), config)

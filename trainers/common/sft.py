@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -106,7 +107,7 @@ killed run resumes from the latest instead of starting the epoch again."""
 
 def sft_lm(
     model: str, sessions: Sequence[Sequence[dict[str, Any]]], output_dir: str | Path, epochs: int, learning_rate: float, seed: int,
-    *, batch_size: int = 1, accumulation: int = SFT_BATCH, max_steps: int = -1, lora_rank: int = 0,
+    *, batch_size: int = 1, accumulation: int = SFT_BATCH, max_steps: int = -1, lora_rank: int = 0, lora_layers: int = 0,
 ) -> dict[str, Any]:
     """Fine-tune ``model`` (a folder, or "smollm2") with TRL's SFTTrainer on the prompt-completion rows
     of ``sessions`` (one list per session, packed by :func:`pack_session`); save model and tokenizer to
@@ -114,7 +115,8 @@ def sft_lm(
     together ``batch_size`` at a time: a small model runs a padded batch faster than its rows one by
     one, a large one the other way round); ``max_steps`` > 0 stops there instead of after ``epochs``.
     ``lora_rank`` > 0 trains LoRA adapters on every linear layer (alpha 2 x rank, as the RL phase's) and
-    saves the model with them merged in, so every later phase loads a plain model folder.
+    saves the model with them merged in, so every later phase loads a plain model folder; ``lora_layers``
+    > 0 adapts only the decoder's top ``lora_layers`` layers (:func:`lora_config`).
     Resumes from the newest ``checkpoint-*`` left there by a killed run. Returns the final loss, the
     sizes, and ``sft/curve``: ``[step, training loss]`` of every step."""
     try:
@@ -129,6 +131,7 @@ def sft_lm(
         "batch_size": batch_size, "accumulation": accumulation, "max_steps": max_steps,
         # Only when set: a full fine-tune's record stays the one runs made before LoRA existed, so they resume.
         **({"lora_rank": lora_rank} if lora_rank else {}),
+        **({"lora_layers": lora_layers} if lora_layers else {}),
     }
     finished = finished_sft(output_dir, inputs)
     if finished is not None:
@@ -146,7 +149,7 @@ def sft_lm(
     )
     trainer = SFTTrainer(
         model=loaded.model, args=args, train_dataset=Dataset.from_list(examples), processing_class=loaded.tokenizer,
-        peft_config=_lora_config(lora_rank) if lora_rank else None,
+        peft_config=lora_config(loaded.model, lora_rank, lora_layers) if lora_rank else None,
     )
     # A checkpoint-N that a kill or a full disk cut short is removed (one warning line), and training
     # resumes from the complete one before it.
@@ -177,12 +180,27 @@ def sft_lm(
     return metrics
 
 
-def _lora_config(rank: int) -> Any:
+def lora_config(model: Any, rank: int, top_layers: int = 0) -> Any:
+    """peft's LoraConfig of every phase that trains adapters: rank ``rank``, alpha 2 x rank, on every
+    linear layer of the decoder, or with ``top_layers`` > 0 only of its last ``top_layers`` layers.
+    Backpropagation then stops at the lowest adapted layer: a LoRA step of SmolLM2 (30 layers) on one
+    1,067-token SEAD call took 15.2 s with every layer adapted and 7.4 s with the top 10, on one idle
+    core (6.6 s and 4.1 s with two threads)."""
     try:
         import peft
     except ImportError as exc:
         raise DependencyNotInstalled("peft", "train", "LoRA fine-tuning (lora_rank > 0)") from exc
-    return peft.LoraConfig(r=rank, lora_alpha=2 * rank, target_modules="all-linear", task_type="CAUSAL_LM")
+    if not top_layers:
+        return peft.LoraConfig(r=rank, lora_alpha=2 * rank, target_modules="all-linear", task_type="CAUSAL_LM")
+    layers = int(model.config.num_hidden_layers)
+    if not 0 < top_layers <= layers:
+        raise ConfigError(f"lora_layers={top_layers}, but the model has {layers} decoder layers; pass 1 to {layers}, or 0 to adapt them all.")
+    linear = _torch().nn.Linear
+    # The linear layers inside the numbered decoder layers ("model.layers.12.mlp.up_proj"): not the head.
+    targets = sorted({name.rsplit(".", 1)[-1] for name, module in model.named_modules() if isinstance(module, linear) and re.search(r"\.layers\.\d+\.", name)})
+    return peft.LoraConfig(
+        r=rank, lora_alpha=2 * rank, target_modules=targets, layers_to_transform=list(range(layers - top_layers, layers)), task_type="CAUSAL_LM",
+    )
 
 
 SFT_FINISHED = "sft_finished.json"

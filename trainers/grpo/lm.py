@@ -33,6 +33,8 @@ class GRPOConfig:
     """Sequences per forward/backward pass (a sequence packs the consecutive turns of one dialogue, see pack_turns)."""
     lora_rank: int = 0
     """LoRA rank via peft (0: full fine-tuning); lora_alpha is 2 x rank, so adapters are scaled by 2."""
+    lora_layers: int = 0
+    """With LoRA, adapt only the decoder's top ``lora_layers`` layers (0: all; trainers.common.sft.lora_config)."""
     temperature: float = 1.2
     """Rollout temperature; logprobs are of the temperature-scaled distribution on both sides of the ratio."""
     max_new_tokens: int = 96
@@ -175,8 +177,9 @@ class CausalLMPolicy:
             if checkpoint:
                 self.model = peft.PeftModel.from_pretrained(self.model, checkpoint, is_trainable=True)
             else:
-                adapter = peft.LoraConfig(r=self.config.lora_rank, lora_alpha=2 * self.config.lora_rank, target_modules="all-linear", task_type="CAUSAL_LM")
-                self.model = peft.get_peft_model(self.model, adapter)
+                from trainers.common.sft import lora_config
+
+                self.model = peft.get_peft_model(self.model, lora_config(self.model, self.config.lora_rank, self.config.lora_layers))
         self.reference = None
         if self.config.kl_coef > 0 and not lora:  # with LoRA the reference is the base model, adapters disabled
             self.reference = TransformersBackend(model, device=device).model.eval()

@@ -63,6 +63,9 @@ class SeadTrainConfig:
     lora_rank: int = 0
     """lm policy: LoRA rank via peft (0 = full fine-tuning), in phase sft and its DAgger rounds (the adapters
     merged into the saved model) and in phase rl."""
+    lora_layers: int = 0
+    """lm policy with LoRA: adapt only the model's top ``lora_layers`` decoder layers (0 = all), so each
+    step backpropagates through those alone (about 2x faster for SmolLM2's top 10 of 30)."""
     kl_coef: float = 0.001
     """lm policy: weight of the KL to the frozen reference (SEAD reference code: 0.001)."""
     clip_eps: float = 0.2
@@ -239,7 +242,7 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> SeadTrainCon
     if config.over_greedy and not config.greedy_copy:
         raise ConfigError("over_greedy=True scores each copy against the group's greedy copy; pass greedy_copy=True with it.")
     require_range(config, ("batch_size", "n_max", "max_agent_turns", "max_new_tokens", "sft_episodes", "sft_batch_size", "group_size", "dagger_episodes", "dagger_steps", "scratch_layers"), 1)
-    require_range(config, ("iterations", "eval_episodes", "lora_rank", "kl_coef", "entropy_coef", "sft_steps", "dagger_rounds", "threads", "dagger_learning_rate"), 0)
+    require_range(config, ("iterations", "eval_episodes", "lora_rank", "lora_layers", "kl_coef", "entropy_coef", "sft_steps", "dagger_rounds", "threads", "dagger_learning_rate"), 0)
     require_range(config, ("clip_eps",), 0, 1)
     if not 0 <= config.dagger_share < 1:
         raise ConfigError(

@@ -109,7 +109,7 @@ def make_policy_for(config: SeadTrainConfig, run: RunDir, checkpoint: Path | Non
 
     grpo = GRPOConfig(
         learning_rate=config.learning_rate, kl_coef=config.kl_coef, clip_eps=config.clip_eps,
-        lora_rank=config.lora_rank, temperature=config.temperature, max_new_tokens=config.max_new_tokens,
+        lora_rank=config.lora_rank, lora_layers=config.lora_layers, temperature=config.temperature, max_new_tokens=config.max_new_tokens,
     )
     model = model or base_model(config, run)
     return CausalLMPolicy(model, grpo, device=config.device, checkpoint=str(checkpoint) if checkpoint else None, seed=config.seed)
@@ -217,7 +217,7 @@ def sft_phase(config: SeadTrainConfig, run: RunDir) -> None:
     checkpoint = run.path / "checkpoints" / "sft"
     metrics = sft_lm(
         model, sessions, checkpoint, epochs=1, learning_rate=config.sft_learning_rate,
-        seed=config.seed, batch_size=config.sft_batch_size, accumulation=1, max_steps=config.sft_steps, lora_rank=config.lora_rank,
+        seed=config.seed, batch_size=config.sft_batch_size, accumulation=1, max_steps=config.sft_steps, lora_rank=config.lora_rank, lora_layers=config.lora_layers,
     )
     stages = [{"stage": "sft", "steps": metrics["sft/steps"], **agreement_of(config, run, checkpoint, held_out, fitted)}]
     for round_ in range(config.dagger_rounds):
@@ -299,7 +299,7 @@ def dagger_round(config: SeadTrainConfig, run: RunDir, round_: int, checkpoint: 
     if not (out / "config.json").exists():
         sft_lm(
             str(checkpoint), mix, out, epochs=1, learning_rate=learning_rate, seed=config.seed + 1 + round_,
-            batch_size=config.sft_batch_size, accumulation=1, max_steps=config.dagger_steps, lora_rank=config.lora_rank,
+            batch_size=config.sft_batch_size, accumulation=1, max_steps=config.dagger_steps, lora_rank=config.lora_rank, lora_layers=config.lora_layers,
         )
     labelled_states = sum(map(len, rows))
     return out, {
