@@ -1,6 +1,8 @@
 """SEAD's ``model="smollm2"`` is converted into the run folder once (issue 41 item 5, ``cpu-smollm2``):
 every later load of the base model reads the plain folder, with the same weights and token ids."""
 
+import json
+
 import pytest
 
 from trainers.common import RunDir
@@ -56,14 +58,15 @@ def test_the_smollm2_preset_runs_end_to_end_with_lora_in_both_phases(tiny_model_
 
     small = {
         "sft_steps": 2, "sft_episodes": 8, "iterations": 1, "batch_size": 2, "group_size": 2, "eval_episodes": 4,
-        "max_agent_turns": 3, "max_new_tokens": 8, "plots": False, "threads": 1,
+        "max_agent_turns": 3, "max_new_tokens": 8, "plots": False, "threads": 1, "lora_layers": 1,  # the tiny model has 2
     }
     config = build_config("cpu-smollm2", model=str(tiny_model_dir), run_dir=str(tmp_path / "run"), **small)
     assert config.lora_rank > 0 and config.rl_mode == "decision_point"
     run = sead_train.train(config)
     sft = run.path / "checkpoints" / "sft"
     assert (sft / "config.json").exists() and not (sft / "adapter_config.json").exists()  # merged: a plain model
-    assert (run.path / "checkpoints" / "iter_0000" / "adapter_config.json").exists()  # the RL phase trains adapters
+    adapter = json.loads((run.path / "checkpoints" / "iter_0000" / "adapter_config.json").read_text())  # the RL phase trains adapters
+    assert adapter["layers_to_transform"] == [1]  # on the top layer only, as lora_layers says
     for name in ("untrained", "before", "after", "before_sampled", "after_sampled"):
         assert Results.load(run.path / "results" / f"{name}.json").provenance["episodes"] == 4
     assert [line.split(":")[0] for line in sead_train.paired_changes(run)][:3] == ["SFT", "SFT model vs its teacher", "RL"]
