@@ -125,3 +125,15 @@ def test_decode_gap_is_read_against_the_spread_of_one_modes_runs():
     # the off runs' spread counts too: here it is the larger one (|150 - 170| = 20 against |160 - 161| = 1)
     row = {"decode_ms_runs": [160.0, 150.0, 170.0, 161.0], "decode_ms_cache_on": 160.5, "decode_ms_cache_off": 160.0}
     assert bench.decode_gap_and_spread(row) == pytest.approx((0.5, 20.0))
+
+
+def test_decode_verdict_is_missed_only_by_a_gap_beyond_the_runs_spread():
+    bench = load("vector_llm_throughput")
+    saved = {"decode_ms_runs": [280.2, 274.5, 272.4, 267.9], "decode_ms_cache_on": 274.05, "decode_ms_cache_off": 273.45}
+    faster = {"decode_ms_runs": [150.0, 160.0, 161.0, 152.0], "decode_ms_cache_on": 151.0, "decode_ms_cache_off": 160.5}
+    # on runs 170 and 172, off runs 160 and 161: 11 ms slower where one mode's runs differ by 2 at most
+    slower = {"decode_ms_runs": [170.0, 160.0, 161.0, 172.0], "decode_ms_cache_on": 171.0, "decode_ms_cache_off": 160.5}
+    edge = {"decode_ms_runs": [162.0, 160.0, 158.0, 162.0], "decode_ms_cache_on": 162.0, "decode_ms_cache_off": 159.0}  # gap 3 > spread 2
+    tie = {"decode_ms_runs": [163.0, 160.0, 157.0, 163.0], "decode_ms_cache_on": 163.0, "decode_ms_cache_off": 160.0}  # gap 3 == spread 3
+    assert bench.decode_no_slower([saved, faster]) and bench.decode_no_slower([tie])
+    assert not bench.decode_no_slower([saved, slower]) and not bench.decode_no_slower([edge])
