@@ -46,6 +46,16 @@ def test_wilson_interval_is_clamped_to_the_unit_interval():
     assert low == 0.0 and high == pytest.approx(Z95**2 / (21 + Z95**2))
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 9, 21, 40, 97, 240, 1200])
+def test_wilson_bound_is_exactly_0_with_no_success_and_exactly_1_with_no_failure(n):
+    # In floating point the two terms differ by an ulp either way: 40 failures gave a lower bound of 6.9e-18.
+    assert core.cr_interval(episodes(*[Outcome.HANGUP] * n))[0] == 0.0
+    assert core.cr_interval(episodes(*[Outcome.SUCCESS] * n))[1] == 1.0
+    # one success or one failure: the bound is off the edge
+    assert core.cr_interval(episodes(Outcome.SUCCESS, *[Outcome.HANGUP] * n))[0] > 0.0
+    assert core.cr_interval(episodes(Outcome.HANGUP, *[Outcome.SUCCESS] * n))[1] < 1.0
+
+
 @pytest.mark.parametrize("confidence", [0, 0.0, 1, 1.0, 1.5, -0.5])
 def test_wilson_confidence_must_lie_strictly_between_0_and_1(confidence):
     with pytest.raises(ConfigError, match=rf"confidence must be in \(0, 1\), got {confidence!r}\."):
