@@ -91,41 +91,42 @@ def test_young_garbage_is_collected_before_a_freeze_not_frozen_with_the_rest():
         assert cycle() is None
 
 
-def test_a_run_raises_the_young_threshold_and_puts_the_thresholds_back():
-    before = gc.get_threshold()
+@pytest.fixture
+def known_thresholds():
+    """Thresholds unlike Python's defaults (whose older two are equal), put back afterwards."""
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 11, 13)
+    yield (700, 11, 13)
+    gc.set_threshold(*saved)
+
+
+def test_a_run_raises_the_young_threshold_and_puts_the_thresholds_back(known_thresholds):
     seen = []
     evaluate("SEAD-Outbound-v0", "sop", 3, on_episode=lambda trajectory: seen.append(gc.get_threshold()))
-    assert seen == [(evaluation.YOUNG_THRESHOLD, *before[1:])] * 3
-    assert gc.get_threshold() == before
+    assert seen == [(evaluation.YOUNG_THRESHOLD, 11, 13)] * 3
+    assert gc.get_threshold() == known_thresholds
 
 
-def test_an_interrupted_run_puts_the_thresholds_back():
-    before = gc.get_threshold()
-
+def test_an_interrupted_run_puts_the_thresholds_back(known_thresholds):
     def stop(trajectory):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
         evaluate("SEAD-Outbound-v0", "sop", 3, on_episode=stop)
-    assert gc.get_threshold() == before
+    assert gc.get_threshold() == known_thresholds
 
 
-def test_a_higher_young_threshold_set_by_others_is_kept():
-    before = gc.get_threshold()
-    gc.set_threshold(evaluation.YOUNG_THRESHOLD * 2, *before[1:])
-    try:
-        with kept_out_of_gc():
-            assert gc.get_threshold()[0] == evaluation.YOUNG_THRESHOLD * 2
-        assert gc.get_threshold()[0] == evaluation.YOUNG_THRESHOLD * 2
-    finally:
-        gc.set_threshold(*before)
+def test_a_higher_young_threshold_set_by_others_is_kept(known_thresholds):
+    gc.set_threshold(evaluation.YOUNG_THRESHOLD * 2, 11, 13)
+    with kept_out_of_gc():
+        assert gc.get_threshold() == (evaluation.YOUNG_THRESHOLD * 2, 11, 13)
+    assert gc.get_threshold() == (evaluation.YOUNG_THRESHOLD * 2, 11, 13)
 
 
-def test_a_disabled_gc_keeps_its_thresholds():
-    before = gc.get_threshold()
+def test_a_disabled_gc_keeps_its_thresholds(known_thresholds):
     gc.disable()
     try:
         with kept_out_of_gc():
-            assert gc.get_threshold() == before
+            assert gc.get_threshold() == known_thresholds
     finally:
         gc.enable()
