@@ -191,6 +191,8 @@ def test_lora_layers_puts_trainable_adapters_on_the_top_layers_only(tiny_model_d
     policy = CausalLMPolicy(str(tiny_model_dir), GRPOConfig(lora_rank=2, lora_layers=1, kl_coef=0.0))
     trainable = [name for name, p in policy.model.named_parameters() if p.requires_grad]
     assert trainable and all("lora_" in name and f".layers.{layers - 1}." in name for name in trainable), trainable
+    scalings = {m.scaling["default"] for m in policy.model.modules() if isinstance(getattr(m, "scaling", None), dict)}
+    assert scalings == {2.0}  # lora_alpha = 2 x rank, as with every layer adapted
 
 
 def test_a_saved_checkpoint_resumes_the_same_optimisation(tiny_model_dir, tmp_path):

@@ -74,6 +74,7 @@ def test_agreement_passes_keep_their_logits_within_the_budget_and_at_most_the_ba
     batches = sft.agreement_batches([30, 20, 40, 10, 10, 10, 10, 200, 5], vocab=10)
     assert [list(b) for b in batches] == [[0, 1], [2, 3], [4, 5, 6], [7], [8]]
     assert sft.agreement_batches([], vocab=10) == []
+    assert [list(b) for b in sft.agreement_batches([50, 50], vocab=10)] == [[0, 1]]  # 2 x 50 x 10: exactly the budget fits
     monkeypatch.setattr(sft, "AGREEMENT_LOGITS", 2**26)
     monkeypatch.setattr(sft, "AGREEMENT_BATCH", 16)
     smollm2_calls = sft.agreement_batches([1600] * 4, vocab=49152)  # 5 GB in one pass before the budget
