@@ -232,7 +232,7 @@ def _digest(sessions: Sequence[Sequence[dict[str, Any]]]) -> str:
 AGREEMENT_BATCH = 16
 """Most dialogues per forward pass of :func:`teacher_forced_agreement`."""
 AGREEMENT_LOGITS = 2**26
-"""Most logits (rows x padded length x the tokenizer's vocabulary) one forward pass of :func:`teacher_forced_agreement`
+"""Most logits (rows x padded length x vocabulary) one forward pass of :func:`teacher_forced_agreement`
 may hold, 256 MB of float32. A pass returns every position's logits over the whole vocabulary: SmolLM2's
 49,152 tokens over 16 padded SEAD calls of up to 1,600 tokens are 5 GB, and its 80-call agreement took 14
 min on the 2-core machine where a call's forward pass takes about 1 s. The scratch model's passes stay
@@ -299,7 +299,9 @@ def teacher_forced_agreement(
     too_long = 0
     model.eval()
     encoded = [turn_spans(tokenizer, chat) for chat in chats]
-    for rows in agreement_batches([len(ids) for ids, _ in encoded], len(tokenizer)):
+    # The logits' width; a duck-typed model without a transformers config is scored AGREEMENT_BATCH at a time.
+    vocab = getattr(getattr(model, "config", None), "vocab_size", None) or 1
+    for rows in agreement_batches([len(ids) for ids, _ in encoded], vocab):
         batch = encoded[rows.start : rows.stop]
         length = max(len(ids) for ids, _ in batch)
         input_ids = torch.full((len(batch), length), pad, dtype=torch.long)
