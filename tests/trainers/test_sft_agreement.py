@@ -178,3 +178,15 @@ def test_agreement_counts_whole_turns_and_what_was_said_apart(tmp_path):
     at_starts = teacher_forced_agreement(TeacherExceptAtTurnEnds(starts), tokenizer, chats, 64, utterance_end="</response>")
     assert (at_starts["agreement"], at_starts["utterance_agreement"]) == (0.0, 0.0)
     assert "utterance_agreement" not in teacher_forced_agreement(TeacherExceptAtTurnEnds(ends), tokenizer, chats, 64)
+
+
+def test_agreement_batches_by_the_models_own_vocabulary(tiny_model_dir, monkeypatch):
+    import trainers.common.sft as sft
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    chats = [row["messages"] for row in build_rows(evaluate("SEAD-Outbound-v0", "adaptive", 2, seed=3, env_kwargs=KWARGS), "sft", KWARGS)]
+    tokenizer, model = AutoTokenizer.from_pretrained(str(tiny_model_dir)), AutoModelForCausalLM.from_pretrained(str(tiny_model_dir))
+    seen, batches = [], sft.agreement_batches
+    monkeypatch.setattr(sft, "agreement_batches", lambda lengths, vocab: seen.append(vocab) or batches(lengths, vocab))
+    sft.teacher_forced_agreement(model, tokenizer, chats, 64)
+    assert seen == [model.config.vocab_size] and seen[0] > 1
