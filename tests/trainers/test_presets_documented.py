@@ -100,7 +100,7 @@ DEFAULTS = {
         "run_dir": "", "seed": 0, "iterations": 150, "batch_size": 60, "curriculum": "full", "n_max": 200, "smoothing": None,
         "advantage": "batch_mean", "policy": "strategy", "learning_rate": 2.0, "entropy_coef": 0.0, "model": "", "device": "cpu",
         "threads": 0, "lora_rank": 0, "lora_layers": 0, "kl_coef": 0.001, "clip_eps": 0.2, "temperature": 1.2, "max_new_tokens": 96, "sft_steps": 0,
-        "sft_episodes": 2000, "sft_expert": "adaptive", "sft_learning_rate": 0.003, "sft_batch_size": 16, "dagger_rounds": 0,
+        "sft_episodes": 2000, "sft_expert": "adaptive", "sft_learning_rate": 0.003, "sft_batch_size": 16, "sft_accumulation": 1, "dagger_rounds": 0,
         "dagger_episodes": 200, "dagger_steps": 200, "dagger_learning_rate": 0.0, "dagger_share": 0.0, "scratch_layers": 2,
         "rl_mode": "dialogue", "group_size": 8, "prefix": "expert", "continuation": "adaptive", "pool_same_turn": False,
         "greedy_copy": False, "over_greedy": False, "user": "scripted", "user_training": "fixed", "user_backend": None,

@@ -10,7 +10,7 @@ import pytest
 from dialogue_gym.errors import ConfigError
 from trainers.sead.config import PRESETS, build_config
 
-AT_LEAST_ONE = ("batch_size", "n_max", "max_agent_turns", "max_new_tokens", "sft_episodes", "sft_batch_size", "group_size",
+AT_LEAST_ONE = ("batch_size", "n_max", "max_agent_turns", "max_new_tokens", "sft_episodes", "sft_batch_size", "sft_accumulation", "group_size",
                 "dagger_episodes", "dagger_steps", "scratch_layers")
 AT_LEAST_ZERO = ("iterations", "eval_episodes", "lora_rank", "kl_coef", "entropy_coef", "sft_steps", "dagger_rounds", "threads",
                  "dagger_learning_rate")

@@ -24,7 +24,14 @@ def test_the_scratch_pipeline_writes_every_phase_and_paired_results(tmp_path, mo
 
     scored, agreement_of = [], sead_train.agreement_of
     monkeypatch.setattr(sead_train, "agreement_of", lambda *args: scored.append(args[3:]) or agreement_of(*args))
-    run = train(build_config("cpu-lm-scratch", run_dir=str(tmp_path / "run"), dagger_rounds=1, dagger_episodes=3, dagger_steps=2, threads=1, **SMALL))
+    # Two dialogues padded together, two passes accumulated per step: cloning and the DAgger round both train so.
+    small = {**SMALL, "sft_batch_size": 2, "sft_accumulation": 2}
+    run = train(build_config("cpu-lm-scratch", run_dir=str(tmp_path / "run"), dagger_rounds=1, dagger_episodes=3, dagger_steps=2, threads=1, **small))
+    from trainers.common.sft import SFT_FINISHED
+
+    for stage in ("sft", "sft_dagger_0"):
+        inputs = json.loads((run.path / "checkpoints" / stage / SFT_FINISHED).read_text())["inputs"]
+        assert (inputs["batch_size"], inputs["accumulation"]) == (2, 2), stage
     expert = [json.loads(line) for line in (run.path / "sft" / "expert.jsonl").read_text().splitlines()]
     assert len(expert) == 12 and {record["meta"]["agent"] for record in expert} == {"adaptive"}
     from datasets import load_from_disk

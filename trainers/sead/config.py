@@ -84,7 +84,11 @@ class SeadTrainConfig:
     sft_learning_rate: float = 3e-3
     """Phase ``sft``: AdamW learning rate (cosine schedule, 10% warm-up)."""
     sft_batch_size: int = 16
-    """Phase ``sft``: dialogues (one packed sequence each) per optimizer step."""
+    """Phase ``sft``: dialogues (one packed sequence each) padded together into one forward pass; an optimizer
+    step sees ``sft_batch_size`` x ``sft_accumulation`` of them."""
+    sft_accumulation: int = 1
+    """Phase ``sft`` and its DAgger rounds: forward passes accumulated per optimizer step. On a CPU, one dialogue
+    a pass (``sft_batch_size`` 1) with accumulation skips the padding a batch of calls of unequal length costs."""
     dagger_rounds: int = 0
     """Phase ``sft``: DAgger rounds after behaviour cloning: the model plays ``dagger_episodes`` training starts
     greedily, the sft expert labels every state it reaches, and the model trains ``dagger_steps`` more steps on
@@ -241,7 +245,7 @@ def build_config(preset: str = "cpu-strategy", **overrides: Any) -> SeadTrainCon
         )
     if config.over_greedy and not config.greedy_copy:
         raise ConfigError("over_greedy=True scores each copy against the group's greedy copy; pass greedy_copy=True with it.")
-    require_range(config, ("batch_size", "n_max", "max_agent_turns", "max_new_tokens", "sft_episodes", "sft_batch_size", "group_size", "dagger_episodes", "dagger_steps", "scratch_layers"), 1)
+    require_range(config, ("batch_size", "n_max", "max_agent_turns", "max_new_tokens", "sft_episodes", "sft_batch_size", "sft_accumulation", "group_size", "dagger_episodes", "dagger_steps", "scratch_layers"), 1)
     require_range(config, ("iterations", "eval_episodes", "lora_rank", "lora_layers", "kl_coef", "entropy_coef", "sft_steps", "dagger_rounds", "threads", "dagger_learning_rate"), 0)
     require_range(config, ("clip_eps",), 0, 1)
     if not 0 <= config.dagger_share < 1:

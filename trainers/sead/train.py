@@ -217,7 +217,7 @@ def sft_phase(config: SeadTrainConfig, run: RunDir) -> None:
     checkpoint = run.path / "checkpoints" / "sft"
     metrics = sft_lm(
         model, sessions, checkpoint, epochs=1, learning_rate=config.sft_learning_rate,
-        seed=config.seed, batch_size=config.sft_batch_size, accumulation=1, max_steps=config.sft_steps, lora_rank=config.lora_rank, lora_layers=config.lora_layers,
+        seed=config.seed, batch_size=config.sft_batch_size, accumulation=config.sft_accumulation, max_steps=config.sft_steps, lora_rank=config.lora_rank, lora_layers=config.lora_layers,
     )
     stages = [{"stage": "sft", "steps": metrics["sft/steps"], **agreement_of(config, run, checkpoint, held_out, fitted)}]
     for round_ in range(config.dagger_rounds):
@@ -299,7 +299,7 @@ def dagger_round(config: SeadTrainConfig, run: RunDir, round_: int, checkpoint: 
     if not (out / "config.json").exists():
         sft_lm(
             str(checkpoint), mix, out, epochs=1, learning_rate=learning_rate, seed=config.seed + 1 + round_,
-            batch_size=config.sft_batch_size, accumulation=1, max_steps=config.dagger_steps, lora_rank=config.lora_rank, lora_layers=config.lora_layers,
+            batch_size=config.sft_batch_size, accumulation=config.sft_accumulation, max_steps=config.dagger_steps, lora_rank=config.lora_rank, lora_layers=config.lora_layers,
         )
     labelled_states = sum(map(len, rows))
     return out, {
