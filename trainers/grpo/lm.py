@@ -195,7 +195,9 @@ class CausalLMPolicy:
         )
         self.greedy = False
         """Set by held-out evaluation: act with greedy decoding (temperature 0) instead of sampling."""
-        self._greedy_backend = None
+        self.evaluating = False
+        """Set by held-out evaluation: nothing trains on these turns, so sampled ones also go to the prefix-cached backend."""
+        self._cached_backend = None
         self.optimizer = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad], lr=self.config.learning_rate)
         if checkpoint and Path(checkpoint, "optimizer.pt").exists():
             self.optimizer.load_state_dict(torch.load(Path(checkpoint, "optimizer.pt"), weights_only=True))
@@ -207,31 +209,32 @@ class CausalLMPolicy:
 
     def generate(self, requests: Sequence[GenerationRequest]):
         self.model.eval()
-        return (self.greedy_backend() if self.greedy else self.backend).generate(requests)
+        return (self.cached_backend() if self.greedy or self.evaluating else self.backend).generate(requests)
 
-    def greedy_backend(self):
-        """The backend of greedy play (held-out evaluation, DAgger's played starts, a decision point's
-        prefix), whose logprobs nothing divides by: with the prefix cache, so each turn encodes only what
-        follows the dialogue's previous turn and the system prompt once. Measured: SmolLM2 playing SEAD with
-        8 and 32 dialogues of 3 turns ran 2.12x and 2.26x faster in wall time with the cache
-        (``benchmarks/vector_llm_throughput.py``, docs/performance.md), and a SEAD call has about 7 agent
-        turns of a 1,000-token dialogue, each re-encoded from its start without the cache. Greedy outputs
-        equal the uncached backend's except at near-ties (TransformersBackend;
-        tests/trainers/test_grpo_lm_greedy_cache.py); the cache empties itself when a training step
-        changes the weights."""
-        if self._greedy_backend is None:
+    def cached_backend(self):
+        """The backend of play whose logprobs nothing divides by (greedy play: held-out evaluation, DAgger's
+        played starts, a decision point's prefix; and sampled held-out evaluation), with the prefix cache,
+        so each turn encodes only what follows the dialogue's previous turn and the system prompt once.
+        Measured: SmolLM2 playing SEAD with 8 and 32 dialogues of 3 turns ran 2.12x and 2.26x faster in wall
+        time with the cache (``benchmarks/vector_llm_throughput.py``, docs/performance.md), and a SEAD call
+        has about 7 agent turns of a 1,000-token dialogue, each re-encoded from its start without the cache.
+        Its outputs equal the uncached backend's except at near-ties (TransformersBackend;
+        tests/trainers/test_grpo_lm_greedy_cache.py): a sampled turn draws from the row's own seeded
+        uniforms either way. The cache empties itself when a training step changes the weights. Every
+        request states its temperature, so this backend's own default (greedy) never decides."""
+        if self._cached_backend is None:
             from dialogue_gym.backends.transformers_backend import TransformersBackend
 
-            self._greedy_backend = TransformersBackend(
+            self._cached_backend = TransformersBackend(
                 self.model, tokenizer=self.tokenizer, device=str(self.device), temperature=0.0, top_p=1.0,
                 max_new_tokens=self.config.max_new_tokens, prefix_cache=True,
             )
-        return self._greedy_backend
+        return self._cached_backend
 
     def act_batch(self, observations, infos, memories) -> list[str]:
         requests = [
             GenerationRequest(
-                tuple(o["messages"]), SamplingParams(temperature=0.0 if self.greedy or m.get("greedy") else None, seed=mix_seed(m["seed"], int(o["turn"]))),
+                tuple(o["messages"]), SamplingParams(temperature=0.0 if self.greedy or m.get("greedy") else self.config.temperature, seed=mix_seed(m["seed"], int(o["turn"]))),
                 self._own_ids_prompt(o["messages"], m),
             )
             for o, m in zip(observations, memories)

@@ -469,9 +469,14 @@ def held_out_evaluation(
 
 
 def held_out_trajectories(config: SeadTrainConfig, policy: Any, label: str, greedy: bool = True) -> list[Trajectory]:
+    """The held-out episodes of ``policy``, greedy or sampled; an lm policy is told it is evaluated
+    (``evaluating``: nothing trains on these turns, so sampled ones may use its prefix cache too)."""
     was = getattr(policy, "greedy", None)
+    was_evaluating = getattr(policy, "evaluating", None)
     if was is not None:
         policy.greedy = greedy
+    if was_evaluating is not None:
+        policy.evaluating = True
     try:
         with tqdm(total=config.eval_episodes, desc=label, file=sys.stderr) as bar:
             trajectories = evaluate(
@@ -481,6 +486,8 @@ def held_out_trajectories(config: SeadTrainConfig, policy: Any, label: str, gree
     finally:
         if was is not None:
             policy.greedy = was
+        if was_evaluating is not None:
+            policy.evaluating = was_evaluating
     return trajectories
 
 
