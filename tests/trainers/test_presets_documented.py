@@ -37,7 +37,8 @@ PINNED = {
             "eval_episodes": 240, "kl_coef": 0.0,
         },
         "cpu-smollm2": {
-            "policy": "lm", "model": "smollm2", "lora_rank": 16, "lora_layers": 10, "sft_steps": 96, "sft_batch_size": 4, "sft_episodes": 384, "sft_learning_rate": 1e-3,
+            "policy": "lm", "model": "smollm2", "lora_rank": 16, "lora_layers": 10, "sft_steps": 96, "sft_batch_size": 1, "sft_accumulation": 4,
+            "sft_episodes": 384, "sft_learning_rate": 1e-3,
             "rl_mode": "decision_point", "prefix": "lm", "iterations": 4, "batch_size": 4, "group_size": 4, "learning_rate": 1e-4, "temperature": 1.0,
             "max_new_tokens": 96, "eval_episodes": 40, "kl_coef": 0.0,
         },

@@ -196,9 +196,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     # SmolLM2-135M-Instruct on 2 CPU cores (issue 41 item 5): LoRA SFT on the expert, then decision-point GRPO with
     # LoRA, every phase's held-out evaluation on the same starts. Sized from measurements on this machine: a
     # SEAD call is about 1,000 SmolLM2 tokens (an agent turn 57 on average, 80 at most, of which the score tags take
-    # about 40), and one SFT step of 4 calls took 309 s at one thread under load 7 (docs/presets.md).
+    # about 40), and one SFT step of 4 calls took 309 s at one thread under load 7 (docs/presets.md). The 4 calls
+    # of a step go one a pass, accumulated: 18-19 s a step against 34.5 s padded into one pass (two threads,
+    # benchmarks/sft_batching.py).
     "cpu-smollm2": {
-        "policy": "lm", "model": "smollm2", "lora_rank": 16, "lora_layers": 10, "sft_steps": 96, "sft_batch_size": 4, "sft_episodes": 384, "sft_learning_rate": 1e-3,
+        "policy": "lm", "model": "smollm2", "lora_rank": 16, "lora_layers": 10, "sft_steps": 96, "sft_batch_size": 1, "sft_accumulation": 4,
+        "sft_episodes": 384, "sft_learning_rate": 1e-3,
         "rl_mode": "decision_point", "prefix": "lm", "iterations": 4, "batch_size": 4, "group_size": 4, "learning_rate": 1e-4, "temperature": 1.0,
         "max_new_tokens": 96, "eval_episodes": 40, "kl_coef": 0.0,
     },
