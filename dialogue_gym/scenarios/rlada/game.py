@@ -29,7 +29,7 @@ from dialogue_gym.rewards.rlada import (
     customer_terminal_terms,
     strict_pass,
 )
-from dialogue_gym.readonly import message_copies, thawed
+from dialogue_gym.readonly import message, message_views, thawed
 from dialogue_gym.scenarios.common import MAX_ACTION_CHARS, config_number, memoise_short_texts, short_repr
 from dialogue_gym.scenarios.rlada.bank import generate_bank
 from dialogue_gym.scenarios.rlada.cues import (
@@ -333,10 +333,10 @@ class RladaGame(Game):
         self._questions = 0
         self._shown_results: dict[int, str] = {}
         """The JSON text of each successful tool result (by turn index), as the agent's tool message holds it: handed to the judge."""
-        self._agent_messages = [{"role": "system", "content": agent_system_prompt(self.domain, self.bank)}]
+        self._agent_messages = [message("system", agent_system_prompt(self.domain, self.bank))]
         self._customer_messages = [
-            {"role": "system", "content": customer_system_prompt(self.domain, self.bank, self.intent, self.facts, self.profile["concealment"])},
-            {"role": "user", "content": self.domain.bank["greeting"]},
+            message("system", customer_system_prompt(self.domain, self.bank, self.intent, self.facts, self.profile["concealment"])),
+            message("user", self.domain.bank["greeting"]),
         ]
         self._role = "customer"
 
@@ -389,7 +389,7 @@ class RladaGame(Game):
         progress = 0
         heard = ""
         self._tool_error = None
-        self._agent_messages.append({"role": "assistant", "content": text})
+        self._agent_messages.append(message("assistant", text))
         if problem is None and action.action_type == "tool_call":
             outcome = call_tool(self.bank, self._tools, action.tool, action.args)
             self._acted = self._acted or (outcome.schema_ok and outcome.tool != LOOKUP)
@@ -401,13 +401,13 @@ class RladaGame(Game):
                 self._progress["lookup"], progress = True, 1
             elif outcome.tool != LOOKUP and not self._progress["domain"]:
                 self._progress["domain"], progress = True, 1
-            message, shown = outcome.message_json()
-            self._agent_messages.append({"role": "tool", "content": message})
+            result, shown = outcome.message_json()
+            self._agent_messages.append(message("tool", result))
             if shown is not None:
                 self._shown_results[len(self.turns)] = shown  # the index this agent turn gets below
             heard = f"[{outcome.tool}({json.dumps(outcome.args)}) -> {'ok' if outcome.ok else 'error'}]"
         elif problem is not None:
-            self._agent_messages.append({"role": "tool", "content": json.dumps({"error": "invalid_action", "detail": problem})})
+            self._agent_messages.append(message("tool", json.dumps({"error": "invalid_action", "detail": problem})))
         else:
             heard = action.content
             if action.action_type == "speak" and not self._progress["domain"]:
@@ -421,7 +421,7 @@ class RladaGame(Game):
         elif problem is None and action.action_type == "end_call":
             self._finish(None, rewards)
         elif problem is None and action.action_type == "speak":
-            self._customer_messages.append({"role": "user", "content": action.content})
+            self._customer_messages.append(message("user", action.content))
             self._role = "customer"
         if self._role is not None and self.agent_turns >= self.config.max_agent_turns:
             self._finish(Outcome.TIMEOUT, rewards)
@@ -478,8 +478,8 @@ class RladaGame(Game):
             "cue_hits": cue_hits(move.utterance, domain),
         }
         self.turns.append(Turn("customer", text, move.utterance, parsed, None, move.problem, token_ids, logprobs))
-        self._customer_messages.append({"role": "assistant", "content": text})
-        self._agent_messages.append({"role": "user", "content": move.utterance or SILENCE})
+        self._customer_messages.append(message("assistant", text))
+        self._agent_messages.append(message("user", move.utterance or SILENCE))
         self._role_reversal = bool(move.role_reversal)
         if move.role_reversal:
             self.add_reward(rewards, "customer", "role_reversal", self._customer_weights.role_reversal_penalty)
@@ -542,9 +542,9 @@ class RladaGame(Game):
     # -- views -------------------------------------------------------------------------------
     def observe(self, role: str) -> dict[str, Any]:
         if role == "agent":
-            return {"messages": message_copies(self._agent_messages), "turn": self.agent_turns}
+            return {"messages": message_views(self._agent_messages), "turn": self.agent_turns}
         return {
-            "messages": message_copies(self._customer_messages),
+            "messages": message_views(self._customer_messages),
             "turn": self.agent_turns,
             "intent": self.intent.index,
             "concealment": LEVELS.index(self.profile["concealment"]),

@@ -19,7 +19,7 @@ from gymnasium import spaces
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, StepResult, check_invalid_action_mode
 from dialogue_gym.health import HEALTH_KEY
-from dialogue_gym.readonly import message_copies
+from dialogue_gym.readonly import message, message_views
 from dialogue_gym.scenarios.common import check_max_utterance_chars, config_number
 from dialogue_gym.scenarios.sead.data import (
     DEFAULT_BEHAVIORS_FILE,
@@ -138,12 +138,9 @@ class SeadGame(Game):
         self.outcome: Outcome | None = None
         self.failure: str | None = None
         self.begin_accounting()
-        self._agent_messages = [
-            {"role": "system", "content": self._agent_system},
-            {"role": "user", "content": CALL_CONNECTED},
-        ]
+        self._agent_messages = [message("system", self._agent_system), message("user", CALL_CONNECTED)]
         self._user_messages: list[dict[str, str]] = []
-        self._user_system: str | None = None
+        self._user_system: dict[str, str] | None = None
         self._user_replies: list[str] = []
         self._profile_categories = frozenset(self.library[b].category for b in self.profile.behaviors)
         self._behavior_mask = np.zeros(len(self.library.behaviors), dtype=np.int8)
@@ -174,8 +171,8 @@ class SeadGame(Game):
             parsed[HEALTH_KEY] = agent_turn_health(move, self.health_rules).to_dict()
             self.turns.append(Turn("agent", text, heard, parsed, self.state, move.problem, token_ids, logprobs))
             self.agent_turns += 1
-            self._agent_messages.append({"role": "assistant", "content": text})
-            self._user_messages.append({"role": "user", "content": caller_turn(heard, self.state)})
+            self._agent_messages.append(message("assistant", text))
+            self._user_messages.append(message("user", caller_turn(heard, self.state)))
             if self.flag_invalid(role, move.problem, rewards):
                 self._finish(Outcome.INVALID, rewards)
             else:
@@ -196,8 +193,8 @@ class SeadGame(Game):
             self.state = move.state
             parsed = {"status": status, "think": move.think, HEALTH_KEY: health.to_dict()}
             self.turns.append(Turn("user", text, move.reply, parsed, self.state, problem, token_ids, logprobs))
-            self._user_messages.append({"role": "assistant", "content": text})
-            self._agent_messages.append({"role": "user", "content": move.reply or SILENCE})
+            self._user_messages.append(message("assistant", text))
+            self._agent_messages.append(message("user", move.reply or SILENCE))
             if self.flag_invalid(role, problem, rewards):
                 self._finish(Outcome.INVALID, rewards)
             elif status == 1:
@@ -214,12 +211,11 @@ class SeadGame(Game):
     # -- views -----------------------------------------------------------------------
     def observe(self, role: str) -> dict[str, Any]:
         if role == "agent":
-            return {"messages": message_copies(self._agent_messages), "turn": self.agent_turns}
+            return {"messages": message_views(self._agent_messages), "turn": self.agent_turns}
         if self._user_system is None:
-            self._user_system = user_system_prompt(self.campaign, self.profile, self.library)
-        system = {"role": "system", "content": self._user_system}
+            self._user_system = message("system", user_system_prompt(self.campaign, self.profile, self.library))
         return {
-            "messages": [system, *message_copies(self._user_messages)],
+            "messages": [self._user_system, *self._user_messages],  # shared read-only messages, as message_views hands them
             "turn": self.agent_turns,
             "state": _STATE_ARRAYS[self.state].copy(),  # the state is always in range: parsed ones are clamped
             "behaviors": self._behavior_mask.copy(),

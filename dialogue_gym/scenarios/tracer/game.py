@@ -40,7 +40,7 @@ from dialogue_gym.errors import ConfigError
 from dialogue_gym.game import Game, StepResult, check_invalid_action_mode
 from dialogue_gym.health import HEALTH_KEY
 from dialogue_gym.metrics.dtw import Alignment, align
-from dialogue_gym.readonly import message_copies, thawed
+from dialogue_gym.readonly import message, message_views, thawed
 from dialogue_gym.rewards.tracer import TracerReward, tracer_reward
 from dialogue_gym.scenarios.common import check_max_utterance_chars, config_number
 from dialogue_gym.scenarios.tracer.data import (
@@ -216,11 +216,8 @@ class TracerGame(Game):
         self.judged: dict[str, Any] | None = None
         self.begin_accounting()
         self._messages = {
-            "user": [{"role": "system", "content": user_system_prompt(self.profile)}, {"role": "user", "content": self.session.opening}],
-            "assistant": [
-                {"role": "system", "content": assistant_system_prompt(self.profile)},
-                {"role": "assistant", "content": self.session.opening},
-            ],
+            "user": [message("system", user_system_prompt(self.profile)), message("user", self.session.opening)],
+            "assistant": [message("system", assistant_system_prompt(self.profile)), message("assistant", self.session.opening)],
         }
         self._role = "user"
 
@@ -240,7 +237,8 @@ class TracerGame(Game):
             for term, value in self.scores.weighted().items():
                 self.add_reward(rewards, "user", term, value)
         if self.judge is not None:
-            self.judged = {**self.judge.score(self.transcript(), self.profile["merchant"]), "judge": self.judge.name}
+            scores = self.judge.score(self.transcript(), self.profile["merchant"], opening=self.session.opening)
+            self.judged = {**scores, "judge": self.judge.name}
 
     def _abort(self, role: str, cause: str) -> None:
         self.outcome = Outcome.BACKEND_FAILURE
@@ -256,8 +254,8 @@ class TracerGame(Game):
             state = (current,) if current is not None else None
             parsed = {HEALTH_KEY: assistant_turn_health(move, self.health_rules).to_dict()}
             self.turns.append(Turn("assistant", text, heard, parsed, state, move.problem, token_ids, logprobs))
-            self._messages["assistant"].append({"role": "assistant", "content": text})
-            self._messages["user"].append({"role": "user", "content": heard})
+            self._messages["assistant"].append(message("assistant", text))
+            self._messages["user"].append(message("user", heard))
             if self.flag_invalid(role, move.problem, rewards):
                 self._finish(Outcome.INVALID, rewards)
             else:
@@ -279,8 +277,8 @@ class TracerGame(Game):
             parsed.update(intent_level=level, think=move.think, format_ok=format_ok)
             parsed[HEALTH_KEY] = health.to_dict()
             self.turns.append(Turn("user", text, move.reply, parsed, (level,), move.problem, token_ids, logprobs))
-            self._messages["user"].append({"role": "assistant", "content": text})
-            self._messages["assistant"].append({"role": "user", "content": move.reply or NO_REPLY})
+            self._messages["user"].append(message("assistant", text))
+            self._messages["assistant"].append(message("user", move.reply or NO_REPLY))
             if self.flag_invalid(role, move.problem, rewards):
                 self._finish(Outcome.INVALID, rewards)
             elif level == CONVERSION_LEVEL:
@@ -315,7 +313,7 @@ class TracerGame(Game):
 
     def observe(self, role: str) -> dict[str, Any]:
         self.check_role(role)
-        return {"messages": message_copies(self._messages[role]), "turn": len(self.intents)}
+        return {"messages": message_views(self._messages[role]), "turn": len(self.intents)}
 
     def info(self, role: str) -> dict[str, Any]:
         """What ``role`` knows: the user its own intent levels (``intent_trajectory``, and

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 from dialogue_gym.errors import ConfigError
 from dialogue_gym.health import TurnHealth
 from dialogue_gym.scenarios.common import bound_text, memoise_short_texts, safe_json_loads
-from dialogue_gym.scenarios.tracer.acts import TurnReading, analyze, read_turn, relevant_facts
+from dialogue_gym.scenarios.tracer.acts import TurnReading, analyze, read_turn, read_turn_after, relevant_facts
 from dialogue_gym.scenarios.tracer.data import load_phrases
 from dialogue_gym.scenarios.tracer.prompts import judge_prompt
 
@@ -76,7 +76,11 @@ class HeuristicJudge:
 
     name = "heuristic"
 
-    def score(self, transcript: Transcript, merchant: dict[str, Any]) -> dict[str, float]:
+    def score(self, transcript: Transcript, merchant: dict[str, Any], opening: str | None = None) -> dict[str, float]:
+        """The four scores of the assistant's turns in ``transcript``. ``opening``, the line the assistant
+        opened with before the transcript, changes no score (it is neither judged nor context): given,
+        each turn is read through :func:`~dialogue_gym.scenarios.tracer.acts.read_turn_after`, which
+        reuses the reading the scripted user memoised where the opening cannot change it."""
         pairs = list(transcript)
         spoken = [i for i, (role, _) in enumerate(pairs) if role == "assistant"]
         if not spoken:
@@ -88,7 +92,7 @@ class HeuristicJudge:
         for i in spoken:
             text = pairs[i][1]
             heard = pairs[i - 1][1] if i > 0 and pairs[i - 1][0] == "user" else ""
-            reading = read_turn(text, facts, heard, earlier)
+            reading = read_turn(text, facts, heard, earlier) if opening is None else read_turn_after(opening, text, facts, heard, earlier)
             earlier.append(text)
             if reading.poor or reading.understood == 0:
                 continue
@@ -183,7 +187,8 @@ class LLMJudge:
             for output in outputs
         ]
 
-    def score(self, transcript: Transcript, merchant: dict[str, Any]) -> dict[str, float]:
+    def score(self, transcript: Transcript, merchant: dict[str, Any], opening: str | None = None) -> dict[str, float]:
+        """``opening`` is taken as :meth:`HeuristicJudge.score` takes it, and unused: the prompt leaves it out."""
         return self.score_batch([(transcript, merchant)])[0]
 
 

@@ -418,3 +418,62 @@ def test_a_dialogues_history_grows_a_turn_at_a_time_and_only_while_short():
     at_the_limit = ("We offer laser surgery. " * 200)[: acts.MAX_CACHED_TEXT_CHARS]
     read_turn("Laser surgery needs a pre-operation exam first.", FACTS, "", [at_the_limit, "Hello."])
     assert acts._history_cached.cache_info().currsize == 3, "a prefix of exactly MAX_CACHED_TEXT_CHARS is memoised"
+
+
+def test_a_reading_after_the_opening_is_the_plain_reading_without_it():
+    """:func:`read_turn_after` (the judge's reading, through the user's memo where the opening cannot
+    change it) equals the plain reading without the opening: on every context of scripted DM-Bench
+    episodes, each with its own opening and with every reference opening, and on openings that matter
+    (one states a fact, one carries a benefit or empathy, a turn repeats one, the first turn included)."""
+    from dialogue_gym.evaluation import evaluate
+    from dialogue_gym.scenarios.tracer.data import DEFAULT_SESSIONS_FILE, load_sessions
+
+    openings = sorted({session.opening for session in load_sessions(DEFAULT_SESSIONS_FILE).sessions})
+    contexts = []
+    for agent in ("sop", "random", "pushy"):
+        for trajectory in evaluate("DMBench-Assistant-v0", agent, 8, seed=4, learner="assistant"):
+            merchant, opening = trajectory.profile["merchant"], trajectory.profile["opening"]
+            facts = tuple(str(f) for f in merchant.get("facts", ()))
+            pairs = [(turn.role, turn.text) for turn in trajectory.turns]
+            for i, (role, text) in enumerate(pairs):
+                if role == "assistant":
+                    heard = pairs[i - 1][1] if i and pairs[i - 1][0] == "user" else ""
+                    earlier = tuple(t for r, t in pairs[:i] if r == "assistant")
+                    contexts += [(o, text, facts, heard, earlier) for o in (opening, *openings[::40])]
+    facts = tuple(FACTS)
+    fact = f"{FACTS[0]}."
+    for opening in (fact, "Good news, a free trial for you today!", "I understand, sorry to hear that.", "Welcome to the clinic! We offer laser surgery."):
+        for utterance in (opening, "We offer laser surgery.", fact, "Get a free trial today, good news!", "I understand. Sorry to hear that."):
+            for earlier in ((), (opening,), ("We offer laser surgery.", "Hello."), (fact, opening)):
+                contexts += [(opening, utterance, facts, heard, earlier) for heard in ("", "What do I need?", opening)]
+    assert sum(not acts._inert(c[0], c[2]) for c in contexts) > 50 and sum(acts._inert(c[0], c[2]) for c in contexts) > 250
+    for cache in (acts._read_turn_cached, acts._history_cached, acts._echoes_cached, acts._pair_repeats, acts.relevant_facts, acts._inert):
+        cache.cache_clear()
+    shared = 0
+    for opening, utterance, facts_, heard, earlier in contexts:
+        with_opening = read_turn(utterance, facts_, heard, (opening, *earlier))
+        after = acts.read_turn_after(opening, utterance, facts_, heard, earlier)
+        assert after == _plain_read_turn(utterance, facts_, heard, earlier), (opening, utterance, heard, earlier)
+        shared += after is with_opening
+    assert shared > len(contexts) // 2, "most readings are the one read with the opening first (the user's)"
+
+
+def test_a_reading_after_the_opening_finds_the_scripted_users_reading():
+    from dialogue_gym.evaluation import evaluate
+
+    acts._read_turn_cached.cache_clear()
+    seen = []
+    reading = acts.read_turn
+    trajectories = evaluate("DMBench-Assistant-v0", "sop", 6, seed=9, learner="assistant")
+    misses = acts._read_turn_cached.cache_info().misses
+    for trajectory in trajectories:
+        facts = tuple(str(f) for f in trajectory.profile["merchant"].get("facts", ()))
+        pairs = [(turn.role, turn.text) for turn in trajectory.turns]
+        earlier = []
+        for i, (role, text) in enumerate(pairs):
+            if role == "assistant":
+                heard = pairs[i - 1][1] if i and pairs[i - 1][0] == "user" else ""
+                seen.append(acts.read_turn_after(trajectory.profile["opening"], text, facts, heard, earlier))
+                earlier.append(text)
+    assert seen and reading is acts.read_turn
+    assert acts._read_turn_cached.cache_info().misses == misses, "every judged turn was read by the user before"

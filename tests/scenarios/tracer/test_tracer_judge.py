@@ -176,3 +176,18 @@ def test_a_request_the_backend_gave_up_on_is_unscored_with_its_cause():
     scored, failed = LLMJudge(GivesUpOnTheSecond()).score_batch([([("assistant", "Hi.")], MERCHANT)] * 2)
     assert scored["rq"] == 3.5 and scored["health"]["judge"]["format_ok"] is True
     assert failed["rq"] is None and failed["error"] == "backend gave up after 3 tries" and failed["health"]["judge"]["format_ok"] is False
+
+
+@pytest.mark.parametrize("agent", ["sop", "random", "pushy"])
+def test_the_opening_changes_no_score(agent):
+    """Given the opening (as the game gives it, to reuse the user's readings), the heuristic judge scores
+    as without it; an opening the turns repeat, or that states a fact, changes nothing either."""
+    from dialogue_gym.evaluation import evaluate
+
+    judge = HeuristicJudge()
+    for trajectory in evaluate("DMBench-Assistant-v0", agent, 10, seed=2, learner="assistant"):
+        pairs = [(turn.role, turn.text) for turn in trajectory.turns]
+        merchant = trajectory.profile["merchant"]
+        assert trajectory.meta["response_quality"] == {**judge.score(pairs, merchant), "judge": "heuristic"}
+        for opening in (trajectory.profile["opening"], pairs[1][1], str(merchant["facts"][0])):
+            assert judge.score(pairs, merchant, opening=opening) == judge.score(pairs, merchant)
