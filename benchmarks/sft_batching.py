@@ -12,13 +12,14 @@ optimizer step. Two layouts of the same ``--calls`` calls a step are timed throu
 * ``accumulated``: one call a pass, ``--calls`` passes accumulated (batch size 1, accumulation = calls).
 
 Both train the same calls (``adaptive`` on SEAD-Outbound-v0, the trainer's expert) in the same order: the
-sampler's seed is the same, and step i takes calls 4i to 4i+3 in either layout. Per layout and repeat, two
+sampler's seed is the same, and step i takes the same ``--calls`` calls in either layout. Per layout and repeat, two
 runs in fresh folders train 1 and 1 + ``--steps`` steps; their difference over ``--steps`` is the time of a
 step without the model's loading, the trainer's setup and the final save. The layouts alternate
 (padded, accumulated, accumulated, padded, ...) so that a drift of the machine's speed weighs on both.
 
 Printed: the machine's load before and after, each run's seconds, each layout's seconds per step (mean over
-repeats) and the ratio padded / accumulated, and the real and padded token counts of the timed steps.
+repeats) and the ratio padded / accumulated, the calls' lengths in tokens, and how many more tokens padding
+``--calls`` consecutive calls of the file to their longest takes (an estimate: the trainer shuffles them).
 ``--model`` is a plain transformers folder or "smollm2" (converted from the PyPI package's GGUF file into a
 temporary folder first, about a minute).
 """

@@ -197,8 +197,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     # LoRA, every phase's held-out evaluation on the same starts. Sized from measurements on this machine: a
     # SEAD call is about 1,000 SmolLM2 tokens (an agent turn 57 on average, 80 at most, of which the score tags take
     # about 40), and one SFT step of 4 calls took 309 s at one thread under load 7 (docs/presets.md). The 4 calls
-    # of a step go one a pass, accumulated: 18-19 s a step against 34.5 s padded into one pass (two threads,
-    # benchmarks/sft_batching.py).
+    # of a step go one a pass, accumulated: 18.8 s a step against 35.1 s padded into one pass (two threads,
+    # benchmarks/sft_batching.py, docs/results/benchmarks/sft_batching.txt).
     "cpu-smollm2": {
         "policy": "lm", "model": "smollm2", "lora_rank": 16, "lora_layers": 10, "sft_steps": 96, "sft_batch_size": 1, "sft_accumulation": 4,
         "sft_episodes": 384, "sft_learning_rate": 1e-3,

@@ -463,7 +463,6 @@ def test_a_reading_after_the_opening_finds_the_scripted_users_reading():
 
     acts._read_turn_cached.cache_clear()
     seen = []
-    reading = acts.read_turn
     trajectories = evaluate("DMBench-Assistant-v0", "sop", 6, seed=9, learner="assistant")
     misses = acts._read_turn_cached.cache_info().misses
     for trajectory in trajectories:
@@ -475,5 +474,5 @@ def test_a_reading_after_the_opening_finds_the_scripted_users_reading():
                 heard = pairs[i - 1][1] if i and pairs[i - 1][0] == "user" else ""
                 seen.append(acts.read_turn_after(trajectory.profile["opening"], text, facts, heard, earlier))
                 earlier.append(text)
-    assert seen and reading is acts.read_turn
+    assert seen
     assert acts._read_turn_cached.cache_info().misses == misses, "every judged turn was read by the user before"
