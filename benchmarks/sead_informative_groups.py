@@ -17,7 +17,7 @@ With ``--greedy-copy`` copy 0 of every group decodes its turn greedily (the trai
 two more columns count the groups where a sampled turn beat the greedy one (``beaten``: the signal that can
 move the argmax) and where the greedy turn beat a sampled one (``beats``).
 
-G = 8 is the first 8 copies of a 16-copy group. The SEAD reward is terminal only (SPEC: R = 1[success]),
+G = 8 is the first 8 copies of a 16-copy group (``--prefix-groups`` names other such G). The SEAD reward is terminal only (SPEC: R = 1[success]),
 so there is no per-turn term to densify it with. One torch thread; the load is printed.
 """
 
@@ -71,6 +71,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--settings", default=SETTINGS, help="comma-separated CONTINUATION:TEMPERATURE:G")
     parser.add_argument("--json", type=Path, help="also save the rows here")
     parser.add_argument("--greedy-copy", action="store_true", help="copy 0 of every group decodes greedily (the trainer's greedy_copy)")
+    parser.add_argument("--max-new-tokens", type=int, default=24, help="tokens a turn may take: 24 fits the scratch model's whole-sentence tokens; a subword model such as SmolLM2 needs its preset's 96")
+    parser.add_argument("--prefix-groups", default="8", help="comma-separated G: each setting is also read on its groups' first G copies (G below the setting's own)")
     args = parser.parse_args(argv)
     import torch
 
@@ -83,8 +85,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     from trainers.grpo.lm import CausalLMPolicy, GRPOConfig
 
     def lm(temperature: float) -> CausalLMPolicy:
-        return CausalLMPolicy(args.checkpoint, GRPOConfig(learning_rate=3e-4, kl_coef=0.0, temperature=temperature, max_new_tokens=24), seed=0)
+        return CausalLMPolicy(args.checkpoint, GRPOConfig(learning_rate=3e-4, kl_coef=0.0, temperature=temperature, max_new_tokens=args.max_new_tokens), seed=0)
 
+    prefix_groups = [int(g) for g in args.prefix_groups.split(",")]
     settings = [(cont, float(t), int(g)) for cont, t, g in (s.split(":") for s in args.settings.split(","))]
     games = [SeadGame(SeadConfig(max_agent_turns=15)) for _ in range(args.points * max(g for _, _, g in settings))]
     user = make_policy("user", "scripted", games[0].library)
@@ -104,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         groups = [trajectories[i : i + size] for i in range(0, len(trajectories), size)]
         row = {"continuation": cont, "temperature": temperature, "G": size, "seconds": round(time.perf_counter() - started, 1),
                "load": round(os.getloadavg()[0], 2), "mean_reward": sum(t.rewards.get("agent", 0.0) for t in trajectories) / len(trajectories),
-               "by_G": {str(k): shares([g[:k] for g in groups]) for k in sorted({8, size})}}
+               "by_G": {str(k): shares([g[:k] for g in groups]) for k in sorted({size, *(g for g in prefix_groups if g < size)})}}
         rows.append(row)
     extra = " beaten | beats |" if args.greedy_copy else ""
     print("\n| continuation | T | G | informative | noise | pooled | distinct | 2+ distinct | informative of those | mean R | s (load) |" + extra)
