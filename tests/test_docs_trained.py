@@ -72,12 +72,14 @@ def test_an_rlada_run_shows_its_matches_and_held_out_change(tmp_path, monkeypatc
         "heldout_after": {"routing_accuracy": 0.5, "strict_pass": 0.375},
         "heldout_baseline": {"agent": "keyword", "routing_accuracy": 0.75, "strict_pass": 0.625, "strict_pass_per_agent": {"keyword": 0.625, "menu": 0.5}},
         "heldout_change": {"before": 0.125, "after": 0.375, "change": 0.25, "change_low": 0.0, "change_high": 0.5, "episodes": 8},
+        "heldout_change_sft": {"before": 0.25, "after": 0.375, "change": 0.125, "change_low": -0.125, "change_high": 0.375, "episodes": 8},
     })
     lines = docs_tables.render(BLOCK.format(name="rlada-small")).split("\n")
-    assert lines[2:7] == [
+    assert lines[2:8] == [
         "match 1: agent win rate 0.250 (safety 0.500)",
         "stopped: max_matches",
         "held-out routing 0.250 -> 0.500, strict PASS 0.125 -> 0.375; best scripted baseline keyword: routing 0.750, strict PASS 0.625",
+        "held-out strict PASS after SFT 0.250 -> at the end 0.375: change +0.125 [-0.125, +0.375] (paired over the same 8 episodes, resampling scenarios)",
         "held-out strict PASS after the warm-up 0.125 -> at the end 0.375: change +0.250 [+0.000, +0.500] (paired over the same 8 episodes, resampling scenarios)",
         "```",
     ]

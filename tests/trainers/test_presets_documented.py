@@ -74,7 +74,7 @@ PINNED = {
     "rlada": {
         "cpu-strategy": {},
         "cpu-tiny-lm": {
-            "agent_policy": "lm", "agent_model": "tiny", "agent_learning_rate": 1e-4, "agent_max_new_tokens": 24,
+            "agent_policy": "lm", "agent_model": "tiny", "agent_learning_rate": 1e-4, "agent_max_new_tokens": 24, "sft_learning_rate": 1e-4,
             "episodes_per_scenario": 1, "min_matches": 2, "max_matches": 2, "gym_iterations": 1, "gym_starts": 2, "group_size": 2,
             "sft_episodes": 4, "sft_epochs": 1, "warmup_agent_iterations": 1, "warmup_customer_iterations": 1, "warmup_batch": 4,
             "max_agent_turns": 3, "heldout_repeats": 1, "temperature": 1.0,
@@ -88,7 +88,7 @@ PINNED = {
         "gpu-lm": {
             "agent_policy": "lm", "agent_model": "/models/Qwen2.5-3B-Instruct", "customer_policy": "lm",
             "customer_model": "/models/Qwen2.5-7B-Instruct", "device": "cuda", "lora_rank": 16, "agent_learning_rate": 5e-6,
-            "customer_learning_rate": 2e-6, "gym_iterations": 20, "gym_starts": 16, "group_size": 4, "sft_episodes": 600,
+            "sft_learning_rate": 5e-6, "customer_learning_rate": 2e-6, "gym_iterations": 20, "gym_starts": 16, "group_size": 4, "sft_episodes": 600,
             "sft_epochs": 60, "warmup_agent_iterations": 10, "warmup_customer_iterations": 10, "warmup_batch": 32, "heldout_repeats": 1,
         },
     },
@@ -121,7 +121,7 @@ DEFAULTS = {
         "run_dir": "", "seed": 0, "episodes_per_scenario": 18, "min_matches": 3, "max_matches": 8, "win_threshold": 0.6, "patience": 2,
         "stability_epsilon": 0.05, "weaker_threshold": 0.5, "gym_iterations": 12, "gym_starts": 16, "group_size": 4,
         "failure_fraction": 0.7, "recent_matches": 1, "advantage": "batch_mean", "sft_episodes": 400, "sft_epochs": 3,
-        "warmup_agent_iterations": 10, "warmup_customer_iterations": 6, "warmup_batch": 64, "agent_policy": "strategy",
+        "sft_learning_rate": 5e-3, "sft_batch_size": 16, "warmup_agent_iterations": 10, "warmup_customer_iterations": 6, "warmup_batch": 64, "agent_policy": "strategy",
         "customer_policy": "strategy", "agent_learning_rate": 3.0, "customer_learning_rate": 3.0, "agent_model": "", "customer_model": "",
         "device": "cpu", "threads": 0, "lora_rank": 0, "agent_kl_coef": 0.01, "customer_kl_coef": 0.05, "clip_eps": 0.2, "temperature": 1.0,
         "agent_max_new_tokens": 160, "customer_max_new_tokens": 64, "max_agent_turns": 12, "heldout_repeats": 4, "eval_seed": 10000,

@@ -1,20 +1,15 @@
 """RL-ADA's supervised bootstrap checked against its definition (issue 43 item 6, trainers/rlada/sft.py):
-the recorder keeps every (prompt, action) pair the teacher produced, and a supervised step reports the
-mean negative log-likelihood, per demonstration token, of the teacher's action plus the end-of-sequence
-token given the chat prompt as the policy generates from it (with the generation prompt, one BOS)."""
+the recorder keeps every (prompt, action) pair the teacher produced, and a call's pairs become rows of
+the SFT phase every LM trainer shares, trained on the teacher's actions only."""
 
 from __future__ import annotations
-
-import math
-import random
 
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from trainers.grpo.lm import CausalLMPolicy, GRPOConfig  # noqa: E402
-from trainers.rlada.sft import DemoRecorder, lm_supervised_steps  # noqa: E402
+from trainers.rlada.sft import DemoRecorder, demonstration_rows  # noqa: E402
 
 PROMPT = [{"role": "system", "content": "You route bank calls."}, {"role": "user", "content": "My card was stolen."}]
 LONGER = [*PROMPT, {"role": "assistant", "content": "Which card?"}, {"role": "user", "content": "The debit card, yesterday evening."}]
@@ -44,65 +39,21 @@ def test_the_recorder_keeps_each_observation_whole_with_the_teachers_action():
     assert recorder.record(memories[1]) == {"pairs": [[LONGER, "reply 8:1"]]}
 
 
-@pytest.fixture()
-def policy(tiny_model_dir):
-    """The tiny chat model as a policy, its tokenizer adding a BOS of its own (as Llama's does): the chat
-    template already renders one, so a prompt tokenized with special tokens would carry two."""
-    from tokenizers.processors import TemplateProcessing
+def test_a_calls_pairs_become_rows_of_the_shared_sft_phase_packed_into_one_sequence(tiny_model_dir):
+    from trainers.common.sft import pack_session
+    from transformers import AutoTokenizer
 
-    made = CausalLMPolicy(str(tiny_model_dir), GRPOConfig(learning_rate=1e-3, kl_coef=0.0), device="cpu", seed=0)
-    tokenizer = made.tokenizer
-    tokenizer._tokenizer.post_processor = TemplateProcessing(
-        single=f"{tokenizer.bos_token} $A", special_tokens=[(tokenizer.bos_token, tokenizer.bos_token_id)]
-    )
-    assert tokenizer("x")["input_ids"][0] == tokenizer.bos_token_id  # the BOS the bootstrap must leave out
-    return made
-
-
-def _nll_sum(policy, messages, target):
-    """Summed NLL and count of the demonstration's tokens, one unpadded sequence through the model."""
-    tokenizer = policy.tokenizer
-    prompt = tokenizer.encode(tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False), add_special_tokens=False)
-    assert prompt.count(tokenizer.bos_token_id) == 1 and tokenizer.decode(prompt).endswith("<|im_start|>assistant\n")
-    completion = tokenizer.encode(target, add_special_tokens=False) + [tokenizer.eos_token_id]
-    ids = torch.tensor([prompt + completion])
-    with torch.no_grad():
-        logits = policy.model(input_ids=ids).logits[0].float()
-    predicting = logits[len(prompt) - 1 : ids.shape[1] - 1]
-    return float(torch.nn.functional.cross_entropy(predicting, ids[0, len(prompt):], reduction="sum")), len(completion)
-
-
-def test_a_supervised_step_reports_the_demonstrations_mean_token_nll(policy):
-    total, count = _nll_sum(policy, PROMPT, "route to card_block")
-    metrics = lm_supervised_steps(policy, [[PROMPT, "route to card_block"]], 1, random.Random(0))
-    assert metrics["sft/pairs"] == 1.0
-    assert metrics["sft/nll"] == pytest.approx(total / count, rel=1e-5)
-    assert not policy.model.training  # back to generation after the steps
-
-
-def test_a_padded_batch_without_a_pad_token_averages_over_both_demonstrations(policy):
-    # no pad token (Llama's): padding uses the EOS id, and padding never counts
-    policy.tokenizer.pad_token = None
-    assert policy.tokenizer.pad_token_id is None
-    pairs = [[PROMPT, "route to card_block"], [LONGER, "ask which card, then route to fraud_escalation now"]]
-    seed = next(s for s in range(100) if _draws(random.Random(s)) == [0, 1])  # a batch that draws both pairs
-    sums = [_nll_sum(policy, *pair) for pair in pairs]
-    metrics = lm_supervised_steps(policy, pairs, 1, random.Random(seed), batch=2)
-    assert metrics["sft/pairs"] == 2.0
-    assert metrics["sft/nll"] == pytest.approx(sum(s for s, _ in sums) / sum(c for _, c in sums), rel=1e-5)
-
-
-def test_a_one_token_demonstration_is_its_end_of_sequence_token_alone(policy):
-    # an empty action still teaches the model to stop: one token, its NLL not shared with anything
-    total, count = _nll_sum(policy, PROMPT, "")
-    assert count == 1
-    assert lm_supervised_steps(policy, [[PROMPT, ""]], 1, random.Random(0))["sft/nll"] == pytest.approx(total, rel=1e-5)
-
-
-def _draws(rng):
-    return sorted(rng.randrange(2) for _ in range(2))
-
-
-def test_no_pairs_train_nothing(policy):
-    metrics = lm_supervised_steps(policy, [], 5, random.Random(0))
-    assert metrics["sft/pairs"] == 0.0 and math.isnan(metrics["sft/nll"])
+    rows = demonstration_rows([[PROMPT, "route to card_block"], [LONGER, "ask which card"]])
+    assert rows == [
+        {"prompt": PROMPT, "completion": [{"role": "assistant", "content": "route to card_block"}]},
+        {"prompt": LONGER, "completion": [{"role": "assistant", "content": "ask which card"}]},
+    ]
+    assert all(type(m) is dict for row in rows for m in row["prompt"])  # plain messages, whatever the view handed out
+    # LONGER does not extend PROMPT + the first action (its assistant turn says "Which card?"), so two sequences;
+    # a call whose prompts grow by the teacher's own actions is one, the mask on both actions.
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_dir))
+    assert len(pack_session(rows, tokenizer)) == 2
+    grown = [*PROMPT, {"role": "assistant", "content": "route to card_block"}, {"role": "user", "content": "Thanks."}]
+    (packed,) = pack_session(demonstration_rows([[PROMPT, "route to card_block"], [grown, "ask which card"]]), tokenizer)
+    masked = tokenizer.decode([i for i, m in zip(packed["input_ids"], packed["completion_mask"]) if m])
+    assert "route to card_block" in masked and "ask which card" in masked and "Thanks." not in masked

@@ -26,6 +26,11 @@ def test_a_run_plans_sft_warmups_held_out_twice_and_matches_with_a_gym_between_e
     assert Schedule(config).planned_steps() == 1 + 2 + 1 + 1 + 3 + 4 + 1
     bare = build_config(sft_episodes=0, warmup_agent_iterations=0, warmup_customer_iterations=0, max_matches=2, min_matches=2, gym_iterations=0)
     assert Schedule(bare).planned_steps() == 0 + 0 + 1 + 0 + 2 + 0 + 1
+    # an LM agent's clone is also evaluated right after SFT (one step more); without SFT there is no clone
+    lm = build_config("cpu-lm-scratch", sft_episodes=4, warmup_agent_iterations=2, warmup_customer_iterations=1, max_matches=3, min_matches=3, gym_iterations=2)
+    assert Schedule(lm).planned_steps() == 1 + 1 + 2 + 1 + 1 + 3 + 4 + 1
+    no_sft = build_config("cpu-lm-scratch", sft_episodes=0, warmup_agent_iterations=2, warmup_customer_iterations=1, max_matches=3, min_matches=3, gym_iterations=2)
+    assert Schedule(no_sft).planned_steps() == Schedule(lm).planned_steps() - 2
 
 
 class Rule:
@@ -65,6 +70,18 @@ def test_the_phases_follow_in_order_and_each_gym_trains_the_weaker_side_and_bump
     phases, state = _walk(bare, [0.25, 1.0])
     assert phases == [{"phase": "heldout_before"}, {"phase": "match", "match": 1}, {"phase": "match", "match": 2}, {"phase": "heldout_after"}, {"phase": "done"}]
     assert state["versions"] == {"agent": 0, "customer": 0}
+
+
+def test_an_lm_agents_clone_is_held_out_between_sft_and_the_warm_up_and_only_when_there_is_one():
+    lm = build_config("cpu-lm-scratch", sft_episodes=4, warmup_agent_iterations=1, warmup_customer_iterations=0, gym_iterations=0)
+    phases, _ = _walk(lm, [1.0])
+    assert phases[:4] == [{"phase": "sft"}, {"phase": "heldout_sft"}, {"phase": "warmup_agent", "index": 0}, {"phase": "heldout_before"}]
+    no_warmup = build_config("cpu-lm-scratch", sft_episodes=4, warmup_agent_iterations=0, warmup_customer_iterations=0, gym_iterations=0)
+    assert _walk(no_warmup, [1.0])[0][:3] == [{"phase": "sft"}, {"phase": "heldout_sft"}, {"phase": "heldout_before"}]
+    no_sft = build_config("cpu-lm-scratch", sft_episodes=0, warmup_agent_iterations=1, warmup_customer_iterations=0, gym_iterations=0)
+    assert _walk(no_sft, [1.0])[0][:2] == [{"phase": "warmup_agent", "index": 0}, {"phase": "heldout_before"}]
+    strategy = build_config(sft_episodes=4, warmup_agent_iterations=1, warmup_customer_iterations=0, gym_iterations=0)
+    assert _walk(strategy, [1.0])[0][:2] == [{"phase": "sft"}, {"phase": "warmup_agent", "index": 0}]
 
 
 def test_a_held_out_result_keeps_each_scenarios_strict_pass_and_routing_apart(monkeypatch):

@@ -66,6 +66,9 @@ def test_config_errors():
         build_config(matches=3)
     with pytest.raises(ConfigError, match="agent_policy='lm' needs agent_model"):
         build_config(agent_policy="lm")
+    with pytest.raises(ConfigError, match=r"sft_epochs=0 with sft_episodes=200: .*set --sft-epochs N \(N >= 1\), or --sft-episodes 0"):
+        build_config("cpu-lm-scratch", sft_epochs=0)
+    assert build_config("cpu-lm-scratch", sft_epochs=0, sft_episodes=0).sft_epochs == 0
     with pytest.raises(ConfigError, match="need 1 <= min_matches <= max_matches, got 5 and 4"):
         build_config(min_matches=5, max_matches=4)
     with pytest.raises(ConfigError, match="failure_fraction must be in"):
@@ -117,17 +120,27 @@ def test_tiny_lm_agent_sft_and_grpo_steps(tmp_path, tiny_model_dir):
     step) with a random tiny model; the whole preset runs in the slow test below."""
     config = build_config(
         "cpu-tiny-lm", run_dir=str(tmp_path / "lm"), agent_model=str(tiny_model_dir), sft_episodes=2, warmup_batch=2,
-        max_agent_turns=2, agent_max_new_tokens=8,
+        max_agent_turns=2, agent_max_new_tokens=8, sft_learning_rate=3e-3, sft_batch_size=2, sft_epochs=3,
     )
     run = RunDir.create(config.run_dir, config.to_dict())
     state = train_module.new_state()
     evolution = train_module.CoEvolution(config, run, state, resumed=False)
     state["next"] = evolution.first_phase()
-    evolution.step()
-    evolution.step()
-    assert [row["phase"] for row in run.read_metrics()] == ["sft", "warmup_agent"] and state["next"] == {"phase": "heldout_before"}
-    sft, warmup = run.read_metrics()
-    assert sft["sft/pairs"] > 0 and sft["sft/nll"] > 0 and warmup["agent/loss/learner_tokens"] > 0
+    for _ in range(3):
+        evolution.step()
+    assert [row["phase"] for row in run.read_metrics()] == ["sft", "heldout_sft", "warmup_agent"] and state["next"] == {"phase": "heldout_before"}
+    sft, heldout, warmup = run.read_metrics()
+    assert heldout["heldout_sft/episodes"] == 12 == len(run.load_state("heldout_sft")["passed"])
+    assert sft["sft/rows"] > 0 and sft["sft/loss"] > 0 and warmup["agent/loss/learner_tokens"] > 0
+    assert sft["sft/steps"] == config.sft_epochs and "sft/curve" not in sft and run.load_state("sft")["sft/curve"]
+    # The shared SFT phase ran at the cloning rate and batch, and the agent that went on to the warm-up
+    # started from the clone with a fresh optimizer at the RL rate.
+    cloned = run.path / "sft" / "agent"
+    inputs = json.loads((cloned / "sft_finished.json").read_text())["inputs"]
+    assert (inputs["learning_rate"], inputs["batch_size"], inputs["max_steps"]) == (config.sft_learning_rate, config.sft_batch_size, config.sft_epochs)
+    assert inputs["model"] == str(tiny_model_dir)
+    assert evolution.agent.optimizer.param_groups[0]["lr"] == config.agent_learning_rate
+    assert json.loads((cloned / "config.json").read_text())["architectures"]
     record = next(t for t in run.read_trajectories() if t.meta["records"].get("agent", {}).get("turns"))
     turn = record.meta["records"]["agent"]["turns"][0]
     assert len(turn["completion_ids"]) == len(turn["logprobs"]) and turn["prompt_ids"]
@@ -166,10 +179,10 @@ def test_gpu_lm_preset_shape_with_tiny_models_on_cpu(tmp_path):
     state = train_module.new_state()
     evolution = train_module.CoEvolution(config, run, state, resumed=False)
     state["next"] = evolution.first_phase()
-    for _ in range(4):
+    for _ in range(5):
         evolution.step()
     rows = run.read_metrics()
-    assert [r["phase"] for r in rows] == ["sft", "warmup_agent", "heldout_before", "warmup_customer"]
+    assert [r["phase"] for r in rows] == ["sft", "heldout_sft", "warmup_agent", "heldout_before", "warmup_customer"]
     assert "customer/loss/total" in rows[-1] and (run.path / state["checkpoints"]["customer"] / "adapter_config.json").exists()
     customer_turns = [t for t in run.read_trajectories() if t.meta["records"].get("customer", {}).get("turns")]
     assert customer_turns and customer_turns[0].meta["records"]["customer"]["turns"][0]["completion_ids"]

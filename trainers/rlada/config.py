@@ -59,6 +59,11 @@ class RladaTrainConfig:
     """DA0's supervised bootstrap: keyword-router demonstrations on the 78-intent taxonomy (0 skips it)."""
     sft_epochs: int = 3
     """Passes over the demonstrations (strategy agent; few, so the policy keeps exploring) or optimizer steps (LM agent)."""
+    sft_learning_rate: float = 5e-3
+    """lm agent: peak rate of the cloning schedule (cosine, 10% warm-up; the SFT phase SEAD and TRACER share),
+    apart from the RL rate: SEAD's and TRACER's scratch-model cloning rate; a pretrained model's preset sets its own."""
+    sft_batch_size: int = 16
+    """lm agent: calls (each one packed sequence of its turns) per cloning step."""
     warmup_agent_iterations: int = 10
     """GRPO warm-up of DA0 against the scripted customer on the taxonomy (Banking77 vocabulary), before the first match."""
     warmup_customer_iterations: int = 6
@@ -119,7 +124,7 @@ class RladaTrainConfig:
 PRESETS: dict[str, dict[str, Any]] = {
     "cpu-strategy": {},
     "cpu-tiny-lm": {
-        "agent_policy": "lm", "agent_model": "tiny", "agent_learning_rate": 1e-4, "agent_max_new_tokens": 24,
+        "agent_policy": "lm", "agent_model": "tiny", "agent_learning_rate": 1e-4, "agent_max_new_tokens": 24, "sft_learning_rate": 1e-4,
         "episodes_per_scenario": 1, "min_matches": 2, "max_matches": 2, "gym_iterations": 1, "gym_starts": 2, "group_size": 2,
         "sft_episodes": 4, "sft_epochs": 1, "warmup_agent_iterations": 1, "warmup_customer_iterations": 1, "warmup_batch": 4,
         "max_agent_turns": 3, "heldout_repeats": 1, "temperature": 1.0,
@@ -136,7 +141,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "gpu-lm": {
         "agent_policy": "lm", "agent_model": "/models/Qwen2.5-3B-Instruct", "customer_policy": "lm",
         "customer_model": "/models/Qwen2.5-7B-Instruct", "device": "cuda", "lora_rank": 16, "agent_learning_rate": 5e-6,
-        "customer_learning_rate": 2e-6, "gym_iterations": 20, "gym_starts": 16, "group_size": 4, "sft_episodes": 600,
+        "sft_learning_rate": 5e-6, "customer_learning_rate": 2e-6, "gym_iterations": 20, "gym_starts": 16, "group_size": 4, "sft_episodes": 600,
         "sft_epochs": 60, "warmup_agent_iterations": 10, "warmup_customer_iterations": 10, "warmup_batch": 32, "heldout_repeats": 1,
     },
 }
@@ -153,18 +158,23 @@ def _check(config: RladaTrainConfig) -> RladaTrainConfig:
             raise ConfigError(f"{side}_policy={policy!r}; use one of {POLICIES}.")
         if policy == "lm" and not model:
             raise ConfigError(f"{side}_policy='lm' needs {side}_model=... (a local folder, 'smollm2', 'tiny' or 'scratch').")
+    if config.agent_policy == "lm" and config.sft_episodes and not config.sft_epochs:
+        raise ConfigError(
+            f"sft_epochs=0 with sft_episodes={config.sft_episodes}: an LM agent's bootstrap takes sft_epochs optimizer steps; "
+            "set --sft-epochs N (N >= 1), or --sft-episodes 0 to skip the bootstrap."
+        )
     if config.advantage not in CHOICES["advantage"]:
         raise ConfigError(f"advantage={config.advantage!r}; use group_standardized or batch_mean.")
     if not 0.0 <= config.failure_fraction <= 1.0:
         raise ConfigError(f"failure_fraction must be in [0, 1], got {config.failure_fraction!r}.")
     if not 1 <= config.min_matches <= config.max_matches:
         raise ConfigError(f"need 1 <= min_matches <= max_matches, got {config.min_matches} and {config.max_matches}.")
-    require_range(config, ("episodes_per_scenario", "gym_starts", "group_size", "patience", "recent_matches", "warmup_batch", "heldout_repeats"), 1)
+    require_range(config, ("episodes_per_scenario", "gym_starts", "group_size", "patience", "recent_matches", "warmup_batch", "heldout_repeats", "sft_batch_size"), 1)
     require_range(config, ("max_agent_turns", "agent_max_new_tokens", "customer_max_new_tokens"), 1)
     require_range(config, ("gym_iterations", "sft_episodes", "sft_epochs", "warmup_agent_iterations", "warmup_customer_iterations"), 0)
     require_range(config, ("lora_rank", "agent_kl_coef", "customer_kl_coef", "stability_epsilon", "threads"), 0)
     require_range(config, ("win_threshold", "weaker_threshold", "clip_eps"), 0, 1)
-    for name in ("agent_learning_rate", "customer_learning_rate", "temperature"):
+    for name in ("agent_learning_rate", "customer_learning_rate", "sft_learning_rate", "temperature"):
         if getattr(config, name) <= 0:
             raise ConfigError(f"{name} must be > 0, got {getattr(config, name)!r}.")
     return config

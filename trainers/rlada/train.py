@@ -2,8 +2,9 @@
 
 Phases, each a numbered *step* of the run:
 
-0. bootstrap: ``sft`` (DA0 imitates the keyword router on the 78-intent taxonomy), ``warmup_agent``
-   (GRPO against the scripted customer), ``heldout_before`` (DA0 on the 12 held-out scenarios),
+0. bootstrap: ``sft`` (DA0 imitates the keyword router on the 78-intent taxonomy), for an LM agent
+   ``heldout_sft`` (the clone on the 12 held-out scenarios, so the run reports what RL changed over
+   SFT), ``warmup_agent`` (GRPO against the scripted customer), ``heldout_before`` (DA0 on the 12 held-out scenarios),
    ``warmup_customer`` (CA0: GRPO against the frozen DA0, no SFT);
 1. ``match``: 10 arena scenarios x ``episodes_per_scenario`` with the latest agent and customer;
    win rate over customer-winnable scenarios, safety check apart; the stopping rule decides;
@@ -58,8 +59,27 @@ KEEP_CHECKPOINTS = 2
 
 # -- policies ---------------------------------------------------------------------------------------
 def _lm_policy(config: RladaTrainConfig, side: str, run: RunDir, checkpoint: Path | None):
+    """The LM of ``side``: its cloned model once the ``sft`` phase has finished one (so LoRA adapters and the
+    KL reference sit on the clone), else its initial model; the weights of ``checkpoint`` when given."""
+    from trainers.common.sft import SFT_FINISHED
     from trainers.grpo.lm import CausalLMPolicy, GRPOConfig
 
+    cloned = _cloned_folder(run, side)
+    model = str(cloned) if (cloned / SFT_FINISHED).exists() else _initial_model(config, side, run)
+    grpo = GRPOConfig(
+        learning_rate=getattr(config, f"{side}_learning_rate"), kl_coef=getattr(config, f"{side}_kl_coef"), clip_eps=config.clip_eps,
+        lora_rank=config.lora_rank, temperature=config.temperature, max_new_tokens=getattr(config, f"{side}_max_new_tokens"),
+    )
+    return CausalLMPolicy(model, grpo, device=config.device, checkpoint=str(checkpoint) if checkpoint else None, seed=config.seed)
+
+
+def _cloned_folder(run: RunDir, side: str) -> Path:
+    """Where the ``sft`` phase writes the cloned model of ``side`` (``trainers.common.sft.sft_lm``)."""
+    return run.path / "sft" / side
+
+
+def _initial_model(config: RladaTrainConfig, side: str, run: RunDir) -> str:
+    """The model ``side`` starts from: ``{side}_model``, with "tiny" and "scratch" built in the run folder once."""
     model = getattr(config, f"{side}_model")
     if model in ("tiny", "scratch"):
         from dialogue_gym.backends.tiny import build_tiny_chat_model
@@ -73,11 +93,7 @@ def _lm_policy(config: RladaTrainConfig, side: str, run: RunDir, checkpoint: Pat
 
                 shape.update(SCRATCH_MODEL, num_hidden_layers=SCRATCH_LAYERS, corpus=router_text(config, side))
             saved_folder(model, lambda folder: build_tiny_chat_model(folder, **shape))
-    grpo = GRPOConfig(
-        learning_rate=getattr(config, f"{side}_learning_rate"), kl_coef=getattr(config, f"{side}_kl_coef"), clip_eps=config.clip_eps,
-        lora_rank=config.lora_rank, temperature=config.temperature, max_new_tokens=getattr(config, f"{side}_max_new_tokens"),
-    )
-    return CausalLMPolicy(model, grpo, device=config.device, checkpoint=str(checkpoint) if checkpoint else None, seed=config.seed)
+    return model
 
 
 SCRATCH_LAYERS = 4
@@ -233,12 +249,22 @@ class CoEvolution:
             self.agent.teacher = None
             update = self.agent.imitate([t.meta["records"]["agent"] for t in trajectories], self.config.sft_epochs)
         else:
-            from trainers.rlada.sft import DemoRecorder, lm_supervised_steps
+            from trainers.common.sft import sft_lm
+            from trainers.rlada.sft import DemoRecorder, demonstration_rows
 
             players = {"agent": DemoRecorder(teacher), "customer": ScriptedCustomer(self.domain)}
             trajectories = _episodes(self.run, step, self.resumed, self.game_config, players, plan, ["agent"])
-            pairs = [pair for t in trajectories for pair in t.meta["records"]["agent"]["pairs"]]
-            update = lm_supervised_steps(self.agent, pairs, self.config.sft_epochs, rng)
+            sessions = [demonstration_rows(t.meta["records"]["agent"]["pairs"]) for t in trajectories]
+            # The shared SFT phase (cosine schedule with warm-up at its own rate, calls packed one sequence
+            # each, resumable); the agent then reloads on the clone, with a fresh optimizer at the RL rate.
+            update = sft_lm(
+                _initial_model(self.config, "agent", self.run), sessions, _cloned_folder(self.run, "agent"), epochs=1,
+                learning_rate=self.config.sft_learning_rate, seed=self.config.seed, batch_size=self.config.sft_batch_size,
+                accumulation=1, max_steps=self.config.sft_epochs,
+            )
+            self.run.save_state("sft", update)
+            update = {key: value for key, value in update.items() if key != "sft/curve"}
+            self.agent = _lm_policy(self.config, "agent", self.run, None)
         return {"updated": ["agent"], **_episode_row(trajectories), **update}
 
     def warmup_agent(self, step: int) -> dict[str, Any]:
@@ -334,9 +360,13 @@ class CoEvolution:
         config = self.config
         matches = config.max_matches
         return (
-            bool(config.sft_episodes) + config.warmup_agent_iterations + 1 + config.warmup_customer_iterations
+            bool(config.sft_episodes) + self._heldout_sft() + config.warmup_agent_iterations + 1 + config.warmup_customer_iterations
             + matches + (matches - 1) * config.gym_iterations + 1
         )
+
+    def _heldout_sft(self) -> bool:
+        """Whether the run evaluates the clone right after SFT: an LM agent that was cloned."""
+        return bool(self.config.sft_episodes) and self.config.agent_policy == "lm"
 
     def first_phase(self) -> dict[str, Any]:
         config = self.config
@@ -347,11 +377,13 @@ class CoEvolution:
     def after(self, phase: dict[str, Any]) -> dict[str, Any]:
         """The step that follows ``phase`` (and whatever the state says about matches)."""
         config, kind = self.config, phase["phase"]
-        if kind == "sft" and config.warmup_agent_iterations:
+        if kind == "sft" and self._heldout_sft():
+            return {"phase": "heldout_sft"}
+        if kind in ("sft", "heldout_sft") and config.warmup_agent_iterations:
             return {"phase": "warmup_agent", "index": 0}
         if kind == "warmup_agent" and phase["index"] + 1 < config.warmup_agent_iterations:
             return {"phase": "warmup_agent", "index": phase["index"] + 1}
-        if kind in ("sft", "warmup_agent"):
+        if kind in ("sft", "heldout_sft", "warmup_agent"):
             return {"phase": "heldout_before"}
         if kind == "heldout_before" and config.warmup_customer_iterations:
             return {"phase": "warmup_customer", "index": 0}
@@ -387,7 +419,7 @@ class CoEvolution:
             row = self.warmup_agent(step)
         elif kind == "warmup_customer":
             row = self.warmup_customer(step)
-        elif kind in ("heldout_before", "heldout_after"):
+        elif kind in ("heldout_sft", "heldout_before", "heldout_after"):
             row = self.heldout(step, kind)
         elif kind == "match":
             row = self.match(step, phase["match"])
@@ -458,7 +490,7 @@ def new_state() -> dict[str, Any]:
     return {"step": -1, "next": None, "matches": [], "checkpoints": {}, "versions": {"agent": 0, "customer": 0}, "stop_reason": None}
 
 
-PHASES = ("sft", "warmup_agent", "heldout_before", "warmup_customer", "match", "gym", "heldout_after", "done")
+PHASES = ("sft", "heldout_sft", "warmup_agent", "heldout_before", "warmup_customer", "match", "gym", "heldout_after", "done")
 PROGRESS_FIELDS = {"step": int, "next": dict, "matches": list, "checkpoints": dict, "versions": dict, "stop_reason": (str, type(None))}
 HELDOUT_FIELDS = {"routing_accuracy": (int, float), "strict_pass": (int, float)}
 BASELINE_FIELDS = {**HELDOUT_FIELDS, "agent": str, "strict_pass_per_agent": dict}
@@ -527,9 +559,11 @@ def _train(config: RladaTrainConfig, run: RunDir, resume: bool) -> None:
     bar.close()
     if run.load_state("heldout_baseline", BASELINE_FIELDS) is None:
         run.save_state("heldout_baseline", evolution.heldout_baseline())
-    before, after = run.load_state("heldout_before", HELDOUT_FIELDS), run.load_state("heldout_after", HELDOUT_FIELDS)
-    if before and after and "passed" in before and run.load_state("heldout_change", {}) is None:
-        run.save_state("heldout_change", paired_strict_pass(before, after, seed=config.seed))
+    after = run.load_state("heldout_after", HELDOUT_FIELDS)
+    for start, saved in (("heldout_before", "heldout_change"), ("heldout_sft", "heldout_change_sft")):
+        before = run.load_state(start, HELDOUT_FIELDS)
+        if before and after and "passed" in before and run.load_state(saved, {}) is None:
+            run.save_state(saved, paired_strict_pass(before, after, seed=config.seed))
     if config.plots:
         from trainers.rlada.plots import plot_run
 
@@ -553,12 +587,13 @@ def summary(run: RunDir) -> list[str]:
             if baseline else ""
         )
         lines.append(f"held-out routing {before['routing_accuracy']:.3f} -> {after['routing_accuracy']:.3f}, strict PASS {before['strict_pass']:.3f} -> {after['strict_pass']:.3f}{beside}")
-    change = run.load_state("heldout_change", {})
-    if change:
-        lines.append(
-            f"held-out strict PASS after the warm-up {change['before']:.3f} -> at the end {change['after']:.3f}: change {change['change']:+.3f} "
-            f"[{change['change_low']:+.3f}, {change['change_high']:+.3f}] (paired over the same {change['episodes']} episodes, resampling scenarios)"
-        )
+    for saved, start in (("heldout_change_sft", "after SFT"), ("heldout_change", "after the warm-up")):
+        change = run.load_state(saved, {})
+        if change:
+            lines.append(
+                f"held-out strict PASS {start} {change['before']:.3f} -> at the end {change['after']:.3f}: change {change['change']:+.3f} "
+                f"[{change['change_low']:+.3f}, {change['change_high']:+.3f}] (paired over the same {change['episodes']} episodes, resampling scenarios)"
+            )
     return lines
 
 
