@@ -117,3 +117,19 @@ def test_a_saved_match_without_int_match_and_step_and_a_number_win_rate_is_refus
     run.save_state("progress", {**state, "matches": [{"match": 1, "step": 3, "win_rate": 0.5}]})
     assert train_module.load_progress(run, checkpoints=False)["matches"] == [{"match": 1, "step": 3, "win_rate": 0.5}]
     run.close()
+
+
+def test_the_changes_to_the_end_start_from_their_own_held_out_results(tmp_path):
+    run = RunDir.create(str(tmp_path / "run"), {})
+    scenarios = ["a", "a", "b", "b"]
+    run.save_state("heldout_sft", {"routing_accuracy": 0.0, "strict_pass": 0.0, "passed": [0, 0, 0, 0], "scenarios": scenarios})
+    run.save_state("heldout_before", {"routing_accuracy": 0.5, "strict_pass": 0.25, "passed": [1, 0, 0, 0], "scenarios": scenarios})
+    run.save_state("heldout_after", {"routing_accuracy": 1.0, "strict_pass": 0.75, "passed": [1, 1, 1, 0], "scenarios": scenarios})
+    train_module.save_heldout_changes(run, seed=0)
+    sft, warm = run.load_state("heldout_change_sft"), run.load_state("heldout_change")
+    assert (sft["before"], sft["after"], sft["change"]) == (0.0, 0.75, 0.75)
+    assert (warm["before"], warm["after"], warm["change"]) == (0.25, 0.75, 0.5)
+    run.save_state("heldout_after", {"routing_accuracy": 0.0, "strict_pass": 0.0, "passed": [0, 0, 0, 0], "scenarios": scenarios})
+    train_module.save_heldout_changes(run, seed=0)  # saved once: a resumed run keeps what it reported
+    assert run.load_state("heldout_change_sft")["after"] == 0.75
+    run.close()

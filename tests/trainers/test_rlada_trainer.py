@@ -116,8 +116,9 @@ def test_resume_after_kill_loses_nothing_and_continues_exactly(tmp_path, kill_af
 
 
 def test_tiny_lm_agent_sft_and_grpo_steps(tmp_path, tiny_model_dir):
-    """The LM path of the bootstrap (supervised steps on keyword-router demonstrations, then a GRPO
-    step) with a random tiny model; the whole preset runs in the slow test below."""
+    """The LM path of the bootstrap (the shared SFT phase on keyword-router demonstrations, the clone
+    held out, then a GRPO step) with a random tiny model; the whole preset runs in the slow test below."""
+    torch = pytest.importorskip("torch")
     config = build_config(
         "cpu-tiny-lm", run_dir=str(tmp_path / "lm"), agent_model=str(tiny_model_dir), sft_episodes=2, warmup_batch=2,
         max_agent_turns=2, agent_max_new_tokens=8, sft_learning_rate=3e-3, sft_batch_size=2, sft_epochs=3,
@@ -126,7 +127,16 @@ def test_tiny_lm_agent_sft_and_grpo_steps(tmp_path, tiny_model_dir):
     state = train_module.new_state()
     evolution = train_module.CoEvolution(config, run, state, resumed=False)
     state["next"] = evolution.first_phase()
-    for _ in range(3):
+    untrained = {name: tensor.clone() for name, tensor in evolution.agent.model.state_dict().items()}
+    evolution.step()
+    # The agent after SFT is the clone the SFT phase saved, not the model it started from.
+    from safetensors.torch import load_file
+
+    cloned_weights = load_file(str(run.path / "sft" / "agent" / "model.safetensors"))
+    weights = evolution.agent.model.state_dict()
+    assert all(torch.equal(weights[name], cloned_weights[name]) for name in cloned_weights)
+    assert any(not torch.equal(weights[name], untrained[name]) for name in cloned_weights)
+    for _ in range(2):
         evolution.step()
     assert [row["phase"] for row in run.read_metrics()] == ["sft", "heldout_sft", "warmup_agent"] and state["next"] == {"phase": "heldout_before"}
     sft, heldout, warmup = run.read_metrics()
@@ -164,6 +174,8 @@ def test_cpu_tiny_lm_preset_as_documented(tmp_path):
     pytest.importorskip("torch")
     run = train(build_config("cpu-tiny-lm", run_dir=str(tmp_path / "tiny")))
     assert run.load_state("heldout_after")["episodes"] == 12 and len(run.load_state("progress")["matches"]) == 2
+    sft, after, change = (run.load_state(name) for name in ("heldout_sft", "heldout_after", "heldout_change_sft"))
+    assert (change["before"], change["after"], change["episodes"]) == (sft["strict_pass"], after["strict_pass"], 12)
 
 
 @pytest.mark.slow

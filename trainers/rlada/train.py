@@ -485,6 +485,16 @@ def paired_strict_pass(before: dict[str, Any], after: dict[str, Any], resamples:
             "change_low": low, "change_high": high, "episodes": len(before["passed"])}
 
 
+def save_heldout_changes(run: RunDir, seed: int) -> None:
+    """The paired strict PASS changes to the end of the run, each saved once: from after the warm-up
+    (``heldout_change``) and, for a cloned LM agent, from right after SFT (``heldout_change_sft``)."""
+    after = run.load_state("heldout_after", HELDOUT_FIELDS)
+    for start, saved in (("heldout_before", "heldout_change"), ("heldout_sft", "heldout_change_sft")):
+        before = run.load_state(start, HELDOUT_FIELDS)
+        if before and after and "passed" in before and run.load_state(saved, {}) is None:
+            run.save_state(saved, paired_strict_pass(before, after, seed=seed))
+
+
 def new_state() -> dict[str, Any]:
     """The progress record of a run that has committed nothing yet."""
     return {"step": -1, "next": None, "matches": [], "checkpoints": {}, "versions": {"agent": 0, "customer": 0}, "stop_reason": None}
@@ -559,11 +569,7 @@ def _train(config: RladaTrainConfig, run: RunDir, resume: bool) -> None:
     bar.close()
     if run.load_state("heldout_baseline", BASELINE_FIELDS) is None:
         run.save_state("heldout_baseline", evolution.heldout_baseline())
-    after = run.load_state("heldout_after", HELDOUT_FIELDS)
-    for start, saved in (("heldout_before", "heldout_change"), ("heldout_sft", "heldout_change_sft")):
-        before = run.load_state(start, HELDOUT_FIELDS)
-        if before and after and "passed" in before and run.load_state(saved, {}) is None:
-            run.save_state(saved, paired_strict_pass(before, after, seed=config.seed))
+    save_heldout_changes(run, config.seed)
     if config.plots:
         from trainers.rlada.plots import plot_run
 
