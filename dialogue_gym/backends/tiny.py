@@ -92,6 +92,7 @@ def build_tiny_chat_model(
     max_position_embeddings: int = 1024,
     corpus: Sequence[str] = (),
     whole_sentences: bool = False,
+    digits: bool = False,
 ) -> pathlib.Path:
     """Build and save a tiny random Llama chat model plus its tokenizer into ``directory``.
 
@@ -108,6 +109,10 @@ def build_tiny_chat_model(
             and each score between tags its own. A scenario's scripted lines then cost one token each, which lets a
             model trained from scratch on 2 CPU cores learn a dialogue in minutes (any text still
             encodes, byte by byte where it is new).
+        digits: every digit a piece of its own, never merged, so a number is the same tokens wherever it
+            appears: a model that must copy an account id or an amount from its prompt into its reply
+            (RL-ADA's agent) copies token for token. Without it, BPE cuts one number differently in
+            different contexts ("ACC-" "8" "23" "3" "20" in a reply, "8" "23" "3" "2" "0." in the prompt).
 
     Returns:
         The folder as a :class:`pathlib.Path`, loadable with ``from_pretrained``.
@@ -152,8 +157,11 @@ def build_tiny_chat_model(
         bpe.pre_tokenizer = pre_tokenizers.Sequence([
             pre_tokenizers.Split(Regex(ISOLATED_PIECES), "isolated"),
             pre_tokenizers.Split(Regex(SENTENCE_STARTS), "merged_with_next"),
+            *([pre_tokenizers.Digits(individual_digits=True)] if digits else []),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ])
+    elif digits:
+        bpe.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)])
     bpe.decoder = decoders.ByteLevel()
     bpe.post_processor = processors.ByteLevel(trim_offsets=False)
     trainer = trainers.BpeTrainer(

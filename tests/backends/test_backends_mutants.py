@@ -196,3 +196,28 @@ def test_the_tiny_tokenizer_learns_the_extra_corpus(tmp_path):
     plain = build_tiny_chat_model(tmp_path / "plain", seed=0, **shape)
     taught = build_tiny_chat_model(tmp_path / "taught", seed=0, corpus=["zqxv"] * 50, **shape)
     assert len(tokens(plain)) == 4 and len(tokens(taught)) == 1  # byte by byte, then one merged token
+
+
+@pytest.mark.parametrize("whole_sentences", [False, True])
+def test_with_digits_a_number_is_the_same_single_digit_tokens_wherever_it_appears(tmp_path, whole_sentences):
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    from dialogue_gym.backends.tiny import build_tiny_chat_model
+
+    corpus = ["caller ID matched account ACC-823320.", '{"account_id": "ACC-823320"}'] * 20
+    shape = {"vocab_size": 400, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "corpus": corpus, "whole_sentences": whole_sentences}
+
+    def pieces(folder, text):
+        tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        assert tokenizer.decode(ids) == text
+        return [tokenizer.decode([i]) for i in ids]
+
+    merged = build_tiny_chat_model(tmp_path / "merged", seed=0, **shape)
+    digits = build_tiny_chat_model(tmp_path / "digits", seed=0, digits=True, **shape)
+    def single_digits(folder, text):
+        return [piece for piece in pieces(folder, text) if len(piece) == 1 and piece.isdigit()]
+
+    assert any(single_digits(merged, text) != list("823320") for text in corpus[:2])  # without: merged into other pieces
+    for text in corpus[:2]:
+        assert single_digits(digits, text) == list("823320")  # one digit a token, in a reply and in the prompt alike

@@ -91,7 +91,8 @@ def _initial_model(config: RladaTrainConfig, side: str, run: RunDir) -> str:
             if name == "scratch":
                 from trainers.sead.config import SCRATCH_MODEL
 
-                shape.update(SCRATCH_MODEL, num_hidden_layers=SCRATCH_LAYERS, corpus=router_text(config, side))
+                # Digits one token each: the agent copies account ids and amounts from its prompt.
+                shape.update(SCRATCH_MODEL, num_hidden_layers=SCRATCH_LAYERS, corpus=router_text(config, side), digits=True)
             saved_folder(model, lambda folder: build_tiny_chat_model(folder, **shape))
     return model
 
