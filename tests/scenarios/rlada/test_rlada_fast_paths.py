@@ -14,6 +14,7 @@ import pytest
 from dialogue_gym.evaluation import Evaluator
 from dialogue_gym.scenarios.common import MAX_ACTION_CHARS, MAX_CACHED_TEXT_CHARS, matching_patterns
 from dialogue_gym.scenarios.rlada import reading
+from dialogue_gym.scenarios.rlada import bank as bank_module
 from dialogue_gym.scenarios.rlada.bank import BACKGROUND_DAYS_AGO, generate_bank
 from dialogue_gym.scenarios.rlada.cues import _names_intent, cue_hits, flatten_groups, group_hits, names_intent
 from dialogue_gym.scenarios.rlada.data import load_domain
@@ -72,6 +73,23 @@ def test_evidence_numbers_reads_every_match_as_the_match_loop_did():
     for text in TEXTS:
         bounded = text[:MAX_ACTION_CHARS]
         assert reading.evidence_numbers(text) == by_match_loop(bounded), text[:80]
+
+
+def test_number_value_of_digit_runs_is_the_general_reading():
+    # number_value reads a run of at most 15 ASCII digits as float(text); the general path below it:
+    def general(text: str) -> float | None:
+        try:
+            value = float(text.replace(",", ""))
+        except ValueError:
+            return None
+        return round(value, 2) if value == value and abs(value) < 1e15 else None
+
+    rng = random.Random(0)
+    runs = ["0", "00", "007", "2024", "9" * 15, "9" * 16, "1" + "0" * 15, "\u0663\u0664", "\u00b2", "12\u00b2", "1,000", "1.5"]
+    runs += ["".join(rng.choice("0123456789") for _ in range(rng.randint(1, 18))) for _ in range(3000)]
+    for text in runs:
+        assert reading.number_value(text) == general(text), text
+        assert str(reading.number_value(text)) == str(general(text)), text
 
 
 # The patterns as first written, each beginning with its assertion (reading.py says why they no longer do).
@@ -184,6 +202,32 @@ def test_the_gated_claims_are_the_claims_of_every_pattern():
         assert reading.spoken_claims(text, DOMAIN) == expected, text[:80]
         with_claims += bool(expected)
     assert len(texts) // 10 < with_claims < len(texts) - len(texts) // 10  # statements with claims and without
+
+
+def sign_texts(count: int, seed: int = 0) -> list[str]:
+    """Lines glued from the problem-sign patterns' own words, fillers that complete some of them ("what
+    i've got left", "$12.50 ... $12.50"), a Kelvin sign and a long s, in upper, lower and mixed case."""
+    words = sorted({word for *_, words, _ in reading.sign_gates(DOMAIN) if words for word in words})
+    fillers = ["i", "it", "my", "the", "card", "have", "got", "left", "is", "up", "$12.50", "for", "again", "once", "me", ".", "?", "\u212a", "\u017f"]
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(count):
+        text = " ".join(rng.choice(words + fillers) for _ in range(rng.randint(1, 12)))
+        texts.append(rng.choice((text, text.upper(), text.title(), text.replace("k", "\u212a").replace("s", "\u017f"))))
+    return texts
+
+
+def test_the_gated_signs_are_the_signs_of_every_pattern():
+    # _problem_signs searches past sign_gates' word gates; the plain code searched every pattern.
+    texts = [*TEXTS, *sign_texts(6000)]
+    with_signs = 0
+    for text in texts:
+        bounded = text[:MAX_ACTION_CHARS]
+        expected = frozenset(family for family, patterns in DOMAIN.signs.items() if any(p.search(bounded) for p in patterns))
+        assert reading.problem_signs(text, DOMAIN) == expected, text[:80]
+        with_signs += bool(expected)
+    assert len(texts) // 10 < with_signs < len(texts) - len(texts) // 10  # lines with signs and without
+    assert [pattern for _, pattern, *_ in reading.sign_gates(DOMAIN)] == [p for patterns in DOMAIN.signs.values() for p in patterns]
 
 
 def test_required_words_hold_for_every_match_of_the_domains_patterns():
@@ -340,20 +384,32 @@ def test_the_kept_tool_catalogue_is_the_domain_catalogue():
     assert tool_catalogue(DOMAIN) == "\n".join(lines)
 
 
-def test_choice_draws_what_randrange_and_randint_draw():
-    # generate_bank draws with choice where it drew options[randrange(len(options))] and randint(1, 30).
+def test_the_written_out_draws_are_random_randoms_draws():
+    # generate_bank draws through _below, _pick, _two_of and a + (b - a) * random() what it drew with
+    # rng.randrange / randint, choice, sample(range(n), 2) and uniform; each pair from one seed, the
+    # generators left in the same state.
     for seed in range(300):
-        sizes = random.Random(-seed).choices(range(1, 5000), k=40)
-        by_choice, by_randrange = random.Random(seed), random.Random(seed)
+        sizes = random.Random(-seed).choices(range(1, 20000), k=30)
+        written, plain = random.Random(seed), random.Random(seed)
+        bits = written.getrandbits
         for size in sizes:
             options = range(size)
-            assert by_choice.choice(options) == options[by_randrange.randrange(len(options))]
-            assert by_choice.choice(BACKGROUND_DAYS_AGO) == by_randrange.randint(1, 30)
-        assert by_choice.getstate() == by_randrange.getstate()
+            assert bank_module._below(bits, size) == plain.randrange(size)
+            assert 1 + bank_module._below(bits, 6) == plain.randint(1, 6)
+            assert bank_module._pick(bits, options) == plain.choice(options)
+            assert bank_module._pick(bits, BACKGROUND_DAYS_AGO) == plain.choice(BACKGROUND_DAYS_AGO)
+            if size > 37:
+                assert list(bank_module._two_of(bits, size)) == plain.sample(range(size), 2)
+                assert [1000 + n for n in bank_module._two_of(bits, size)] == plain.sample(range(1000, 1000 + size), 2)
+            assert 4.5 + (180.0 - 4.5) * written.random() == plain.uniform(4.5, 180.0)
+            assert 600 + (4000 - 600) * written.random() == plain.uniform(600, 4000)
+        assert written.getstate() == plain.getstate()
+    with pytest.raises(IndexError):
+        bank_module._pick(bits, [])
 
 
 def test_the_banks_are_the_ones_drawn_before():
-    # The digest of these banks and facts as the generator drew them with randrange and randint.
+    # The digest of these banks and facts as the generator drew them with random.Random's methods.
     digest = hashlib.sha256()
     for index, intent in enumerate(DOMAIN.intents):
         for seed in (index, 10**9 + 7 * index, 2**61 + index):
