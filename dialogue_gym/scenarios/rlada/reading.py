@@ -368,8 +368,9 @@ def number_value(text: str) -> float | None:
     if text.isascii() and text.isdigit() and len(text) < 16:
         # Most numbers the judge reads are runs of ASCII digits (dates, ids, card digits in tool
         # results): below 1e15 such a float is whole, so it is its own cents and finite, and the general
-        # path's replace and round (a third of a tool result's reading) change nothing
-        # (tests/scenarios/rlada/test_rlada_fast_paths.py holds the equality).
+        # path's replace and round change nothing; skipping them reads a get_transactions result's
+        # numbers 1.2x faster (200 results, best of 5, one process;
+        # tests/scenarios/rlada/test_rlada_fast_paths.py holds the equality).
         return float(text)
     try:
         value = float(text.replace(",", ""))
