@@ -198,3 +198,15 @@ def test_gpu_lm_preset_shape_with_tiny_models_on_cpu(tmp_path):
     assert "customer/loss/total" in rows[-1] and (run.path / state["checkpoints"]["customer"] / "adapter_config.json").exists()
     customer_turns = [t for t in run.read_trajectories() if t.meta["records"].get("customer", {}).get("turns")]
     assert customer_turns and customer_turns[0].meta["records"]["customer"]["turns"][0]["completion_ids"]
+
+
+def test_the_scratch_agent_reads_every_digit_as_a_token_of_its_own(tmp_path):
+    """It copies account ids and amounts from its prompt, so a number must be the same tokens there and in its reply."""
+    transformers = pytest.importorskip("transformers")
+    config = build_config("cpu-lm-scratch", run_dir=str(tmp_path / "scratch"), sft_episodes=4, max_agent_turns=2)
+    run = RunDir.create(config.run_dir, config.to_dict())
+    tokenizer = transformers.AutoTokenizer.from_pretrained(train_module._initial_model(config, "agent", run))
+    for text in ('caller ID matched account ACC-823320.', '"tool_args": {"account_id": "ACC-823320"}}'):
+        pieces = [tokenizer.decode([i]) for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
+        assert [p for p in pieces if p.isdigit()] == list("823320")
+    run.close()
