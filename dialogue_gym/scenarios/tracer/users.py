@@ -31,16 +31,23 @@ def _pick(rng: random.Random, options: list[str]) -> str:
 
 
 def render_reply(level: int, profile: dict[str, Any], rng: random.Random) -> tuple[str, str]:
-    """``(reply, rationale)`` for ``level`` in this episode's industry and persona (templates, seeded)."""
+    """``(reply, rationale)`` for ``level`` in this episode's industry and persona (templates, seeded).
+
+    The contact numbers are drawn with ``rng._randbelow``, the draw ``randint(a, b)`` makes as
+    ``a + _randbelow(b - a + 1)`` and ``choice(seq)`` as ``seq[_randbelow(len(seq))]`` (through one
+    more frame, ``randrange``): the same stream, and 4 of the 6 draws a scripted user makes a turn
+    without 2 Python frames each (test_tracer_policies.py holds replies and stream equal to the plain
+    draws')."""
     data = load_replies()
     by_industry = data["replies"][str(level)]
     industry = profile.get("merchant", {}).get("industry")
     reply = _pick(rng, by_industry.get(industry) or by_industry.get("any") or next(iter(by_industry.values())))
     user = profile.get("user", {})
     need = str(user.get("initial_intent", "need this")).rstrip(".")
+    below = rng._randbelow
     fields = {
-        "phone": f"1{rng.randint(30, 89)}xxxx{rng.randint(1000, 9999)}",
-        "wechat": f"user{rng.randint(100, 999)}{rng.choice('abcdefgh')}",
+        "phone": f"1{30 + below(60)}xxxx{1000 + below(9000)}",
+        "wechat": f"user{100 + below(900)}{'abcdefgh'[below(8)]}",
         "need_short": need if len(need) < 60 else "have a concrete need",
         "merchant": profile.get("merchant", {}).get("name", "the merchant"),
     }

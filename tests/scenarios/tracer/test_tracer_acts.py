@@ -292,6 +292,7 @@ def test_numbers_are_blanked_run_by_run_in_linear_time():
 
 def test_read_turn_memoises_short_contexts_only():
     acts._read_turn_cached.cache_clear()
+    acts._in_context_cached.cache_clear()
     earlier = ("Hello, this is the clinic.", "We offer laser surgery.")
     first = read_turn("Laser surgery needs a pre-operation exam first.", FACTS, "What do I need?", list(earlier))
     again = read_turn("Laser surgery needs a pre-operation exam first.", FACTS, "What do I need?", earlier)
@@ -300,7 +301,10 @@ def test_read_turn_memoises_short_contexts_only():
     assert sum(map(len, long_history)) > acts.MAX_CACHED_TEXT_CHARS
     reading = read_turn("Laser surgery needs a pre-operation exam first.", FACTS, "What do I need?", long_history)
     assert reading == acts._read_turn("Laser surgery needs a pre-operation exam first.", tuple(FACTS), "What do I need?", tuple(long_history))
-    assert acts._read_turn_cached.cache_info().currsize == 1
+    assert acts._read_turn_cached.cache_info().currsize == 1 and acts._in_context_cached.cache_info().currsize == 1
+    # a long reply makes the context long too: nothing of it is memoised, the assistant's turns included
+    read_turn("Laser surgery needs a pre-operation exam first.", FACTS, "What? " * acts.MAX_CACHED_TEXT_CHARS, ["Hello."])
+    assert acts._read_turn_cached.cache_info().currsize == 1 and acts._in_context_cached.cache_info().currsize == 1
 
 
 def _plain_read_turn(utterance, facts, heard, earlier):
@@ -365,11 +369,11 @@ def test_read_turn_equals_its_plain_reading_on_scripted_and_hostile_contexts(mon
     ]
     assert len({context[2] for context in contexts}) > 20, "the episodes read many different replies"
     for order in (contexts, contexts[::-1]):
-        for cache in (acts._read_turn_cached, acts._history_cached, acts._echoes_cached, acts._pair_repeats, acts.relevant_facts):
+        for cache in (acts._read_turn_cached, acts._in_context_cached, acts._history_cached, acts._echoes_cached, acts._pair_repeats, acts.relevant_facts):
             cache.cache_clear()
         for utterance, facts_, heard, earlier in order:
             assert read_turn(utterance, facts_, heard, earlier) == _plain_read_turn(utterance, facts_, heard, earlier), (utterance, heard, earlier)
-    for cache in (acts._history_cached, acts._echoes_cached, acts._pair_repeats, acts.relevant_facts):
+    for cache in (acts._in_context_cached, acts._history_cached, acts._echoes_cached, acts._pair_repeats, acts.relevant_facts):
         assert cache.cache_info().hits > 0, cache
     assert any(acts._read_turn(*context).flags & {"repeat"} for context in contexts), "some contexts are repeats"
 
@@ -402,6 +406,7 @@ def test_a_repeat_found_pair_by_pair_is_the_highest_overlap_reaching_the_thresho
 
 def test_a_dialogues_history_grows_a_turn_at_a_time_and_only_while_short():
     acts._read_turn_cached.cache_clear()
+    acts._in_context_cached.cache_clear()
     acts._history_cached.cache_clear()
     acts._echoes_cached.cache_clear()
     said = ["Hello, this is the clinic.", "We offer laser surgery.", "Laser surgery needs a pre-operation exam first."]
@@ -410,7 +415,8 @@ def test_a_dialogues_history_grows_a_turn_at_a_time_and_only_while_short():
     # each reading memoised its whole history and found its prefix's: the empty one is never stored
     assert acts._history_cached.cache_info()[:2] == (1, 2) and acts._history_cached.cache_info().currsize == 2
     read_turn(said[2], FACTS, "Is it safe?", said[:2])
-    assert acts._history_cached.cache_info().hits == 2, "another reply to the same turn finds its history read"
+    # another reply to the same turns finds what they told the user read, history and all
+    assert acts._in_context_cached.cache_info()[:2] == (1, 2) and acts._history_cached.cache_info().hits == 1
     long_turn = "We offer laser surgery and many other things. " * 100
     assert len(long_turn) > acts.MAX_CACHED_TEXT_CHARS
     read_turn("Laser surgery needs a pre-operation exam first.", FACTS, "What do I need?", [long_turn] * 3)

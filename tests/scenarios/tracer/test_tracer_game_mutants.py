@@ -167,6 +167,9 @@ class Lowest(random.Random):
     def choice(self, seq):
         return seq[0]
 
+    def _randbelow(self, n):  # what render_reply draws its numbers with
+        return 0
+
     def random(self):
         return self.value
 
@@ -185,10 +188,31 @@ class Highest(Lowest):
     def randint(self, a, b):
         return b
 
+    def _randbelow(self, n):
+        return n - 1
+
 
 def test_a_reply_is_rendered_from_the_last_templates_with_the_highest_numbers():
     # level 5's last reply "OK, my number is {phone}, call me.", the phone 1 + 89 + xxxx + 9999
     assert render_reply(5, {"user": {}}, Highest(0.9)) == ("OK, my number is 189xxxx9999, call me.", "The user is ready to go ahead and gives their number.")
+
+
+class ThirdLowest(Lowest):
+    """The third reply (level 5's "Add my WeChat: {wechat}."; the last rationale), numbers and letters the lowest allowed."""
+
+    def randrange(self, n, *args, **kwargs):
+        return min(2, n - 1)
+
+
+class ThirdHighest(Highest):
+    def randrange(self, n, *args, **kwargs):
+        return min(2, n - 1)
+
+
+def test_a_wechat_id_spans_its_whole_range():
+    # randint(100, 999) and choice('abcdefgh'): user100a to user999h
+    assert render_reply(5, {"user": {}}, ThirdLowest(0.9))[0] == "Add my WeChat: user100a."
+    assert render_reply(5, {"user": {}}, ThirdHighest(0.9))[0] == "Add my WeChat: user999h."
 
 
 def test_a_need_of_sixty_characters_is_too_long_to_quote():

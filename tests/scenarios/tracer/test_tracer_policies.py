@@ -79,6 +79,43 @@ def test_a_memoised_draw_is_the_numpy_draw():
     assert len(dynamics._CUMULATIVE) == kept
 
 
+def plain_render_reply(level, profile, rng):
+    """render_reply as written before its draws went through ``rng._randbelow``: the reference stream."""
+    data = load_replies()
+    by_industry = data["replies"][str(level)]
+    industry = profile.get("merchant", {}).get("industry")
+    options = by_industry.get(industry) or by_industry.get("any") or next(iter(by_industry.values()))
+    reply = options[rng.randrange(len(options))]
+    user = profile.get("user", {})
+    need = str(user.get("initial_intent", "need this")).rstrip(".")
+    fields = {
+        "phone": f"1{rng.randint(30, 89)}xxxx{rng.randint(1000, 9999)}",
+        "wechat": f"user{rng.randint(100, 999)}{rng.choice('abcdefgh')}",
+        "need_short": need if len(need) < 60 else "have a concrete need",
+        "merchant": profile.get("merchant", {}).get("name", "the merchant"),
+    }
+    reply = reply.format(**fields)
+    if user.get("personality") == "impatient and direct" and reply.endswith((".", "?")) and rng.random() < 0.5:
+        reply = reply[:-1]
+    rationales = data["rationales"][str(level)]
+    return reply, rationales[rng.randrange(len(rationales))].format(**fields)
+
+
+def test_a_rendered_reply_draws_as_the_plain_randint_and_choice():
+    """Every level, industry and persona, 40 replies in a row from one generator each: the same
+    replies and rationales, and the generators end in the same state (no draw more or less)."""
+    from dialogue_gym.scenarios.tracer.users import render_reply
+
+    profiles = [PROFILE, {"user": {"personality": "impatient and direct", "initial_intent": "x" * 70}, "merchant": {"industry": "legal", "name": "Firm"}}, {"user": {}}]
+    profiles += [{"user": {"personality": "impatient and direct"}, "merchant": {"industry": industry}} for industry in ("healthcare", "education", "unknown")]
+    for seed, profile in enumerate(profiles):
+        fast, plain = random.Random(seed), random.Random(seed)
+        for turn in range(40):
+            level = turn % 6
+            assert render_reply(level, profile, fast) == plain_render_reply(level, profile, plain)
+        assert fast.getstate() == plain.getstate()
+
+
 def test_dynamics_probabilities_and_seeded_draws():
     dynamics = IntentDynamics.from_file()
     x = dynamics.feature_map.features(PROFILE, ["Hello"], None, 0)
