@@ -230,6 +230,19 @@ def test_the_gated_signs_are_the_signs_of_every_pattern():
     assert [pattern for _, pattern, *_ in reading.sign_gates(DOMAIN)] == [p for patterns in DOMAIN.signs.values() for p in patterns]
 
 
+def test_a_case_sensitive_sign_is_gated_on_the_text_as_written():
+    # The loader compiles every sign ignoring case; a domain built by hand may not: its words are then
+    # looked for in the text as written, not lower-cased.
+    from dataclasses import replace
+
+    domain = replace(DOMAIN, signs={"atm": (re.compile(r"\bATM card\b"),), "fraud": (re.compile(r"stolen", re.IGNORECASE),)})
+    assert reading.sign_gates(domain)[0][2:] == (("ATM card",), False)
+    for text in ("my ATM card is STOLEN", "my atm card", "ATM", "an ATM card"):
+        expected = frozenset(family for family, patterns in domain.signs.items() if any(p.search(text) for p in patterns))
+        assert reading.problem_signs(text, domain) == expected, text
+    assert reading.problem_signs("my ATM card is STOLEN", domain) == {"atm", "fraud"}
+
+
 def test_required_words_hold_for_every_match_of_the_domains_patterns():
     # Soundness of the gate on every pattern the domain has: a pattern never matches a text that holds none of its words.
     patterns = [pattern for group in (*DOMAIN.cues.values(), *DOMAIN.signs.values()) for pattern in group]
@@ -406,6 +419,21 @@ def test_the_written_out_draws_are_random_randoms_draws():
         assert written.getstate() == plain.getstate()
     with pytest.raises(IndexError):
         bank_module._pick(bits, [])
+
+
+def test_two_of_redraws_until_the_draws_differ_as_sample_does():
+    # A clash twice in a row (a 1e-8 chance from a real generator) played from scripted bits: _two_of
+    # against random.Random.sample drawing the same bits.
+    class Scripted(random.Random):
+        def __init__(self, draws):
+            super().__init__(0)
+            self.draws = list(draws)
+
+        def getrandbits(self, k):
+            return self.draws.pop(0)
+
+    for draws in ([5, 7], [5, 5, 7], [5, 5, 5, 7], [9999, 12000, 9999, 9999, 0]):
+        assert list(bank_module._two_of(Scripted(draws).getrandbits, 10000)) == Scripted(draws).sample(range(10000), 2)
 
 
 def test_the_banks_are_the_ones_drawn_before():
