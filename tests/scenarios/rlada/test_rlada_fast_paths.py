@@ -180,18 +180,24 @@ def plain_spoken_claims(text: str) -> tuple[reading.Claim, ...]:
     return tuple(found)
 
 
-def claim_texts(count: int, seed: int = 0) -> list[str]:
-    """Statements glued from the claim patterns' own words (each gate word and its neighbours), in
-    upper, lower and mixed case, with a Kelvin sign or a long s standing in for k and s, amounts and
-    negations: texts where the claims match, nearly match, or match only by case folding."""
-    words = sorted({word for words, _ in reading.claim_gates(DOMAIN) if words for word in words})
-    fillers = ["I", "have", "your", "the", "card", "is", "now", "not", "I'll", "$42.80", "to", "savings", "team", ".", "!", "?", "\u212a", "\u017f", "ed", "ing"]
+def glued_texts(words: list[str], fillers: list[str], count: int, seed: int) -> list[str]:
+    """``count`` lines of 1-12 of ``words`` and ``fillers``, each as written, upper-cased, title-cased or with a
+    Kelvin sign and a long s standing in for k and s (case folding maps them back)."""
     rng = random.Random(seed)
     texts = []
     for _ in range(count):
         text = " ".join(rng.choice(words + fillers) for _ in range(rng.randint(1, 12)))
         texts.append(rng.choice((text, text.upper(), text.title(), text.replace("k", "\u212a").replace("s", "\u017f"))))
     return texts
+
+
+def claim_texts(count: int, seed: int = 0) -> list[str]:
+    """Statements glued from the claim patterns' own words (each gate word and its neighbours), in
+    upper, lower and mixed case, with a Kelvin sign or a long s standing in for k and s, amounts and
+    negations: texts where the claims match, nearly match, or match only by case folding."""
+    words = sorted({word for words, _ in reading.claim_gates(DOMAIN) if words for word in words})
+    fillers = ["I", "have", "your", "the", "card", "is", "now", "not", "I'll", "$42.80", "to", "savings", "team", ".", "!", "?", "\u212a", "\u017f", "ed", "ing"]
+    return glued_texts(words, fillers, count, seed)
 
 
 def test_the_gated_claims_are_the_claims_of_every_pattern():
@@ -209,12 +215,7 @@ def sign_texts(count: int, seed: int = 0) -> list[str]:
     i've got left", "$12.50 ... $12.50"), a Kelvin sign and a long s, in upper, lower and mixed case."""
     words = sorted({word for *_, words, _ in reading.sign_gates(DOMAIN) if words for word in words})
     fillers = ["i", "it", "my", "the", "card", "have", "got", "left", "is", "up", "$12.50", "for", "again", "once", "me", ".", "?", "\u212a", "\u017f"]
-    rng = random.Random(seed)
-    texts = []
-    for _ in range(count):
-        text = " ".join(rng.choice(words + fillers) for _ in range(rng.randint(1, 12)))
-        texts.append(rng.choice((text, text.upper(), text.title(), text.replace("k", "\u212a").replace("s", "\u017f"))))
-    return texts
+    return glued_texts(words, fillers, count, seed)
 
 
 def test_the_gated_signs_are_the_signs_of_every_pattern():
