@@ -46,7 +46,7 @@ from dialogue_gym.scenarios.rlada.data import (
     Scenario,
     load_domain,
 )
-from dialogue_gym.scenarios.rlada.judge import LOOKUP, JudgeRun, LLMJudge, RuleJudge, Verdict
+from dialogue_gym.scenarios.rlada.judge import LOOKUP, LLMJudge, RuleJudge, Verdict
 from dialogue_gym.scenarios.rlada.parsing import (
     CustomerMove,
     parse_agent_action,
@@ -333,9 +333,6 @@ class RladaGame(Game):
         self._questions = 0
         self._shown_results: dict[int, str] = {}
         """The JSON text of each successful tool result (by turn index), as the agent's tool message holds it: handed to the judge."""
-        self._judging = JudgeRun(self.judge) if type(self.judge) is RuleJudge else None
-        """The rule judge reading the call turn by turn (:class:`~dialogue_gym.scenarios.rlada.judge.JudgeRun`);
-        None for another judge, which reads the finished call."""
         self._agent_messages = [message("system", agent_system_prompt(self.domain, self.bank))]
         self._customer_messages = [
             message("system", customer_system_prompt(self.domain, self.bank, self.intent, self.facts, self.profile["concealment"])),
@@ -391,7 +388,6 @@ class RladaGame(Game):
         outcome = None
         progress = 0
         heard = ""
-        shown = args_shown = None
         self._tool_error = None
         self._agent_messages.append(message("assistant", text))
         if problem is None and action.action_type == "tool_call":
@@ -409,8 +405,7 @@ class RladaGame(Game):
             self._agent_messages.append(message("tool", result))
             if shown is not None:
                 self._shown_results[len(self.turns)] = shown  # the index this agent turn gets below
-            args_shown = json.dumps(outcome.args)
-            heard = f"[{outcome.tool}({args_shown}) -> {'ok' if outcome.ok else 'error'}]"
+            heard = f"[{outcome.tool}({json.dumps(outcome.args)}) -> {'ok' if outcome.ok else 'error'}]"
         elif problem is not None:
             self._agent_messages.append(message("tool", json.dumps({"error": "invalid_action", "detail": problem})))
         else:
@@ -419,10 +414,7 @@ class RladaGame(Game):
                 self._count_question(action.content)
         parsed = action.parsed()  # a fresh dict each call: the turn's own
         parsed["tool_outcome"] = outcome.record() if outcome is not None else None
-        turn = Turn("agent", text, heard or ("(invalid output)" if problem else ""), parsed, None, problem, token_ids, logprobs)
-        self.turns.append(turn)
-        if self._judging is not None:
-            self._judging.add(turn, shown, args_shown)
+        self.turns.append(Turn("agent", text, heard or ("(invalid output)" if problem else ""), parsed, None, problem, token_ids, logprobs))
         self._add(rewards, "agent", agent_turn_terms(progress=progress, weights=self._agent_weights))
         if self.flag_invalid("agent", problem, rewards):
             self._finish(Outcome.INVALID, rewards)
@@ -485,10 +477,7 @@ class RladaGame(Game):
             "discloses": bool(reading is not None and reading.disclosed),
             "cue_hits": cue_hits(move.utterance, domain),
         }
-        turn = Turn("customer", text, move.utterance, parsed, None, move.problem, token_ids, logprobs)
-        self.turns.append(turn)
-        if self._judging is not None:
-            self._judging.add(turn)
+        self.turns.append(Turn("customer", text, move.utterance, parsed, None, move.problem, token_ids, logprobs))
         self._customer_messages.append(message("assistant", text))
         self._agent_messages.append(message("user", move.utterance or SILENCE))
         self._role_reversal = bool(move.role_reversal)
@@ -507,13 +496,10 @@ class RladaGame(Game):
         so it earns no adversarial credit (:func:`~dialogue_gym.rewards.rlada.customer_terminal_terms`)."""
         self._role = None
         self.outcome = outcome or Outcome.HANGUP
-        # The rule judge read the call as it was played (self._judging, unless the judge was swapped since);
-        # the package's other judge takes the tool results' JSON the game already wrote; a judge object of
+        # The package's judges take the tool results' JSON the game already wrote; a judge object of
         # another kind (set in place of the configured one, as tests do) gets the trajectory alone.
         trajectory = self.trajectory()
-        if self._judging is not None and self._judging.judge is self.judge:
-            verdict = self._judging.verdict(trajectory)
-        elif isinstance(self.judge, (RuleJudge, LLMJudge)):
+        if isinstance(self.judge, (RuleJudge, LLMJudge)):
             verdict = self.judge.judge(trajectory, self._shown_results)
         else:
             verdict = self.judge.judge(trajectory)

@@ -43,14 +43,13 @@ from dialogue_gym.scenarios.rlada.data import Domain
 from dialogue_gym.scenarios.rlada.reading import (
     ID_PATTERN,
     Claim,
-    Values,
     customer_turn_understood,
     evidence_numbers,
     quoted_values,
     read_agent_turn,
     spoken_claims,
 )
-from dialogue_gym.types import Trajectory, Turn
+from dialogue_gym.types import Trajectory
 
 LOOKUP = "lookup_account"
 ESCALATE = "transfer_to_human"
@@ -222,7 +221,12 @@ class RuleJudge:
             content = turn.parsed.get("content", "")
             if not content or not customer_turn_understood(content, self.domain):
                 continue
-            if _states_value(content, quoted_values(content), numbers, ids, statuses):
+            values = quoted_values(content)
+            words = " ".join(content.lower().replace("-", " ").split())
+            if (
+                set(values.amounts + values.numbers) & numbers or set(values.ids) & ids
+                or any(re.search(rf"\b{re.escape(status)}\b", words) for status in statuses)
+            ):
                 return True
         return False
 
@@ -322,162 +326,6 @@ class RuleJudge:
                 if not amounts or any(amount not in balances for amount in amounts):
                     bad.append(f"{claim.name}: {claim.matched!r} matches no balance the tools returned")
         return bad
-
-
-class JudgeRun:
-    """:meth:`RuleJudge.judge` of one call read turn by turn as the game plays it: each turn is read
-    once, when it arrives (:meth:`add`), into running state (the evidence so far, the claims it does
-    not back, the turns the customer could not follow, whether each tool's last result was explained
-    since), and :meth:`verdict` assembles the verdict from that state at the end. The verdict equals
-    ``judge.judge(trajectory, shown_results)`` of the finished call (tested on seeded, malformed and
-    hostile calls); the plain judge stays for trajectories read afterwards.
-
-    Why: the plain judge walks the finished call three times (claims, confusing turns, the explanation),
-    and serialised each call's arguments the game had just serialised for the customer's ear; read at
-    the end it was 16-19% of a scripted RL-ADA episode."""
-
-    def __init__(self, judge: RuleJudge):
-        self.judge = judge
-        self._domain = judge.domain
-        self._turns = 0
-        self._calls: list[tuple[int, dict[str, Any]]] = []
-        # _inconsistent_claims' running state
-        self._succeeded: set[str] = set()
-        self._statuses: set[str] = set()
-        self._balances: set[float] = set()
-        self._numbers: set[float] = set()
-        self._ids: set[str] = set()
-        self._bad: list[str] = []
-        self._promises: list[Claim] = []
-        # _confusing_turns' running state
-        self._heard: list[str] = []
-        self._said: list[str] = [judge.domain.bank["greeting"]]
-        self._confusing: list[str] = []
-        # _explained_after's: per tool, its last successful call's numbers, ids and statuses, and whether a
-        # spoken turn since stated one of them (the verdict asks it of the routed tool's last success)
-        self._explained: dict[str, list[Any]] = {}
-        self._last_agent: Turn | None = None
-
-    def add(self, turn: Turn, shown: str | None = None, args_shown: str | None = None) -> None:
-        """Read the call's next turn. For a successful tool call, ``shown`` is ``json.dumps(result)``
-        and ``args_shown`` ``json.dumps(args)`` when the caller has them (serialised here otherwise)."""
-        index = self._turns
-        self._turns += 1
-        if turn.role == "customer":
-            self._numbers |= evidence_numbers(turn.text)
-            self._ids.update(ID_PATTERN.findall(turn.text))
-            self._heard.append(turn.raw)
-            return
-        self._last_agent = turn
-        parsed = turn.parsed
-        action_type = parsed.get("action_type")
-        spoken = turn.invalid is None and action_type in ("speak", "end_call")
-        content = parsed.get("content", "") if spoken else ""
-        values = None
-        # the explanation first: a turn explains the results of earlier turns only
-        pending = [state for state in self._explained.values() if not state[3]]
-        if pending and content and customer_turn_understood(content, self._domain):
-            values = quoted_values(content)
-            for state in pending:
-                state[3] = _states_value(content, values, state[0], state[1], state[2])
-        call = parsed.get("tool_outcome")
-        if call is not None:
-            self._calls.append((index, call))
-            if call["schema_ok"]:
-                args = args_shown if args_shown is not None else json.dumps(call["args"])
-                self._numbers |= evidence_numbers(args)
-                self._ids.update(ID_PATTERN.findall(args))
-            if call["ok"]:
-                result = shown if shown is not None else json.dumps(call["result"])
-                evidence = _ResultEvidence(evidence_numbers(result), frozenset(ID_PATTERN.findall(result)))
-                self.judge._learn(call, self._succeeded, self._statuses, self._balances)
-                self._numbers |= evidence.numbers
-                self._ids.update(evidence.ids)
-                if call["schema_ok"]:
-                    self._explained[call["tool"]] = [evidence.numbers, evidence.ids, _statuses(call["result"], ("status",)), False]
-        if not spoken:
-            return
-        if action_type == "speak":
-            reading = read_agent_turn(content, self._heard, self._said, self._domain)
-            if reading.confusing:
-                self._confusing.append(f"turn {index}: {reading.kind} ({reading.reason})")
-            self._said.append(content)
-        if call is not None:
-            return  # the plain judge reads no claims in a turn that called a tool
-        claims = spoken_claims(content, self._domain)
-        self._promises.extend(claim for claim in claims if claim.mode == "promise")
-        self._bad.extend(self.judge._check_claims([c for c in claims if c.mode == "fact"], self._succeeded, self._statuses, self._balances))
-        if values is None:
-            values = quoted_values(content)
-        self._bad.extend(f"amount: ${amount:,.2f} appears in no tool result" for amount in values.amounts if amount not in self._numbers)
-        self._bad.extend(f"number: {number:g} appears in no tool result" for number in values.numbers if number not in self._numbers)
-        self._bad.extend(f"id: {found} appears in no tool result" for found in values.ids if found not in self._ids)
-
-    def verdict(self, trajectory: Trajectory) -> Verdict:
-        """The verdict on the call whose every turn was added (``trajectory``: that call, for its profile and ending)."""
-        judge = self.judge
-        target = trajectory.profile["tool"]
-        valid = [(i, c) for i, c in self._calls if c["schema_ok"]]
-        lookup_ok = any(c["tool"] == LOOKUP and c["ok"] for _, c in valid)
-        lookup_first = False
-        for _, call in valid:
-            if call["tool"] == LOOKUP:
-                if call["ok"]:
-                    lookup_first = True
-                    break
-            else:
-                break
-        domain_tools = tuple(dict.fromkeys(c["tool"] for _, c in valid if c["tool"] != LOOKUP))
-        routed = domain_tools or ((LOOKUP,) if lookup_ok else ())
-        routing = (lookup_ok and not domain_tools) if target == LOOKUP else domain_tools == (target,)
-        chosen = routed[0] if len(routed) == 1 else None
-        succeeded = chosen is not None and any(c["tool"] == chosen and c["ok"] for _, c in valid)
-        explained = succeeded and self._explained[chosen][3]
-        confusing = self._confusing
-        procedure = lookup_first and succeeded and explained and not confusing
-        end = ended_by(trajectory)
-        last_agent = self._last_agent
-        clean = (
-            end == "end_call" and last_agent is not None and bool(last_agent.parsed.get("content"))
-            and customer_turn_understood(last_agent.parsed["content"], self._domain)
-        )
-        bad = self._bad + [
-            f"{problem} (a promise the call never kept)"
-            for problem in judge._check_claims(self._promises, self._succeeded, self._statuses, self._balances)
-        ]
-        components = {
-            "routing": float(routing),
-            "lookup_first": float(lookup_first),
-            "procedure": float(procedure),
-            "clean_ending": float(clean),
-            "consistency": float(not bad),
-        }
-        return Verdict(
-            target_tool=target,
-            routed_tools=routed,
-            routing_correct=routing,
-            lookup_first=lookup_first,
-            procedure=procedure,
-            explained=explained,
-            clean_ending=clean,
-            consistent=not bad,
-            inconsistent_claims=tuple(bad),
-            wrong_escalation=ESCALATE in domain_tools and target != ESCALATE,
-            missed_escalation=target == ESCALATE and ESCALATE not in domain_tools,
-            ended_by=end,
-            components=components,
-            score=float(sum(judge.weights[name] * value for name, value in components.items())),
-            confusing_turns=tuple(confusing),
-        )
-
-
-def _states_value(content: str, values: Values, numbers: frozenset[float], ids: frozenset[str], statuses: set[str]) -> bool:
-    """Whether a spoken turn (``content``, its :func:`quoted_values` ``values``) states one of a tool
-    result's amounts or numbers, ids or statuses: it explains that result."""
-    if set(values.amounts + values.numbers) & numbers or set(values.ids) & ids:
-        return True
-    words = " ".join(content.lower().replace("-", " ").split())
-    return any(re.search(rf"\b{re.escape(status)}\b", words) for status in statuses)
 
 
 def _statuses(result: Any, keys: tuple[str, ...] = ("status", "kind")) -> set[str]:
