@@ -38,6 +38,9 @@ ISOLATED_PIECES = r"<[^<>\n]{1,40}>|\n"
 between tags is a piece too)..."""
 SENTENCE_STARTS = r"(?<=[.?!]) "
 """...and starts a new piece at the space after a sentence's end (the space goes with the next sentence)."""
+ID_PREFIX = r"(?<![A-Za-z])[A-Z]{2,5}-(?=[0-9])"
+"""With ``whole_sentences``, ``digits`` cuts an id's letter prefix (``ACC-`` of ``ACC-823320``) out as a piece of
+its own, so the token just before an id's digits is the same wherever the id appears."""
 
 _CORPUS = """\
 system user assistant reply message conversation dialogue turn agent customer caller
@@ -110,9 +113,13 @@ def build_tiny_chat_model(
             model trained from scratch on 2 CPU cores learn a dialogue in minutes (any text still
             encodes, byte by byte where it is new).
         digits: every digit a piece of its own, never merged, so a number is the same tokens wherever it
-            appears: a model that must copy an account id or an amount from its prompt into its reply
-            (RL-ADA's agent) copies token for token. Without it, BPE cuts one number differently in
-            different contexts ("ACC-" "8" "23" "3" "20" in a reply, "8" "23" "3" "2" "0." in the prompt).
+            appears, and an id's letter prefix (``ID_PREFIX``: ``ACC-``, ``CARD-``) a piece of its own too: a
+            model that must copy an account id or an amount from its prompt into its reply (RL-ADA's agent)
+            copies token for token, and the token before the digits is the same in both places, which is
+            what a copying (induction) head keys on. Without it, BPE cuts one number differently in different
+            contexts ("ACC-" "8" "23" "3" "20" in a reply, "8" "23" "3" "2" "0." in the prompt), and with
+            digits alone the prefix merges into its sentence ("matched account ACC-" in the prompt,
+            '"account_id": "ACC-' in the reply).
 
     Returns:
         The folder as a :class:`pathlib.Path`, loadable with ``from_pretrained``.
@@ -157,10 +164,11 @@ def build_tiny_chat_model(
         bpe.pre_tokenizer = pre_tokenizers.Sequence([
             pre_tokenizers.Split(Regex(ISOLATED_PIECES), "isolated"),
             pre_tokenizers.Split(Regex(SENTENCE_STARTS), "merged_with_next"),
-            *([pre_tokenizers.Digits(individual_digits=True)] if digits else []),
+            *([pre_tokenizers.Split(Regex(ID_PREFIX), "isolated"), pre_tokenizers.Digits(individual_digits=True)] if digits else []),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ])
     elif digits:
+        # ByteLevel's own split already cuts an id's prefix off its sentence ("ACC" "-").
         bpe.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)])
     bpe.decoder = decoders.ByteLevel()
     bpe.post_processor = processors.ByteLevel(trim_offsets=False)

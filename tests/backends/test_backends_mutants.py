@@ -221,3 +221,18 @@ def test_with_digits_a_number_is_the_same_single_digit_tokens_wherever_it_appear
     assert any(single_digits(merged, text) != list("823320") for text in corpus[:2])  # without: merged into other pieces
     for text in corpus[:2]:
         assert single_digits(digits, text) == list("823320")  # one digit a token, in a reply and in the prompt alike
+
+    def before_digits(folder, text):
+        said = pieces(folder, text)
+        return said[next(i for i, piece in enumerate(said) if piece[0].isdigit()) - 1]
+
+    # The piece before the digits is the same in both, so a copying head finds the prompt's id from the reply's:
+    # the id's prefix of its own where whole sentences would merge it (ByteLevel's own split cuts "ACC" "-").
+    assert [before_digits(digits, text) for text in corpus[:2]] == (["ACC-"] * 2 if whole_sentences else ["-"] * 2)
+    if whole_sentences:
+        assert "ACC-" not in pieces(merged, corpus[0])  # without: merged into the sentence
+        cut = transformers.AutoTokenizer.from_pretrained(tmp_path / "digits").backend_tokenizer.pre_tokenizer.pre_tokenize_str
+        # Only a whole word of 2 to 5 capitals directly before a digit: not "COUNT-" of "ACCOUNT-1", not "ACC-[".
+        assert [piece for piece, _ in cut("ACCOUNT-1 ACC-[0-9] (ACC-12, X-3)")] == [
+            "ACCOUNT-", "1", "ĠACC-[", "0", "-", "9", "]Ġ(", "ACC-", "1", "2", ",ĠX-", "3", ")"  # Ġ: ByteLevel's space
+        ]
