@@ -44,6 +44,14 @@ def test_rlada_scratch_corpus_is_what_the_side_sees_and_says_in_router_calls():
     assert rlada_train.router_text(config, "customer") != agent
 
 
+def test_rlada_router_calls_of_other_streams_are_other_calls():
+    config = rlada_config("cpu-lm-scratch", sft_episodes=3, max_agent_turns=3)
+    calls = rlada_train.router_calls(config, "agent", 3, rlada_train.CORPUS_STREAM)
+    assert [text for pairs in calls for messages, said in pairs for text in (*(m["content"] for m in messages), said)] == rlada_train.router_text(config, "agent")
+    other = rlada_train.router_calls(config, "agent", 3, rlada_train.CORPUS_STREAM + 1)
+    assert [pairs[0][0][0]["content"] for pairs in other] != [pairs[0][0][0]["content"] for pairs in calls]  # other callers, other banks
+
+
 def test_tracer_scratch_corpus_holds_training_sessions_only():
     config = tracer_config("cpu-lm-scratch")
     game = tracer_train.TracerGame()

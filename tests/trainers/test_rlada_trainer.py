@@ -201,7 +201,8 @@ def test_gpu_lm_preset_shape_with_tiny_models_on_cpu(tmp_path):
 
 
 def test_the_scratch_agent_reads_every_digit_as_a_token_of_its_own(tmp_path):
-    """It copies account ids and amounts from its prompt, so a number must be the same tokens there and in its reply."""
+    """It copies account ids and amounts from its prompt, so a number must be the same tokens there and in its reply,
+    after the same token."""
     transformers = pytest.importorskip("transformers")
     config = build_config("cpu-lm-scratch", run_dir=str(tmp_path / "scratch"), sft_episodes=4, max_agent_turns=2)
     run = RunDir.create(config.run_dir, config.to_dict())
@@ -209,4 +210,5 @@ def test_the_scratch_agent_reads_every_digit_as_a_token_of_its_own(tmp_path):
     for text in ('caller ID matched account ACC-823320.', '"tool_args": {"account_id": "ACC-823320"}}'):
         pieces = [tokenizer.decode([i]) for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
         assert [p for p in pieces if p.isdigit()] == list("823320")
+        assert pieces[pieces.index("8") - 1] == "ACC-"  # the same piece before the id in the prompt and the reply
     run.close()

@@ -87,14 +87,20 @@ def _initial_model(config: RladaTrainConfig, side: str, run: RunDir) -> str:
 
         name, model = model, str(run.path / f"{side}_{model}_model" if model == "scratch" else run.path / "tiny_model")
         if not Path(model, "config.json").exists():
-            shape: dict[str, Any] = {"seed": config.seed, "max_position_embeddings": 4096}
-            if name == "scratch":
-                from trainers.sead.config import SCRATCH_MODEL
-
-                # Digits one token each: the agent copies account ids and amounts from its prompt.
-                shape.update(SCRATCH_MODEL, num_hidden_layers=SCRATCH_LAYERS, corpus=router_text(config, side), digits=True)
+            shape = scratch_shape(config, side) if name == "scratch" else {"seed": config.seed, "max_position_embeddings": 4096}
             saved_folder(model, lambda folder: build_tiny_chat_model(folder, **shape))
     return model
+
+
+def scratch_shape(config: RladaTrainConfig, side: str) -> dict[str, Any]:
+    """``build_tiny_chat_model``'s arguments for ``side``'s ``model="scratch"``."""
+    from trainers.sead.config import SCRATCH_MODEL
+
+    # Digits one token each (and an id's prefix one piece): the agent copies account ids and amounts from its prompt.
+    return {
+        "seed": config.seed, "max_position_embeddings": 4096, **SCRATCH_MODEL, "num_hidden_layers": SCRATCH_LAYERS,
+        "corpus": router_text(config, side), "digits": True,
+    }
 
 
 SCRATCH_LAYERS = 4
@@ -107,20 +113,27 @@ def router_text(config: RladaTrainConfig, side: str) -> list[str]:
     """What ``side`` sees and says in ``sft_episodes`` taxonomy calls of the keyword router and the
     scripted customer (the SFT phase's teacher and counterpart, on starts of their own): the corpus the
     scratch model's tokenizer learns its sentences from."""
+    calls = router_calls(config, side, max(1, config.sft_episodes), CORPUS_STREAM)
+    return [text for pairs in calls for messages, said in pairs for text in (*(m["content"] for m in messages), said)]
+
+
+def router_calls(config: RladaTrainConfig, side: str, count: int, stream: int) -> list[list[list[Any]]]:
+    """``count`` taxonomy calls (a random intent at a random level, a fresh bank) of the keyword router and
+    the scripted customer on seed stream ``stream``: per call, ``side``'s (chat messages, what it said) pairs."""
     from trainers.rlada.sft import DemoRecorder
 
     domain = load_domain()
-    intents, rng = domain.intents, random.Random(mix_seed(config.seed, CORPUS_STREAM))
+    intents, rng = domain.intents, random.Random(mix_seed(config.seed, stream))
     plan = [
         ({"profile": {"intent": intents[rng.randrange(len(intents))].name, "concealment": LEVELS[rng.randrange(3)], "bank_seed": rng.getrandbits(62)}},
-         mix_seed(config.seed, CORPUS_STREAM, episode))
-        for episode in range(max(1, config.sft_episodes))
+         mix_seed(config.seed, stream, episode))
+        for episode in range(count)
     ]
     players = {"agent": KeywordRouterAgent(domain), "customer": ScriptedCustomer(domain)}
     players[side] = DemoRecorder(players[side])
-    pairs: list[list[Any]] = []
-    play(RladaConfig(max_agent_turns=config.max_agent_turns), players, plan, [side], lambda _, trajectory: pairs.extend(trajectory.meta["records"][side]["pairs"]))
-    return [text for messages, said in pairs for text in (*(m["content"] for m in messages), said)]
+    calls: list[list[list[Any]]] = [[] for _ in plan]
+    play(RladaConfig(max_agent_turns=config.max_agent_turns), players, plan, [side], lambda index, trajectory: calls.__setitem__(index, trajectory.meta["records"][side]["pairs"]))
+    return calls
 
 
 def make_side(config: RladaTrainConfig, side: str, domain: Domain, run: RunDir, checkpoint: Path | None):

@@ -1,0 +1,176 @@
+"""Does RL-ADA's scratch agent clone copy the caller's account id? (issue 41 item 5: why the clone routes nothing).
+
+    python benchmarks/rlada_id_copy.py [--calls 1000] [--sft-steps 300] [--copy-steps 0] [--held-out 60] [--out DIR]
+
+The keyword router opens each call with ``lookup_account`` on the id of the system prompt's first line
+("caller ID matched account ACC-914547"); a clone that does not copy those six digits gets
+``account_not_found`` and can pass nothing. This builds ``cpu-lm-scratch``'s scratch agent model
+(:func:`trainers.rlada.train.scratch_shape`), optionally trains it first for ``--copy-steps`` steps on
+short synthetic copy lines (an id, amount or card of the first sentence copied into a JSON reply past
+distractor sentences and ids: does a copying head form at all, and how fast?), then clones the router
+on ``--calls`` calls with the trainer's SFT phase and settings (``trainers.common.sft.sft_lm``) and scores
+every ``lookup_account`` of ``--held-out`` calls on other seeds:
+
+* ``greedy id``: the clone's greedy reply holds the caller's id;
+* ``forced digits``: teacher-forced, the share of the id's digits that are the clone's top token (chance 0.1);
+* ``forced ids``: teacher-forced, the share of ids with all six digits right.
+
+The copy warm-up's own held-out accuracy is printed every 100 steps (token share of the replies, and
+whole replies right).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+COPY_BATCH = 32
+COPY_LEARNING_RATE = 1e-3
+TRAIN_STREAM, HELD_OUT_STREAM = 101, 202
+"""Seed streams of the cloned and the scored calls (apart from the trainer's own)."""
+
+
+def _digits(rng: random.Random, count: int) -> str:
+    return "".join(str(rng.randrange(10)) for _ in range(count))
+
+
+def copy_line(rng: random.Random, sentences: Sequence[str], names: Sequence[str]) -> tuple[str, str]:
+    """One synthetic ``(prompt, reply)``: the first sentence holds a value that the JSON reply repeats,
+    after 2-7 of the router's own sentences and up to two distractor values of the other kinds."""
+    kind = rng.randrange(3)
+    account, card, amount = _digits(rng, 6), _digits(rng, 4), f"{rng.randrange(1, 999)}.{_digits(rng, 2)}"
+    first = (
+        f"The caller is {rng.choice(names)}; caller ID matched account ACC-{account}.",
+        f"The card on file is CARD-{card}.",
+        f"I was charged ${amount} twice.",
+    )[kind]
+    distractors = [f"e.g. ACC-{_digits(rng, 6)}.", f"Card CARD-{_digits(rng, 4)} is active.", f"A payment of ${rng.randrange(1, 999)}.{_digits(rng, 2)} posted."]
+    middle = [*rng.sample(list(sentences), rng.randrange(2, 8)), *rng.sample(distractors, rng.randrange(0, 3))]
+    rng.shuffle(middle)
+    reply = (f'{{"account_id": "ACC-{account}"}}', f'{{"card_id": "CARD-{card}"}}', f'{{"amount": {amount}}}')[kind]
+    return " ".join([first, *middle]) + "\n", reply
+
+
+def _copy_batch(tokenizer: Any, lines: Sequence[tuple[str, str]]) -> tuple[Any, Any, Any]:
+    """Left-padded ids, labels (the reply's tokens only) and attention mask of ``lines``."""
+    import torch
+
+    ids, labels = [], []
+    for prompt, reply in lines:
+        asked, said = (tokenizer(text, add_special_tokens=False)["input_ids"] for text in (prompt, reply))
+        ids.append(asked + said)
+        labels.append([-100] * len(asked) + said)
+    width, pad = max(map(len, ids)), tokenizer.pad_token_id
+    inputs = torch.tensor([[pad] * (width - len(row)) + row for row in ids])
+    targets = torch.tensor([[-100] * (width - len(row)) + row for row in labels])
+    return inputs, targets, (inputs != pad).long()
+
+
+def copy_warmup(folder: Path, steps: int, sentences: Sequence[str], names: Sequence[str], seed: int) -> None:
+    """Train the model in ``folder`` for ``steps`` AdamW steps on synthetic copy lines; save it back."""
+    import torch
+    import transformers
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=COPY_LEARNING_RATE, weight_decay=0.0)
+    rng, started = random.Random(seed), time.time()
+    held_out = _copy_batch(tokenizer, [copy_line(random.Random(seed + 1 + i), sentences, names) for i in range(200)])
+    for step in range(1, steps + 1):
+        inputs, targets, mask = _copy_batch(tokenizer, [copy_line(rng, sentences, names) for _ in range(COPY_BATCH)])
+        loss = model(input_ids=inputs, attention_mask=mask, labels=targets).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+        if step % 100 == 0 or step == steps:
+            inputs, targets, mask = held_out
+            with torch.no_grad():
+                predicted = model(input_ids=inputs, attention_mask=mask).logits[:, :-1].argmax(-1)
+            wanted, scored = targets[:, 1:], targets[:, 1:] != -100
+            right = (predicted == wanted) & scored
+            print(f"copy step {step:5d}  {time.time() - started:6.0f} s  loss {loss.item():.3f}  held-out tokens "
+                  f"{right.sum().item() / scored.sum().item():.3f}  replies {(right | ~scored).all(1).float().mean().item():.3f}", flush=True)
+    model.save_pretrained(folder)
+
+
+def score_lookups(folder: Path, calls: Sequence[Sequence[Sequence[Any]]]) -> dict[str, float]:
+    """Greedy and teacher-forced id copying of the model in ``folder`` at every ``lookup_account`` of ``calls``."""
+    import torch
+    import transformers
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder).eval()
+    lookups = greedy = digits_right = digits = ids_right = 0
+    for pairs in calls:
+        for messages, said in pairs:
+            wanted = re.search(r'"account_id": "ACC-(\d{6})"', said)
+            if wanted is None:
+                continue
+            lookups += 1
+            prompt = tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+            asked = tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
+            with torch.no_grad():
+                out = model.generate(asked, max_new_tokens=48, do_sample=False, pad_token_id=tokenizer.pad_token_id)
+            got = re.search(r"ACC-(\d{6})", tokenizer.decode(out[0, asked.shape[1]:], skip_special_tokens=True))
+            greedy += got is not None and got.group(1) == wanted.group(1)
+            full = tokenizer(prompt + said, add_special_tokens=False, return_tensors="pt")["input_ids"][0]
+            with torch.no_grad():
+                top = model(full[None]).logits[0].argmax(-1)
+            # The reply's first six single-digit tokens: the id (digits=True makes each digit a token).
+            positions = [i for i in range(asked.shape[1], len(full)) if re.fullmatch(r"\d", tokenizer.decode([int(full[i])]))][:6]
+            hits = [int(top[i - 1]) == int(full[i]) for i in positions]
+            digits, digits_right, ids_right = digits + len(hits), digits_right + sum(hits), ids_right + all(hits)
+    return {"lookups": lookups, "greedy id": greedy / max(1, lookups), "forced digits": digits_right / max(1, digits), "forced ids": ids_right / max(1, lookups)}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=1000, help="router calls cloned (the preset's --sft-episodes is 200)")
+    parser.add_argument("--sft-steps", type=int, default=300, help="SFT steps (the preset's --sft-epochs)")
+    parser.add_argument("--copy-steps", type=int, default=0, help="synthetic copy steps before SFT (0: none)")
+    parser.add_argument("--held-out", type=int, default=60, help="calls on other seeds whose lookups are scored")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=None, help="folder for the models (default: a temporary one)")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from dialogue_gym.backends.tiny import build_tiny_chat_model
+    from trainers.common.sft import sft_lm
+    from trainers.rlada.config import build_config
+    from trainers.rlada.sft import demonstration_rows
+    from trainers.rlada.train import router_calls, scratch_shape
+
+    torch.set_num_threads(1)
+    print(f"2 CPUs; load average {os.getloadavg()[0]:.2f} at the start; torch threads 1", flush=True)
+    out = Path(args.out or tempfile.mkdtemp(prefix="rlada-id-copy-"))
+    config = build_config("cpu-lm-scratch", seed=args.seed, sft_episodes=args.calls)
+    model = out / "model"
+    build_tiny_chat_model(model, **scratch_shape(config, "agent"))
+    train = router_calls(config, "agent", args.calls, TRAIN_STREAM)
+    if args.copy_steps:
+        texts = [m["content"] for pairs in train for messages, _ in pairs for m in messages]
+        sentences = sorted({s.strip() for t in texts for s in re.split(r"(?<=[.?!])\s+", t) if 10 < len(s) < 160 and "ACC-" not in s})
+        names = sorted({m.group(1) for t in texts for m in re.finditer(r"The caller is ([^;]+);", t)})
+        copy_warmup(model, args.copy_steps, sentences, names, args.seed)
+    started = time.time()
+    clone = sft_lm(
+        model, [demonstration_rows(pairs) for pairs in train], out / "clone", epochs=1, learning_rate=config.sft_learning_rate,
+        seed=config.seed, batch_size=config.sft_batch_size, accumulation=1, max_steps=args.sft_steps,
+    )
+    print(f"SFT: {args.sft_steps} steps in {time.time() - started:.0f} s, last losses {[round(loss, 3) for _, loss in clone['sft/curve'][-3:]]}", flush=True)
+    scores = score_lookups(out / "clone", router_calls(config, "agent", args.held_out, HELD_OUT_STREAM))
+    print(json.dumps({"calls": args.calls, "copy steps": args.copy_steps, "sft steps": args.sft_steps, **scores}))
+    print(f"load average {os.getloadavg()[0]:.2f} at the end; models in {out}")
+
+
+if __name__ == "__main__":
+    main()
