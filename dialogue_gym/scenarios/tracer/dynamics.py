@@ -83,18 +83,7 @@ class FeatureMap:
         values outside the world's categories simply switch no feature on. The last utterance is
         read in context (:func:`~dialogue_gym.scenarios.tracer.acts.read_turn`): the merchant's
         facts, the user's last reply, the assistant's earlier utterances."""
-        return self.vector(*self.active(profile, assistant_utterances, previous_level, turn, own_replies))
-
-    def active(
-        self,
-        profile: dict[str, Any],
-        assistant_utterances: Sequence[str],
-        previous_level: int | None,
-        turn: int,
-        own_replies: Sequence[str] = (),
-    ) -> tuple[tuple[int, ...], float]:
-        """What :meth:`features` makes of its arguments, before it is a vector: ``(hot, progress)``, the
-        positions set to 1 (ascending) and the value of ``progress``; ``vector(hot, progress)`` is ``x``."""
+        x = np.zeros(self.size)
         positions = _positions(self.names)
         facts = tuple(str(f) for f in profile.get("merchant", {}).get("facts", ()))
         on = ["bias", "prev:start" if previous_level is None else f"prev:{previous_level}"]
@@ -110,14 +99,11 @@ class FeatureMap:
         user = profile.get("user", {})
         on += [f"personality:{user.get('personality')}", f"need:{user.get('need')}"]
         on.append(f"industry:{profile.get('merchant', {}).get('industry')}")
-        hot = sorted({position for position in map(positions.get, on) if position is not None})
-        return tuple(hot), min(turn, self.max_turns) / self.max_turns
-
-    def vector(self, hot: Sequence[int], progress: float) -> np.ndarray:
-        """``x`` with the positions ``hot`` set to 1 and ``progress`` at its feature (see :meth:`active`)."""
-        x = np.zeros(self.size)
-        x[list(hot)] = 1.0
-        x[_positions(self.names)["progress"]] = progress
+        for name in on:
+            position = positions.get(name)
+            if position is not None:
+                x[position] = 1.0
+        x[positions["progress"]] = min(turn, self.max_turns) / self.max_turns
         return x
 
 
@@ -201,39 +187,6 @@ def draw_level(logits: np.ndarray, rng: random.Random) -> int:
     # bisect_right on the non-decreasing CDF is searchsorted(side="right") on it; a NaN logit makes the
     # target NaN, which both place past the end (no comparison with NaN holds; NumPy sorts NaN last)
     return min(bisect_right(memoised, rng.random() * memoised[-1]), LEVELS - 1)
-
-
-_DECISIONS: dict[int, tuple[np.ndarray, FeatureMap, dict[tuple[tuple[int, ...], float], list[float]]]] = {}
-"""Per read-only weight matrix (by id, the matrix held so its id stays its own) and its feature map:
-the unnormalised CDF of each ``(hot, progress)`` decision drawn from lately."""
-_MAX_DECISION_MODELS = 8
-
-
-def draw_decision(dynamics: IntentDynamics, hot: tuple[int, ...], progress: float, rng: random.Random) -> int:
-    """``draw_level(dynamics.feature_map.vector(hot, progress) @ dynamics.weights, rng)`` for read-only
-    weights, without building ``x`` when the decision ``(hot, progress)`` was drawn from before.
-
-    A scripted user's decision is one of a few hundred feature sets, and building its vector (zeros,
-    a dozen stores, ``x @ W``, the logits' bytes for :data:`_CUMULATIVE`) was NumPy's per-call cost on
-    a 40 x 6 product every turn. The CDF is the one :func:`draw_level` memoises for those logits, worked
-    out the same way, so the draw is the same (test_tracer_dynamics.py holds it equal). Writeable
-    weights (a policy being trained) could change under the memo: they raise ``ValueError``."""
-    weights = dynamics.weights
-    if weights.flags.writeable:
-        raise ValueError("draw_decision memoises per weight matrix: make the weights read-only (weights.flags.writeable = False) or use draw_level")
-    entry = _DECISIONS.get(id(weights))
-    if entry is None or entry[0] is not weights or entry[1] is not dynamics.feature_map:
-        if len(_DECISIONS) >= _MAX_DECISION_MODELS:
-            _DECISIONS.clear()
-        entry = (weights, dynamics.feature_map, {})
-        _DECISIONS[id(weights)] = entry
-    cumulative = entry[2].get((hot, progress))
-    if cumulative is None:
-        if len(entry[2]) >= _MAX_CUMULATIVE:
-            entry[2].clear()
-        cumulative = _cdf(dynamics.feature_map.vector(hot, progress) @ weights).tolist()
-        entry[2][(hot, progress)] = cumulative
-    return min(bisect_right(cumulative, rng.random() * cumulative[-1]), LEVELS - 1)
 
 
 def _cdf(logits: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from dialogue_gym.scenarios.tracer.data import LEVELS, load_replies
-from dialogue_gym.scenarios.tracer.dynamics import FeatureMap, IntentDynamics, draw_decision, draw_level
+from dialogue_gym.scenarios.tracer.dynamics import IntentDynamics, draw_level
 from dialogue_gym.scenarios.tracer.parsing import parse_user_output, render_user_output
 from dialogue_gym.simulators.base import ScriptedPolicy
 
@@ -71,52 +71,26 @@ class TemplateUser(ScriptedPolicy):
 
 
 class IntentDynamicsUser(TemplateUser):
-    """Draws each level from an :class:`~dialogue_gym.scenarios.tracer.dynamics.IntentDynamics` model.
-
-    Without ``dynamics`` it plays the packaged weights, read-only (pass an ``IntentDynamics`` of your
-    own to change them), so its draws go through :func:`~dialogue_gym.scenarios.tracer.dynamics.draw_decision`."""
+    """Draws each level from an :class:`~dialogue_gym.scenarios.tracer.dynamics.IntentDynamics` model."""
 
     def __init__(self, dynamics: IntentDynamics | None = None):
-        if dynamics is None:
-            dynamics = IntentDynamics.from_file()
-            dynamics.weights.flags.writeable = False
-        self.dynamics = dynamics
+        self.dynamics = dynamics if dynamics is not None else IntentDynamics.from_file()
 
-    def _inputs(self, observation: dict[str, Any], info: dict[str, Any], memory: dict[str, Any]) -> tuple[Any, ...]:
-        """The arguments of ``feature_map.features`` for this decision."""
+    def context(self, observation: dict[str, Any], info: dict[str, Any], memory: dict[str, Any]) -> np.ndarray:
+        """The feature vector of this decision (what the level is drawn from)."""
         heard = [m["content"] for m in observation["messages"] if m["role"] == "user"]
         own = [m["content"] for m in observation["messages"] if m["role"] == "assistant"]
         said = [parse_user_output(own[-1], LEVELS // 2).reply] if own else []
         levels = info.get("intent_trajectory") or []
-        return memory["profile"], heard, levels[-1] if levels else None, int(observation["turn"]), said
-
-    def context(self, observation: dict[str, Any], info: dict[str, Any], memory: dict[str, Any]) -> np.ndarray:
-        """The feature vector of this decision (what the level is drawn from)."""
-        return self.dynamics.feature_map.features(*self._inputs(observation, info, memory))
+        return self.dynamics.feature_map.features(
+            memory["profile"], heard, levels[-1] if levels else None, int(observation["turn"]), said
+        )
 
     def logits(self, x: np.ndarray, memory: dict[str, Any]) -> np.ndarray:
         return x @ self.dynamics.weights
 
     def level(self, observation: dict[str, Any], info: dict[str, Any], memory: dict[str, Any]) -> int:
-        if self._memoised_decisions():
-            hot, progress = self.dynamics.feature_map.active(*self._inputs(observation, info, memory))
-            return draw_decision(self.dynamics, hot, progress, self.rng(memory))
         return draw_level(self.logits(self.context(observation, info, memory), memory), self.rng(memory))
-
-    def _memoised_decisions(self) -> bool:
-        """Whether :meth:`level` is ``draw_decision`` on the feature map's ``active`` reading: the plain
-        ``context``, ``logits`` and ``features`` (a subclass's own, such as the synthetic generator's
-        logits, go the plain way) and float64 weights of their shape that cannot change."""
-        cls, dynamics = type(self), self.dynamics
-        weights = dynamics.weights
-        return (
-            cls.context is IntentDynamicsUser.context
-            and cls.logits is IntentDynamicsUser.logits
-            and type(dynamics.feature_map) is FeatureMap
-            and not weights.flags.writeable
-            and weights.dtype == np.float64
-            and weights.shape == (dynamics.feature_map.size, LEVELS)
-        )
 
 
 class RandomUser(TemplateUser):
