@@ -93,21 +93,32 @@ def copy_warmup(folder: Path, steps: int, sentences: Sequence[str], names: Seque
         if step % 100 == 0 or step == steps:
             inputs, targets, mask = held_out
             with torch.no_grad():
-                predicted = model(input_ids=inputs, attention_mask=mask).logits[:, :-1].argmax(-1)
-            wanted, scored = targets[:, 1:], targets[:, 1:] != -100
-            right = (predicted == wanted) & scored
-            print(f"copy step {step:5d}  {time.time() - started:6.0f} s  loss {loss.item():.3f}  held-out tokens "
-                  f"{right.sum().item() / scored.sum().item():.3f}  replies {(right | ~scored).all(1).float().mean().item():.3f}", flush=True)
+                tokens, replies = copy_accuracy(model(input_ids=inputs, attention_mask=mask).logits, targets)
+            print(f"copy step {step:5d}  {time.time() - started:6.0f} s  loss {loss.item():.3f}  held-out tokens {tokens:.3f}  replies {replies:.3f}", flush=True)
     model.save_pretrained(folder)
+
+
+def copy_accuracy(logits: Any, targets: Any) -> tuple[float, float]:
+    """``(share of reply tokens that are the top token, share of replies with every token so)`` of a
+    :func:`_copy_batch`'s labels ``targets`` (-100 outside the replies) under the model's ``logits``."""
+    predicted, wanted = logits[:, :-1].argmax(-1), targets[:, 1:]  # the logits at i predict token i + 1
+    scored = wanted != -100
+    right = (predicted == wanted) & scored
+    return right.sum().item() / scored.sum().item(), (right | ~scored).all(1).float().mean().item()
 
 
 def score_lookups(folder: Path, calls: Sequence[Sequence[Sequence[Any]]]) -> dict[str, float]:
     """Greedy and teacher-forced id copying of the model in ``folder`` at every ``lookup_account`` of ``calls``."""
-    import torch
     import transformers
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
-    model = transformers.AutoModelForCausalLM.from_pretrained(folder).eval()
+    return score_model(tokenizer, transformers.AutoModelForCausalLM.from_pretrained(folder).eval(), calls)
+
+
+def score_model(tokenizer: Any, model: Any, calls: Sequence[Sequence[Sequence[Any]]]) -> dict[str, float]:
+    """:func:`score_lookups` of a loaded causal LM (``generate`` and ``model(ids).logits``)."""
+    import torch
+
     lookups = greedy = digits_right = digits = ids_right = 0
     for pairs in calls:
         for messages, said in pairs:
@@ -134,7 +145,7 @@ def score_lookups(folder: Path, calls: Sequence[Sequence[Sequence[Any]]]) -> dic
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=1000, help="router calls cloned (the preset's --sft-episodes is 200)")
-    parser.add_argument("--sft-steps", type=int, default=300, help="SFT steps (the preset's --sft-epochs)")
+    parser.add_argument("--sft-steps", type=int, default=None, help="SFT steps (default: the preset's --sft-epochs)")
     parser.add_argument("--copy-steps", type=int, default=0, help="synthetic copy steps before SFT (0: none)")
     parser.add_argument("--held-out", type=int, default=60, help="calls on other seeds whose lookups are scored")
     parser.add_argument("--seed", type=int, default=0)
@@ -153,6 +164,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"2 CPUs; load average {os.getloadavg()[0]:.2f} at the start; torch threads 1", flush=True)
     out = Path(args.out or tempfile.mkdtemp(prefix="rlada-id-copy-"))
     config = build_config("cpu-lm-scratch", seed=args.seed, sft_episodes=args.calls)
+    sft_steps = config.sft_epochs if args.sft_steps is None else args.sft_steps
     model = out / "model"
     build_tiny_chat_model(model, **scratch_shape(config, "agent"))
     train = router_calls(config, "agent", args.calls, TRAIN_STREAM)
@@ -164,11 +176,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     started = time.time()
     clone = sft_lm(
         model, [demonstration_rows(pairs) for pairs in train], out / "clone", epochs=1, learning_rate=config.sft_learning_rate,
-        seed=config.seed, batch_size=config.sft_batch_size, accumulation=1, max_steps=args.sft_steps,
+        seed=config.seed, batch_size=config.sft_batch_size, accumulation=1, max_steps=sft_steps,
     )
-    print(f"SFT: {args.sft_steps} steps in {time.time() - started:.0f} s, last losses {[round(loss, 3) for _, loss in clone['sft/curve'][-3:]]}", flush=True)
+    print(f"SFT: {sft_steps} steps in {time.time() - started:.0f} s, last losses {[round(loss, 3) for _, loss in clone['sft/curve'][-3:]]}", flush=True)
     scores = score_lookups(out / "clone", router_calls(config, "agent", args.held_out, HELD_OUT_STREAM))
-    print(json.dumps({"calls": args.calls, "copy steps": args.copy_steps, "sft steps": args.sft_steps, **scores}))
+    print(json.dumps({"calls": args.calls, "copy steps": args.copy_steps, "sft steps": sft_steps, **scores}))
     print(f"load average {os.getloadavg()[0]:.2f} at the end; models in {out}")
 
 
