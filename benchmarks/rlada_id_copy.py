@@ -138,7 +138,7 @@ def score_model(tokenizer: Any, model: Any, calls: Sequence[Sequence[Sequence[An
             # The reply's first six single-digit tokens: the id (digits=True makes each digit a token).
             positions = [i for i in range(asked.shape[1], len(full)) if re.fullmatch(r"\d", tokenizer.decode([int(full[i])]))][:6]
             hits = [int(top[i - 1]) == int(full[i]) for i in positions]
-            digits, digits_right, ids_right = digits + len(hits), digits_right + sum(hits), ids_right + all(hits)
+            digits, digits_right, ids_right = digits + len(hits), digits_right + sum(hits), ids_right + (len(hits) == 6 and all(hits))
     return {"lookups": lookups, "greedy id": greedy / max(1, lookups), "forced digits": digits_right / max(1, digits), "forced ids": ids_right / max(1, lookups)}
 
 
@@ -161,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from trainers.rlada.train import router_calls, scratch_shape
 
     torch.set_num_threads(1)
-    print(f"2 CPUs; load average {os.getloadavg()[0]:.2f} at the start; torch threads 1", flush=True)
+    print(f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f} at the start; torch threads 1", flush=True)
     out = Path(args.out or tempfile.mkdtemp(prefix="rlada-id-copy-"))
     config = build_config("cpu-lm-scratch", seed=args.seed, sft_episodes=args.calls)
     sft_steps = config.sft_epochs if args.sft_steps is None else args.sft_steps

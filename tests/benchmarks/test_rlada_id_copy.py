@@ -103,6 +103,10 @@ def test_scores_count_ids_and_digits_over_the_lookups_only(tmp_path):
     assert score(tokenizer, _Oracle(tokenizer, said, 0), calls) == {"lookups": 2, "greedy id": 1.0, "forced digits": 1.0, "forced ids": 1.0}
     other = said.replace("914547", "914548")
     assert score(tokenizer, _Oracle(tokenizer, other, 2), calls) == {"lookups": 2, "greedy id": 0.0, "forced digits": 4 / 6, "forced ids": 0.0}
+    # A tokenizer that merges the id's digits leaves fewer than six digit tokens: no whole id counts as copied.
+    merged = transformers.AutoTokenizer.from_pretrained(build_tiny_chat_model(
+        tmp_path / "merged", vocab_size=400, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, corpus=corpus, whole_sentences=True))
+    assert score(merged, _Oracle(merged, said, 0), calls)["forced ids"] == 0.0
 
 
 def test_copy_accuracy_scores_the_next_token_of_the_reply_only():

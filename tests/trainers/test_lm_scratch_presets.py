@@ -52,6 +52,15 @@ def test_rlada_router_calls_of_other_streams_are_other_calls():
     assert [pairs[0][0][0]["content"] for pairs in other] != [pairs[0][0][0]["content"] for pairs in calls]  # other callers, other banks
 
 
+def test_rlada_router_calls_seed_each_episode_from_its_own_stream(monkeypatch):
+    from dialogue_gym.seeding import mix_seed
+
+    config, played = rlada_config("cpu-lm-scratch", seed=7), []
+    monkeypatch.setattr(rlada_train, "play", lambda game_config, players, plan, learners, on_done: played.extend(plan))
+    rlada_train.router_calls(config, "agent", 3, 11)
+    assert [seed for _, seed in played] == [mix_seed(7, 11, episode) for episode in range(3)]
+
+
 def test_tracer_scratch_corpus_holds_training_sessions_only():
     config = tracer_config("cpu-lm-scratch")
     game = tracer_train.TracerGame()

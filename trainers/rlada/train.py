@@ -117,18 +117,23 @@ def router_text(config: RladaTrainConfig, side: str) -> list[str]:
     return [text for pairs in calls for messages, said in pairs for text in (*(m["content"] for m in messages), said)]
 
 
+def taxonomy_starts(domain: Domain, count: int, rng: random.Random) -> list[dict[str, Any]]:
+    """``count`` taxonomy starts drawn from ``rng``: a random intent at a random concealment level, a fresh bank."""
+    intents = domain.intents
+    return [
+        {"profile": {"intent": intents[rng.randrange(len(intents))].name, "concealment": LEVELS[rng.randrange(3)], "bank_seed": rng.getrandbits(62)}}
+        for _ in range(count)
+    ]
+
+
 def router_calls(config: RladaTrainConfig, side: str, count: int, stream: int) -> list[list[list[Any]]]:
     """``count`` taxonomy calls (a random intent at a random level, a fresh bank) of the keyword router and
     the scripted customer on seed stream ``stream``: per call, ``side``'s (chat messages, what it said) pairs."""
     from trainers.rlada.sft import DemoRecorder
 
     domain = load_domain()
-    intents, rng = domain.intents, random.Random(mix_seed(config.seed, stream))
-    plan = [
-        ({"profile": {"intent": intents[rng.randrange(len(intents))].name, "concealment": LEVELS[rng.randrange(3)], "bank_seed": rng.getrandbits(62)}},
-         mix_seed(config.seed, stream, episode))
-        for episode in range(count)
-    ]
+    starts = taxonomy_starts(domain, count, random.Random(mix_seed(config.seed, stream)))
+    plan = [(options, mix_seed(config.seed, stream, episode)) for episode, options in enumerate(starts)]
     players = {"agent": KeywordRouterAgent(domain), "customer": ScriptedCustomer(domain)}
     players[side] = DemoRecorder(players[side])
     calls: list[list[list[Any]]] = [[] for _ in plan]
@@ -239,14 +244,6 @@ class CoEvolution:
     def _rng(self, step: int) -> random.Random:
         return random.Random(mix_seed(self.config.seed, step, 2))
 
-    # taxonomy starts: a random intent at a random concealment level, a fresh bank
-    def _taxonomy_starts(self, count: int, rng: random.Random) -> list[dict[str, Any]]:
-        intents = self.domain.intents
-        return [
-            {"profile": {"intent": intents[rng.randrange(len(intents))].name, "concealment": LEVELS[rng.randrange(3)], "bank_seed": rng.getrandbits(62)}}
-            for _ in range(count)
-        ]
-
     def _arena_starts(self, count: int, rng: random.Random) -> list[dict[str, Any]]:
         arena = self.domain.arena
         return [{"scenario": arena[rng.randrange(len(arena))].id, "profile": {"bank_seed": rng.getrandbits(62)}} for _ in range(count)]
@@ -254,7 +251,7 @@ class CoEvolution:
     def sft(self, step: int) -> dict[str, Any]:
         """DA0's supervised bootstrap on keyword-router demonstrations (taxonomy, all levels)."""
         rng = self._rng(step)
-        plan = [(options, mix_seed(self.config.seed, step, i)) for i, options in enumerate(self._taxonomy_starts(self.config.sft_episodes, rng))]
+        plan = [(options, mix_seed(self.config.seed, step, i)) for i, options in enumerate(taxonomy_starts(self.domain, self.config.sft_episodes, rng))]
         teacher = KeywordRouterAgent(self.domain)
         if isinstance(self.agent, StrategyAgent):
             self.agent.teacher = teacher
@@ -283,7 +280,7 @@ class CoEvolution:
 
     def warmup_agent(self, step: int) -> dict[str, Any]:
         rng = self._rng(step)
-        starts = self._taxonomy_starts(max(1, self.config.warmup_batch // self.config.group_size), rng)
+        starts = taxonomy_starts(self.domain, max(1, self.config.warmup_batch // self.config.group_size), rng)
         plan, groups = _grouped(starts, self.config.group_size, self.config.seed, step)
         players = {"agent": self.agent, "customer": ScriptedCustomer(self.domain)}
         trajectories = _episodes(self.run, step, self.resumed, self.game_config, players, plan, ["agent"])
