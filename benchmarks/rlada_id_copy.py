@@ -5,9 +5,10 @@
 The keyword router opens each call with ``lookup_account`` on the id of the system prompt's first line
 ("caller ID matched account ACC-914547"); a clone that does not copy those six digits gets
 ``account_not_found`` and can pass nothing. This builds ``cpu-lm-scratch``'s scratch agent model
-(:func:`trainers.rlada.train.scratch_shape`), optionally trains it first for ``--copy-steps`` steps on
-short synthetic copy lines (an id, amount or card of the first sentence copied into a JSON reply past
-distractor sentences and ids: does a copying head form at all, and how fast?), then clones the router
+(:func:`trainers.rlada.train.scratch_shape`), optionally trains it first for ``--copy-steps`` steps of the
+trainer's copy warm-up (:mod:`trainers.rlada.id_copy`: an id, amount or card of the first sentence
+copied into a JSON reply past distractor sentences and ids: does a copying head form at all, and how
+fast?), then clones the router
 on ``--calls`` calls with the trainer's SFT phase and settings (``trainers.common.sft.sft_lm``) and scores
 every ``lookup_account`` of ``--held-out`` calls on other seeds:
 
@@ -15,8 +16,8 @@ every ``lookup_account`` of ``--held-out`` calls on other seeds:
 * ``forced digits``: teacher-forced, the share of the id's digits that are the clone's top token (chance 0.1);
 * ``forced ids``: teacher-forced, the share of ids with all six digits right.
 
-The copy warm-up's own held-out accuracy is printed every 100 steps (token share of the replies, and
-whole replies right).
+The copy warm-up's own held-out accuracy is printed after it (token share of the replies, and whole
+replies right).
 """
 
 from __future__ import annotations
@@ -24,87 +25,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import re
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
-COPY_BATCH = 32
-COPY_LEARNING_RATE = 1e-3
 TRAIN_STREAM, HELD_OUT_STREAM = 101, 202
 """Seed streams of the cloned and the scored calls (apart from the trainer's own)."""
-
-
-def _digits(rng: random.Random, count: int) -> str:
-    return "".join(str(rng.randrange(10)) for _ in range(count))
-
-
-def copy_line(rng: random.Random, sentences: Sequence[str], names: Sequence[str]) -> tuple[str, str]:
-    """One synthetic ``(prompt, reply)``: the first sentence holds a value that the JSON reply repeats,
-    after 2-7 of the router's own sentences and up to two distractor values of the other kinds."""
-    kind = rng.randrange(3)
-    account, card, amount = _digits(rng, 6), _digits(rng, 4), f"{rng.randrange(1, 999)}.{_digits(rng, 2)}"
-    first = (
-        f"The caller is {rng.choice(names)}; caller ID matched account ACC-{account}.",
-        f"The card on file is CARD-{card}.",
-        f"I was charged ${amount} twice.",
-    )[kind]
-    distractors = [f"e.g. ACC-{_digits(rng, 6)}.", f"Card CARD-{_digits(rng, 4)} is active.", f"A payment of ${rng.randrange(1, 999)}.{_digits(rng, 2)} posted."]
-    middle = [*rng.sample(list(sentences), rng.randrange(2, 8)), *rng.sample(distractors, rng.randrange(0, 3))]
-    rng.shuffle(middle)
-    reply = (f'{{"account_id": "ACC-{account}"}}', f'{{"card_id": "CARD-{card}"}}', f'{{"amount": {amount}}}')[kind]
-    return " ".join([first, *middle]) + "\n", reply
-
-
-def _copy_batch(tokenizer: Any, lines: Sequence[tuple[str, str]]) -> tuple[Any, Any, Any]:
-    """Left-padded ids, labels (the reply's tokens only) and attention mask of ``lines``."""
-    import torch
-
-    ids, labels = [], []
-    for prompt, reply in lines:
-        asked, said = (tokenizer(text, add_special_tokens=False)["input_ids"] for text in (prompt, reply))
-        ids.append(asked + said)
-        labels.append([-100] * len(asked) + said)
-    width, pad = max(map(len, ids)), tokenizer.pad_token_id
-    inputs = torch.tensor([[pad] * (width - len(row)) + row for row in ids])
-    targets = torch.tensor([[-100] * (width - len(row)) + row for row in labels])
-    return inputs, targets, (inputs != pad).long()
-
-
-def copy_warmup(folder: Path, steps: int, sentences: Sequence[str], names: Sequence[str], seed: int) -> None:
-    """Train the model in ``folder`` for ``steps`` AdamW steps on synthetic copy lines; save it back."""
-    import torch
-    import transformers
-
-    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
-    model = transformers.AutoModelForCausalLM.from_pretrained(folder)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=COPY_LEARNING_RATE, weight_decay=0.0)
-    rng, started = random.Random(seed), time.time()
-    held_out = _copy_batch(tokenizer, [copy_line(random.Random(seed + 1 + i), sentences, names) for i in range(200)])
-    for step in range(1, steps + 1):
-        inputs, targets, mask = _copy_batch(tokenizer, [copy_line(rng, sentences, names) for _ in range(COPY_BATCH)])
-        loss = model(input_ids=inputs, attention_mask=mask, labels=targets).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad()
-        if step % 100 == 0 or step == steps:
-            inputs, targets, mask = held_out
-            with torch.no_grad():
-                tokens, replies = copy_accuracy(model(input_ids=inputs, attention_mask=mask).logits, targets)
-            print(f"copy step {step:5d}  {time.time() - started:6.0f} s  loss {loss.item():.3f}  held-out tokens {tokens:.3f}  replies {replies:.3f}", flush=True)
-    model.save_pretrained(folder)
-
-
-def copy_accuracy(logits: Any, targets: Any) -> tuple[float, float]:
-    """``(share of reply tokens that are the top token, share of replies with every token so)`` of a
-    :func:`_copy_batch`'s labels ``targets`` (-100 outside the replies) under the model's ``logits``."""
-    predicted, wanted = logits[:, :-1].argmax(-1), targets[:, 1:]  # the logits at i predict token i + 1
-    scored = wanted != -100
-    right = (predicted == wanted) & scored
-    return right.sum().item() / scored.sum().item(), (right | ~scored).all(1).float().mean().item()
 
 
 def score_lookups(folder: Path, calls: Sequence[Sequence[Sequence[Any]]]) -> dict[str, float]:
@@ -158,7 +86,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     from trainers.common.sft import sft_lm
     from trainers.rlada.config import build_config
     from trainers.rlada.sft import demonstration_rows
-    from trainers.rlada.train import router_calls, scratch_shape
+    from trainers.rlada.id_copy import warm_up_copying
+    from trainers.rlada.train import router_calls, router_text, scratch_shape
 
     torch.set_num_threads(1)
     print(f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f} at the start; torch threads 1", flush=True)
@@ -169,10 +98,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     build_tiny_chat_model(model, **scratch_shape(config, "agent"))
     train = router_calls(config, "agent", args.calls, TRAIN_STREAM)
     if args.copy_steps:
-        texts = [m["content"] for pairs in train for messages, _ in pairs for m in messages]
-        sentences = sorted({s.strip() for t in texts for s in re.split(r"(?<=[.?!])\s+", t) if 10 < len(s) < 160 and "ACC-" not in s})
-        names = sorted({m.group(1) for t in texts for m in re.finditer(r"The caller is ([^;]+);", t)})
-        copy_warmup(model, args.copy_steps, sentences, names, args.seed)
+        started = time.time()
+        warmed = warm_up_copying(str(model), out / "copied", args.copy_steps, router_text(config, "agent"), args.seed)
+        model = out / "copied"
+        print(
+            f"copy warm-up: {args.copy_steps} steps in {time.time() - started:.0f} s, held-out tokens {warmed['copy/heldout_tokens']:.3f}, "
+            f"replies {warmed['copy/heldout_replies']:.3f}", flush=True,
+        )
     started = time.time()
     clone = sft_lm(
         model, [demonstration_rows(pairs) for pairs in train], out / "clone", epochs=1, learning_rate=config.sft_learning_rate,

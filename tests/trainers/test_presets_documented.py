@@ -81,8 +81,8 @@ PINNED = {
         },
         "cpu-lm-scratch": {
             "agent_policy": "lm", "agent_model": "scratch", "agent_learning_rate": 1e-3, "agent_kl_coef": 0.0, "agent_max_new_tokens": 32,
-            "sft_episodes": 200, "sft_epochs": 300, "warmup_agent_iterations": 3, "warmup_customer_iterations": 2, "warmup_batch": 16,
-            "group_size": 4, "episodes_per_scenario": 2, "min_matches": 2, "max_matches": 2, "gym_iterations": 2, "gym_starts": 4,
+            "copy_steps": 2000, "sft_episodes": 1000, "sft_epochs": 300, "warmup_agent_iterations": 3, "warmup_customer_iterations": 2,
+            "warmup_batch": 16, "group_size": 4, "episodes_per_scenario": 2, "min_matches": 2, "max_matches": 2, "gym_iterations": 2, "gym_starts": 4,
             "heldout_repeats": 2, "temperature": 1.0,
         },
         "gpu-lm": {
@@ -120,7 +120,7 @@ DEFAULTS = {
     "rlada": {
         "run_dir": "", "seed": 0, "episodes_per_scenario": 18, "min_matches": 3, "max_matches": 8, "win_threshold": 0.6, "patience": 2,
         "stability_epsilon": 0.05, "weaker_threshold": 0.5, "gym_iterations": 12, "gym_starts": 16, "group_size": 4,
-        "failure_fraction": 0.7, "recent_matches": 1, "advantage": "batch_mean", "sft_episodes": 400, "sft_epochs": 3,
+        "failure_fraction": 0.7, "recent_matches": 1, "advantage": "batch_mean", "copy_steps": 0, "sft_episodes": 400, "sft_epochs": 3,
         "sft_learning_rate": 5e-3, "sft_batch_size": 16, "warmup_agent_iterations": 10, "warmup_customer_iterations": 6, "warmup_batch": 64, "agent_policy": "strategy",
         "customer_policy": "strategy", "agent_learning_rate": 3.0, "customer_learning_rate": 3.0, "agent_model": "", "customer_model": "",
         "device": "cpu", "threads": 0, "lora_rank": 0, "agent_kl_coef": 0.01, "customer_kl_coef": 0.05, "clip_eps": 0.2, "temperature": 1.0,

@@ -27,10 +27,17 @@ def test_a_run_plans_sft_warmups_held_out_twice_and_matches_with_a_gym_between_e
     bare = build_config(sft_episodes=0, warmup_agent_iterations=0, warmup_customer_iterations=0, max_matches=2, min_matches=2, gym_iterations=0)
     assert Schedule(bare).planned_steps() == 0 + 0 + 1 + 0 + 2 + 0 + 1
     # an LM agent's clone is also evaluated right after SFT (one step more); without SFT there is no clone
-    lm = build_config("cpu-lm-scratch", sft_episodes=4, warmup_agent_iterations=2, warmup_customer_iterations=1, max_matches=3, min_matches=3, gym_iterations=2)
+    lm = build_config(
+        "cpu-lm-scratch", copy_steps=0, sft_episodes=4, warmup_agent_iterations=2, warmup_customer_iterations=1, max_matches=3, min_matches=3, gym_iterations=2,
+    )
     assert Schedule(lm).planned_steps() == 1 + 1 + 2 + 1 + 1 + 3 + 4 + 1
-    no_sft = build_config("cpu-lm-scratch", sft_episodes=0, warmup_agent_iterations=2, warmup_customer_iterations=1, max_matches=3, min_matches=3, gym_iterations=2)
+    no_sft = build_config("cpu-lm-scratch", copy_steps=0, sft_episodes=0, warmup_agent_iterations=2, warmup_customer_iterations=1, max_matches=3, min_matches=3, gym_iterations=2)
     assert Schedule(no_sft).planned_steps() == Schedule(lm).planned_steps() - 2
+    # the copy warm-up is one step of its own, however many optimizer steps it takes (the preset's 2,000)
+    copying = build_config(
+        "cpu-lm-scratch", sft_episodes=4, warmup_agent_iterations=2, warmup_customer_iterations=1, max_matches=3, min_matches=3, gym_iterations=2,
+    )
+    assert copying.copy_steps == 2000 and Schedule(copying).planned_steps() == Schedule(lm).planned_steps() + 1
 
 
 class Rule:
@@ -73,15 +80,25 @@ def test_the_phases_follow_in_order_and_each_gym_trains_the_weaker_side_and_bump
 
 
 def test_an_lm_agents_clone_is_held_out_between_sft_and_the_warm_up_and_only_when_there_is_one():
-    lm = build_config("cpu-lm-scratch", sft_episodes=4, warmup_agent_iterations=1, warmup_customer_iterations=0, gym_iterations=0)
+    lm = build_config("cpu-lm-scratch", copy_steps=0, sft_episodes=4, warmup_agent_iterations=1, warmup_customer_iterations=0, gym_iterations=0)
     phases, _ = _walk(lm, [1.0])
     assert phases[:4] == [{"phase": "sft"}, {"phase": "heldout_sft"}, {"phase": "warmup_agent", "index": 0}, {"phase": "heldout_before"}]
-    no_warmup = build_config("cpu-lm-scratch", sft_episodes=4, warmup_agent_iterations=0, warmup_customer_iterations=0, gym_iterations=0)
+    no_warmup = build_config("cpu-lm-scratch", copy_steps=0, sft_episodes=4, warmup_agent_iterations=0, warmup_customer_iterations=0, gym_iterations=0)
     assert _walk(no_warmup, [1.0])[0][:3] == [{"phase": "sft"}, {"phase": "heldout_sft"}, {"phase": "heldout_before"}]
-    no_sft = build_config("cpu-lm-scratch", sft_episodes=0, warmup_agent_iterations=1, warmup_customer_iterations=0, gym_iterations=0)
+    no_sft = build_config("cpu-lm-scratch", copy_steps=0, sft_episodes=0, warmup_agent_iterations=1, warmup_customer_iterations=0, gym_iterations=0)
     assert _walk(no_sft, [1.0])[0][:2] == [{"phase": "warmup_agent", "index": 0}, {"phase": "heldout_before"}]
     strategy = build_config(sft_episodes=4, warmup_agent_iterations=1, warmup_customer_iterations=0, gym_iterations=0)
     assert _walk(strategy, [1.0])[0][:2] == [{"phase": "sft"}, {"phase": "warmup_agent", "index": 0}]
+
+
+def test_the_copy_warm_up_comes_first_and_hands_over_to_sft_or_else_to_what_follows_sft():
+    sizes = {"warmup_agent_iterations": 1, "warmup_customer_iterations": 0, "gym_iterations": 0}
+    copying = build_config("cpu-lm-scratch", copy_steps=5, sft_episodes=4, **sizes)
+    assert _walk(copying, [1.0])[0][:4] == [{"phase": "copy"}, {"phase": "sft"}, {"phase": "heldout_sft"}, {"phase": "warmup_agent", "index": 0}]
+    no_sft = build_config("cpu-lm-scratch", copy_steps=5, sft_episodes=0, **sizes)
+    assert _walk(no_sft, [1.0])[0][:3] == [{"phase": "copy"}, {"phase": "warmup_agent", "index": 0}, {"phase": "heldout_before"}]
+    none = build_config("cpu-lm-scratch", copy_steps=0, sft_episodes=4, **sizes)
+    assert _walk(none, [1.0])[0][0] == {"phase": "sft"}
 
 
 def test_a_held_out_result_keeps_each_scenarios_strict_pass_and_routing_apart(monkeypatch):

@@ -66,9 +66,13 @@ def test_config_errors():
         build_config(matches=3)
     with pytest.raises(ConfigError, match="agent_policy='lm' needs agent_model"):
         build_config(agent_policy="lm")
-    with pytest.raises(ConfigError, match=r"sft_epochs=0 with sft_episodes=200: .*set --sft-epochs N \(N >= 1\), or --sft-episodes 0"):
+    with pytest.raises(ConfigError, match=r"sft_epochs=0 with sft_episodes=1000: .*set --sft-epochs N \(N >= 1\), or --sft-episodes 0"):
         build_config("cpu-lm-scratch", sft_epochs=0)
     assert build_config("cpu-lm-scratch", sft_epochs=0, sft_episodes=0).sft_epochs == 0
+    with pytest.raises(ConfigError, match=r"copy_steps=5 with agent_policy='strategy': .*set --agent-policy lm, or --copy-steps 0"):
+        build_config(copy_steps=5)
+    with pytest.raises(ConfigError, match="copy_steps"):
+        build_config("cpu-lm-scratch", copy_steps=-1)
     with pytest.raises(ConfigError, match="need 1 <= min_matches <= max_matches, got 5 and 4"):
         build_config(min_matches=5, max_matches=4)
     with pytest.raises(ConfigError, match="failure_fraction must be in"):
@@ -155,6 +159,32 @@ def test_tiny_lm_agent_sft_and_grpo_steps(tmp_path, tiny_model_dir):
     turn = record.meta["records"]["agent"]["turns"][0]
     assert len(turn["completion_ids"]) == len(turn["logprobs"]) and turn["prompt_ids"]
     assert (run.path / run.load_state("progress")["checkpoints"]["agent"] / "optimizer.pt").exists()
+    run.close()
+
+
+def test_the_copy_warm_up_is_the_model_sft_clones_into(tmp_path, tiny_model_dir):
+    """The ``copy`` phase trains the initial model on copy lines and saves it in the run folder; the agent
+    plays it from then on, and ``sft`` starts from it (a clone of the untrained model would undo it)."""
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import load_file
+
+    config = build_config(
+        "cpu-tiny-lm", run_dir=str(tmp_path / "lm"), agent_model=str(tiny_model_dir), copy_steps=2, sft_episodes=2, sft_batch_size=2,
+        sft_epochs=1, max_agent_turns=2,
+    )
+    run = RunDir.create(config.run_dir, config.to_dict())
+    state = train_module.new_state()
+    evolution = train_module.CoEvolution(config, run, state, resumed=False)
+    state["next"] = evolution.first_phase()
+    row = evolution.step()
+    copied = run.path / "copy" / "agent"
+    assert row["copy/steps"] == 2.0 and 0 <= row["copy/heldout_tokens"] <= 1 and "copy/curve" not in row and run.load_state("copy")["copy/curve"]
+    assert json.loads((copied / "sft_finished.json").read_text())["inputs"]["model"] == str(tiny_model_dir)
+    warmed, weights = load_file(str(copied / "model.safetensors")), evolution.agent.model.state_dict()
+    assert all(torch.equal(weights[name], warmed[name]) for name in warmed)
+    assert state["next"] == {"phase": "sft"} and "agent" not in state["checkpoints"]  # the copy folder is the agent's model
+    evolution.step()
+    assert json.loads((run.path / "sft" / "agent" / "sft_finished.json").read_text())["inputs"]["model"] == str(copied)
     run.close()
 
 

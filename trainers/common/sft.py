@@ -108,6 +108,7 @@ killed run resumes from the latest instead of starting the epoch again."""
 def sft_lm(
     model: str, sessions: Sequence[Sequence[dict[str, Any]]], output_dir: str | Path, epochs: int, learning_rate: float, seed: int,
     *, batch_size: int = 1, accumulation: int = SFT_BATCH, max_steps: int = -1, lora_rank: int = 0, lora_layers: int = 0,
+    schedule: str = "cosine",
 ) -> dict[str, Any]:
     """Fine-tune ``model`` (a folder, or "smollm2") with TRL's SFTTrainer on the prompt-completion rows
     of ``sessions`` (one list per session, packed by :func:`pack_session`); save model and tokenizer to
@@ -116,7 +117,8 @@ def sft_lm(
     one, a large one the other way round); ``max_steps`` > 0 stops there instead of after ``epochs``.
     ``lora_rank`` > 0 trains LoRA adapters on every linear layer (alpha 2 x rank, as the RL phase's) and
     saves the model with them merged in, so every later phase loads a plain model folder; ``lora_layers``
-    > 0 adapts only the decoder's top ``lora_layers`` layers (:func:`lora_config`).
+    > 0 adapts only the decoder's top ``lora_layers`` layers (:func:`lora_config`). ``schedule`` is the
+    learning rate's after a 10% warm-up (a transformers scheduler name: "cosine", "constant_with_warmup").
     Resumes from the newest ``checkpoint-*`` left there by a killed run. Returns the final loss, the
     sizes, and ``sft/curve``: ``[step, training loss]`` of every step."""
     try:
@@ -132,6 +134,7 @@ def sft_lm(
         # Only when set: a full fine-tune's record stays the one runs made before LoRA existed, so they resume.
         **({"lora_rank": lora_rank} if lora_rank else {}),
         **({"lora_layers": lora_layers} if lora_layers else {}),
+        **({"schedule": schedule} if schedule != "cosine" else {}),
     }
     finished = finished_sft(output_dir, inputs)
     if finished is not None:
@@ -141,7 +144,7 @@ def sft_lm(
     args = SFTConfig(
         output_dir=str(output_dir), num_train_epochs=epochs, learning_rate=learning_rate, per_device_train_batch_size=batch_size,
         gradient_accumulation_steps=accumulation, max_steps=max_steps,
-        lr_scheduler_type="cosine", warmup_steps=0.1, logging_steps=1, save_strategy="steps", save_steps=1 / SFT_SAVES,
+        lr_scheduler_type=schedule, warmup_steps=0.1, logging_steps=1, save_strategy="steps", save_steps=1 / SFT_SAVES,
         save_total_limit=1, report_to=[], seed=seed, data_seed=seed, max_length=None, completion_only_loss=True, use_cpu=not cuda,
         # TRL's defaults (bf16 autocast, gradient checkpointing) are for GPUs; on a CPU without bf16 units
         # autocast is emulated and many times slower than float32, and a small model's activations fit.

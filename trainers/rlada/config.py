@@ -55,6 +55,10 @@ class RladaTrainConfig:
     advantage: str = "batch_mean"
     """batch_mean (A_i = R_i - mean R over the iteration) or group_standardized (GRPO, groups = starts)."""
     # -- bootstrap (RL-ADA section 3.2) ------------------------------------------------------------
+    copy_steps: int = 0
+    """lm agent: steps of a synthetic copy warm-up before SFT (lines whose reply repeats an id or amount of
+    the prompt, :mod:`trainers.rlada.id_copy`): a scratch model cloned without it never copies the caller's
+    account id (0 = none)."""
     sft_episodes: int = 400
     """DA0's supervised bootstrap: keyword-router demonstrations on the 78-intent taxonomy (0 skips it)."""
     sft_epochs: int = 3
@@ -129,12 +133,12 @@ PRESETS: dict[str, dict[str, Any]] = {
         "sft_episodes": 4, "sft_epochs": 1, "warmup_agent_iterations": 1, "warmup_customer_iterations": 1, "warmup_batch": 4,
         "max_agent_turns": 3, "heldout_repeats": 1, "temperature": 1.0,
     },
-    # An agent LM trained from scratch on 2 CPU cores (issue 41, item 5): behaviour cloning of the keyword
-    # router (sft_epochs optimizer steps), GRPO warm-up, then matches against the strategy customer with
+    # An agent LM trained from scratch on 2 CPU cores (issue 41, item 5): a copy warm-up, behaviour cloning
+    # of the keyword router (sft_epochs optimizer steps), GRPO warm-up, then matches against the strategy customer with
     # gyms between them; strict PASS on the held-out scenarios after the warm-up and at the end, paired.
     "cpu-lm-scratch": {
         "agent_policy": "lm", "agent_model": "scratch", "agent_learning_rate": 1e-3, "agent_kl_coef": 0.0, "agent_max_new_tokens": 32,
-        "sft_episodes": 200, "sft_epochs": 300, "warmup_agent_iterations": 3, "warmup_customer_iterations": 2, "warmup_batch": 16,
+        "copy_steps": 2000, "sft_episodes": 1000, "sft_epochs": 300, "warmup_agent_iterations": 3, "warmup_customer_iterations": 2, "warmup_batch": 16,
         "group_size": 4, "episodes_per_scenario": 2, "min_matches": 2, "max_matches": 2, "gym_iterations": 2, "gym_starts": 4,
         "heldout_repeats": 2, "temperature": 1.0,
     },
@@ -163,6 +167,11 @@ def _check(config: RladaTrainConfig) -> RladaTrainConfig:
             f"sft_epochs=0 with sft_episodes={config.sft_episodes}: an LM agent's bootstrap takes sft_epochs optimizer steps; "
             "set --sft-epochs N (N >= 1), or --sft-episodes 0 to skip the bootstrap."
         )
+    if config.copy_steps and config.agent_policy != "lm":
+        raise ConfigError(
+            f"copy_steps={config.copy_steps} with agent_policy={config.agent_policy!r}: the copy warm-up trains a language model; "
+            "set --agent-policy lm, or --copy-steps 0."
+        )
     if config.advantage not in CHOICES["advantage"]:
         raise ConfigError(f"advantage={config.advantage!r}; use group_standardized or batch_mean.")
     if not 0.0 <= config.failure_fraction <= 1.0:
@@ -171,7 +180,7 @@ def _check(config: RladaTrainConfig) -> RladaTrainConfig:
         raise ConfigError(f"need 1 <= min_matches <= max_matches, got {config.min_matches} and {config.max_matches}.")
     require_range(config, ("episodes_per_scenario", "gym_starts", "group_size", "patience", "recent_matches", "warmup_batch", "heldout_repeats", "sft_batch_size"), 1)
     require_range(config, ("max_agent_turns", "agent_max_new_tokens", "customer_max_new_tokens"), 1)
-    require_range(config, ("gym_iterations", "sft_episodes", "sft_epochs", "warmup_agent_iterations", "warmup_customer_iterations"), 0)
+    require_range(config, ("copy_steps", "gym_iterations", "sft_episodes", "sft_epochs", "warmup_agent_iterations", "warmup_customer_iterations"), 0)
     require_range(config, ("lora_rank", "agent_kl_coef", "customer_kl_coef", "stability_epsilon", "threads"), 0)
     require_range(config, ("win_threshold", "weaker_threshold", "clip_eps"), 0, 1)
     for name in ("agent_learning_rate", "customer_learning_rate", "sft_learning_rate", "temperature"):

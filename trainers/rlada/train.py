@@ -2,7 +2,8 @@
 
 Phases, each a numbered *step* of the run:
 
-0. bootstrap: ``sft`` (DA0 imitates the keyword router on the 78-intent taxonomy), for an LM agent
+0. bootstrap: for an LM agent with ``copy_steps``, ``copy`` (synthetic lines that teach it to repeat a
+   value of its prompt, :mod:`trainers.rlada.id_copy`); ``sft`` (DA0 imitates the keyword router on the 78-intent taxonomy), for an LM agent
    ``heldout_sft`` (the clone on the 12 held-out scenarios, so the run reports what RL changed over
    SFT), ``warmup_agent`` (GRPO against the scripted customer), ``heldout_before`` (DA0 on the 12 held-out scenarios),
    ``warmup_customer`` (CA0: GRPO against the frozen DA0, no SFT);
@@ -60,12 +61,12 @@ KEEP_CHECKPOINTS = 2
 # -- policies ---------------------------------------------------------------------------------------
 def _lm_policy(config: RladaTrainConfig, side: str, run: RunDir, checkpoint: Path | None):
     """The LM of ``side``: its cloned model once the ``sft`` phase has finished one (so LoRA adapters and the
-    KL reference sit on the clone), else its initial model; the weights of ``checkpoint`` when given."""
+    KL reference sit on the clone), else the model SFT starts from; the weights of ``checkpoint`` when given."""
     from trainers.common.sft import SFT_FINISHED
     from trainers.grpo.lm import CausalLMPolicy, GRPOConfig
 
     cloned = _cloned_folder(run, side)
-    model = str(cloned) if (cloned / SFT_FINISHED).exists() else _initial_model(config, side, run)
+    model = str(cloned) if (cloned / SFT_FINISHED).exists() else _start_model(config, side, run)
     grpo = GRPOConfig(
         learning_rate=getattr(config, f"{side}_learning_rate"), kl_coef=getattr(config, f"{side}_kl_coef"), clip_eps=config.clip_eps,
         lora_rank=config.lora_rank, temperature=config.temperature, max_new_tokens=getattr(config, f"{side}_max_new_tokens"),
@@ -76,6 +77,19 @@ def _lm_policy(config: RladaTrainConfig, side: str, run: RunDir, checkpoint: Pat
 def _cloned_folder(run: RunDir, side: str) -> Path:
     """Where the ``sft`` phase writes the cloned model of ``side`` (``trainers.common.sft.sft_lm``)."""
     return run.path / "sft" / side
+
+
+def _copied_folder(run: RunDir, side: str) -> Path:
+    """Where the ``copy`` phase writes ``side``'s warmed-up model (:func:`trainers.rlada.id_copy.warm_up_copying`)."""
+    return run.path / "copy" / side
+
+
+def _start_model(config: RladaTrainConfig, side: str, run: RunDir) -> str:
+    """The model the ``sft`` phase clones into: the ``copy`` phase's once it has finished, else the initial one."""
+    from trainers.common.sft import SFT_FINISHED
+
+    copied = _copied_folder(run, side)
+    return str(copied) if (copied / SFT_FINISHED).exists() else _initial_model(config, side, run)
 
 
 def _initial_model(config: RladaTrainConfig, side: str, run: RunDir) -> str:
@@ -269,7 +283,7 @@ class CoEvolution:
             # The shared SFT phase (cosine schedule with warm-up at its own rate, calls packed one sequence
             # each, resumable); the agent then reloads on the clone, with a fresh optimizer at the RL rate.
             update = sft_lm(
-                _initial_model(self.config, "agent", self.run), sessions, _cloned_folder(self.run, "agent"), epochs=1,
+                _start_model(self.config, "agent", self.run), sessions, _cloned_folder(self.run, "agent"), epochs=1,
                 learning_rate=self.config.sft_learning_rate, seed=self.config.seed, batch_size=self.config.sft_batch_size,
                 accumulation=1, max_steps=self.config.sft_epochs,
             )
@@ -277,6 +291,20 @@ class CoEvolution:
             update = {key: value for key, value in update.items() if key != "sft/curve"}
             self.agent = _lm_policy(self.config, "agent", self.run, None)
         return {"updated": ["agent"], **_episode_row(trajectories), **update}
+
+    def copy(self, step: int) -> dict[str, Any]:
+        """The agent LM's copy warm-up on lines built from what the router's calls say (the scratch
+        tokenizer's corpus); the model it saves in the run folder is what ``sft`` clones into."""
+        from trainers.rlada.id_copy import warm_up_copying
+
+        update = warm_up_copying(
+            _initial_model(self.config, "agent", self.run), _copied_folder(self.run, "agent"), self.config.copy_steps,
+            router_text(self.config, "agent"), self.config.seed,
+        )
+        self.run.save_state("copy", update)
+        self.agent = _lm_policy(self.config, "agent", self.run, None)
+        # No checkpoint of its own: the finished copy folder is the agent's model until SFT replaces it.
+        return {"updated": [], **{key: value for key, value in update.items() if key != "copy/curve"}}
 
     def warmup_agent(self, step: int) -> dict[str, Any]:
         rng = self._rng(step)
@@ -371,7 +399,7 @@ class CoEvolution:
         config = self.config
         matches = config.max_matches
         return (
-            bool(config.sft_episodes) + self._heldout_sft() + config.warmup_agent_iterations + 1 + config.warmup_customer_iterations
+            self._copies() + bool(config.sft_episodes) + self._heldout_sft() + config.warmup_agent_iterations + 1 + config.warmup_customer_iterations
             + matches + (matches - 1) * config.gym_iterations + 1
         )
 
@@ -379,15 +407,20 @@ class CoEvolution:
         """Whether the run evaluates the clone right after SFT: an LM agent that was cloned."""
         return bool(self.config.sft_episodes) and self.config.agent_policy == "lm"
 
+    def _copies(self) -> bool:
+        """Whether the run starts with the agent LM's copy warm-up (the config allows it for an LM agent only)."""
+        return self.config.copy_steps > 0
+
     def first_phase(self) -> dict[str, Any]:
-        config = self.config
-        if config.sft_episodes:
-            return {"phase": "sft"}
-        return self.after({"phase": "sft"})
+        if self._copies():
+            return {"phase": "copy"}
+        return self.after({"phase": "copy"})
 
     def after(self, phase: dict[str, Any]) -> dict[str, Any]:
         """The step that follows ``phase`` (and whatever the state says about matches)."""
         config, kind = self.config, phase["phase"]
+        if kind == "copy":
+            return {"phase": "sft"} if config.sft_episodes else self.after({"phase": "sft"})
         if kind == "sft" and self._heldout_sft():
             return {"phase": "heldout_sft"}
         if kind in ("sft", "heldout_sft") and config.warmup_agent_iterations:
@@ -424,7 +457,9 @@ class CoEvolution:
         step = self.state["step"] + 1
         started = time.perf_counter()
         kind = phase["phase"]
-        if kind == "sft":
+        if kind == "copy":
+            row = self.copy(step)
+        elif kind == "sft":
             row = self.sft(step)
         elif kind == "warmup_agent":
             row = self.warmup_agent(step)
@@ -511,7 +546,7 @@ def new_state() -> dict[str, Any]:
     return {"step": -1, "next": None, "matches": [], "checkpoints": {}, "versions": {"agent": 0, "customer": 0}, "stop_reason": None}
 
 
-PHASES = ("sft", "heldout_sft", "warmup_agent", "heldout_before", "warmup_customer", "match", "gym", "heldout_after", "done")
+PHASES = ("copy", "sft", "heldout_sft", "warmup_agent", "heldout_before", "warmup_customer", "match", "gym", "heldout_after", "done")
 PROGRESS_FIELDS = {"step": int, "next": dict, "matches": list, "checkpoints": dict, "versions": dict, "stop_reason": (str, type(None))}
 HELDOUT_FIELDS = {"routing_accuracy": (int, float), "strict_pass": (int, float)}
 BASELINE_FIELDS = {**HELDOUT_FIELDS, "agent": str, "strict_pass_per_agent": dict}

@@ -1,0 +1,108 @@
+"""trainers/rlada/id_copy.py: the copy warm-up of RL-ADA's scratch agent (issue 41), its synthetic lines,
+their rows for the shared SFT phase, and the held-out scoring of the warmed model."""
+
+import json
+import random
+import re
+
+import pytest
+
+from trainers.rlada import id_copy
+
+SENTENCES = [f"Sentence number {word} of the router." for word in ("one", "two", "three", "four", "five", "six", "seven", "eight")]
+
+
+def test_a_copy_line_repeats_the_value_of_its_first_sentence_past_the_distractors():
+    rng, kinds = random.Random(0), set()
+    for _ in range(200):
+        prompt, reply = id_copy.copy_line(rng, SENTENCES, ["Ravi Ruiz"])
+        value = re.search(r"ACC-\d{6}|CARD-\d{4}|\d+\.\d\d", reply).group(0)
+        first, rest = re.match(r"(.*?[.?!]) (.*)", prompt, re.S).groups()
+        assert value in first and value not in rest
+        assert 2 <= sum(sentence in rest for sentence in SENTENCES) <= 7
+        assert json.loads(reply)  # a JSON object, as the router's replies
+        kinds.add(next(iter(json.loads(reply))))
+    assert kinds == {"account_id", "card_id", "amount"}
+    assert id_copy.copy_line(random.Random(5), SENTENCES, ["A B"]) == id_copy.copy_line(random.Random(5), SENTENCES, ["A B"])
+
+
+def test_copy_material_keeps_sentences_without_an_account_id_and_the_callers_names():
+    texts = [
+        "The caller is Aisha Berg; caller ID matched account ACC-802348. Tools are listed below.",
+        "Short. I want to move money between my own accounts! Why?",
+        "The caller is Li Wu; caller ID matched account ACC-111111.",
+    ]
+    sentences, names = id_copy.copy_material(texts)
+    assert sentences == ["I want to move money between my own accounts!", "Tools are listed below."]  # sorted; short ones and ids dropped
+    assert names == ["Aisha Berg", "Li Wu"]
+
+
+def test_copy_sessions_are_one_row_each_the_line_as_system_message_the_reply_as_the_agents():
+    sessions = id_copy.copy_sessions(3, SENTENCES, ["Ravi Ruiz"], random.Random(1))
+    expected = random.Random(1)
+    assert len(sessions) == 3
+    for rows in sessions:
+        prompt, reply = id_copy.copy_line(expected, SENTENCES, ["Ravi Ruiz"])
+        assert rows == [{"prompt": [{"role": "system", "content": prompt}], "completion": [{"role": "assistant", "content": reply}]}]
+
+
+def test_copy_accuracy_scores_the_next_token_of_the_reply_only():
+    torch = pytest.importorskip("torch")
+    targets = torch.tensor([[-100, -100, 5, 6], [-100, 7, 8, 9]])
+    logits = torch.zeros(2, 4, 10)
+    for row, following in enumerate([[0, 5, 6, 0], [7, 8, 1, 0]]):  # position i predicts token i + 1
+        for i, token in enumerate(following):
+            logits[row, i, token] = 1.0
+    # Row 0: both reply tokens right; row 1: 7 and 8 right, 9 wrong (predicted 1). 4 of 5, 1 of 2 whole.
+    assert id_copy.copy_accuracy(logits, targets) == (4 / 5, 0.5)
+
+
+def _tiny(folder):
+    from dialogue_gym.backends.tiny import build_tiny_chat_model
+
+    corpus = [f"{s} The caller is Ravi Ruiz; caller ID matched account ACC-123456." for s in SENTENCES] + ['{"account_id": "ACC-1"}']
+    return str(build_tiny_chat_model(folder, vocab_size=400, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, corpus=corpus, digits=True))
+
+
+def test_held_out_copying_of_a_padded_batch_equals_each_line_scored_alone(tmp_path):
+    """Lines of different lengths in one batch score as each does alone: the padding shifts no position
+    and no reply token is scored against a pad (a left-padded batch, or a mask off by one, fails)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from trainers.common.sft import pack_session
+
+    folder = _tiny(tmp_path / "m")
+    sessions = id_copy.copy_sessions(6, SENTENCES, ["Ravi Ruiz"], random.Random(3))
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder).eval()
+    right = scored = whole = 0
+    lengths = set()
+    for rows in sessions:
+        packed = pack_session(rows, tokenizer)[0]
+        lengths.add(len(packed["input_ids"]))
+        ids = torch.tensor([packed["input_ids"]])
+        targets = torch.tensor([[t if m else -100 for t, m in zip(packed["input_ids"], packed["completion_mask"])]])
+        with torch.no_grad():
+            tokens, replies = id_copy.copy_accuracy(model(input_ids=ids).logits, targets)
+        count = sum(packed["completion_mask"]) - (packed["completion_mask"][0] == 1)
+        right, scored, whole = right + tokens * count, scored + count, whole + replies
+    assert len(lengths) > 1  # the batch is padded
+    tokens, replies = id_copy.held_out_copying(folder, sessions)
+    assert tokens == pytest.approx(right / scored, abs=1e-6) and replies == pytest.approx(whole / len(sessions))
+
+
+def test_the_warm_up_trains_saves_and_is_not_trained_again(tmp_path, monkeypatch):
+    trl = pytest.importorskip("trl")
+    from trainers.common.sft import SFT_FINISHED
+
+    folder = _tiny(tmp_path / "m")
+    texts = [f"The caller is Ravi Ruiz; caller ID matched account ACC-12345{i}. {s}" for i, s in enumerate(SENTENCES)]
+    update = id_copy.warm_up_copying(folder, tmp_path / "copied", 2, texts, seed=0)
+    assert update["copy/steps"] == 2.0 and [step for step, _ in update["copy/curve"]] == [1, 2]
+    assert 0.0 <= update["copy/heldout_replies"] <= update["copy/heldout_tokens"] <= 1.0
+    inputs = json.loads((tmp_path / "copied" / SFT_FINISHED).read_text())["inputs"]
+    assert inputs["schedule"] == "constant_with_warmup" and inputs["learning_rate"] == id_copy.COPY_LEARNING_RATE
+    assert inputs["batch_size"] == id_copy.COPY_BATCH and inputs["max_steps"] == 2
+    # Finished: the same call reads the saved record and the same held-out lines, without training.
+    monkeypatch.setattr(trl, "SFTTrainer", None)
+    assert id_copy.warm_up_copying(folder, tmp_path / "copied", 2, texts, seed=0) == update
