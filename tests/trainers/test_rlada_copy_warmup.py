@@ -106,3 +106,63 @@ def test_the_warm_up_trains_saves_and_is_not_trained_again(tmp_path, monkeypatch
     # Finished: the same call reads the saved record and the same held-out lines, without training.
     monkeypatch.setattr(trl, "SFTTrainer", None)
     assert id_copy.warm_up_copying(folder, tmp_path / "copied", 2, texts, seed=0) == update
+
+
+def test_the_warm_up_trains_on_fresh_lines_each_step_and_scores_lines_it_never_saw(tmp_path, monkeypatch):
+    from trainers.common import sft
+
+    seen = {}
+
+    def fake_sft(model, sessions, output_dir, **kwargs):
+        seen["train"], seen["kwargs"] = sessions, kwargs
+        return {"sft/loss": 1.0, "sft/steps": float(kwargs["max_steps"]), "sft/curve": []}
+
+    monkeypatch.setattr(sft, "sft_lm", fake_sft)
+    monkeypatch.setattr(id_copy, "held_out_copying", lambda folder, sessions: seen.__setitem__("held_out", sessions) or (0.5, 0.25))
+    texts = [f"The caller is Ravi Ruiz; caller ID matched account ACC-12345{i}. {s}" for i, s in enumerate(SENTENCES)]
+    update = id_copy.warm_up_copying("model", tmp_path, 3, texts, seed=4)
+    assert len(seen["train"]) == 3 * id_copy.COPY_BATCH and seen["kwargs"]["batch_size"] == id_copy.COPY_BATCH  # a line is seen once
+    assert len(seen["held_out"]) == id_copy.HELD_OUT_LINES
+    lines = {rows[0]["prompt"][0]["content"] for rows in seen["train"]}
+    assert not lines & {rows[0]["prompt"][0]["content"] for rows in seen["held_out"]}  # scored on other lines
+    assert (update["copy/heldout_tokens"], update["copy/heldout_replies"]) == (0.5, 0.25)
+    id_copy.warm_up_copying("model", tmp_path, 3, texts, seed=5)
+    assert not lines & {rows[0]["prompt"][0]["content"] for rows in seen["train"]}  # another seed, other lines
+
+
+class _EvenOracle:
+    """A stand-in LM whose top token at an even position is its input's next token, and token 0 elsewhere."""
+
+    def __init__(self, vocab):
+        self.vocab = vocab
+
+    def eval(self):
+        return self
+
+    def __call__(self, input_ids, attention_mask):
+        import torch
+
+        logits = torch.zeros(*input_ids.shape, self.vocab)
+        logits[:, :, 0] = 0.5
+        for i in range(0, input_ids.shape[1] - 1, 2):
+            logits[torch.arange(input_ids.shape[0]), i, input_ids[:, i + 1]] = 1.0
+        return type("Out", (), {"logits": logits})()
+
+
+def test_held_out_copying_scores_each_reply_token_at_its_own_position(tmp_path, monkeypatch):
+    """By hand: a reply token at position j counts as right when the oracle is right at j - 1, i.e. j is odd;
+    left padding, a mask off by one or the prompt's tokens scored give other counts."""
+    transformers = pytest.importorskip("transformers")
+    from trainers.common.sft import pack_session
+
+    folder = _tiny(tmp_path / "m")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    sessions = id_copy.copy_sessions(5, SENTENCES, ["Ravi Ruiz"], random.Random(8))
+    right = scored = whole = 0
+    for rows in sessions:
+        mask = pack_session(rows, tokenizer)[0]["completion_mask"]
+        positions = [j for j in range(1, len(mask)) if mask[j]]
+        right, scored, whole = right + sum(j % 2 for j in positions), scored + len(positions), whole + all(j % 2 for j in positions)
+    assert 0 < right < scored  # both kinds of positions occur
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", lambda folder: _EvenOracle(len(tokenizer)))
+    assert id_copy.held_out_copying(folder, sessions) == (pytest.approx(right / scored), pytest.approx(whole / len(sessions)))

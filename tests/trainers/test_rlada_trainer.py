@@ -71,6 +71,8 @@ def test_config_errors():
     assert build_config("cpu-lm-scratch", sft_epochs=0, sft_episodes=0).sft_epochs == 0
     with pytest.raises(ConfigError, match=r"copy_steps=5 with agent_policy='strategy': .*set --agent-policy lm, or --copy-steps 0"):
         build_config(copy_steps=5)
+    with pytest.raises(ConfigError, match=r"copy_steps=5 with agent_policy='strategy'"):
+        build_config(copy_steps=5, customer_policy="lm", customer_model="tiny")  # an LM customer has no copy phase
     with pytest.raises(ConfigError, match="copy_steps"):
         build_config("cpu-lm-scratch", copy_steps=-1)
     with pytest.raises(ConfigError, match="need 1 <= min_matches <= max_matches, got 5 and 4"):
