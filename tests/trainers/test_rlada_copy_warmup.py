@@ -12,17 +12,29 @@ from trainers.rlada import id_copy
 SENTENCES = [f"Sentence number {word} of the router." for word in ("one", "two", "three", "four", "five", "six", "seven", "eight")]
 
 
+def test_the_warm_ups_sizes_are_the_measured_ones():
+    # 2,000 steps of 32 lines at 1e-3 formed the copying head in benchmarks/rlada_id_copy.py's runs.
+    assert (id_copy.COPY_BATCH, id_copy.COPY_LEARNING_RATE, id_copy.HELD_OUT_LINES) == (32, 1e-3, 200)
+
+
 def test_a_copy_line_repeats_the_value_of_its_first_sentence_past_the_distractors():
-    rng, kinds = random.Random(0), set()
-    for _ in range(200):
+    rng, kinds, fillers, distractors = random.Random(0), set(), set(), set()
+    for _ in range(300):
         prompt, reply = id_copy.copy_line(rng, SENTENCES, ["Ravi Ruiz"])
         value = re.search(r"ACC-\d{6}|CARD-\d{4}|\d+\.\d\d", reply).group(0)
         first, rest = re.match(r"(.*?[.?!]) (.*)", prompt, re.S).groups()
         assert value in first and value not in rest
-        assert 2 <= sum(sentence in rest for sentence in SENTENCES) <= 7
+        # Every value in the router's formats: 6-digit account ids, 4-digit card ids, amounts 1.00-998.99.
+        assert re.fullmatch(r'\{"account_id": "ACC-\d{6}"\}|\{"card_id": "CARD-\d{4}"\}|\{"amount": [1-9]\d{0,2}\.\d\d\}', reply), reply
+        for amount in re.findall(r"\$([\d.]+)", prompt) + re.findall(r'"amount": ([\d.]+)', reply):
+            assert re.fullmatch(r"[1-9]\d{0,2}\.\d\d", amount) and float(amount) < 999, amount
+        assert all(len(d) == 6 for d in re.findall(r"ACC-(\d+)", prompt)) and all(len(d) == 4 for d in re.findall(r"CARD-(\d+)", prompt))
+        fillers.add(sum(sentence in rest for sentence in SENTENCES))
+        distractors.add(len(re.findall(r"e\.g\. ACC-|Card CARD-|A payment of \$", rest)))
         assert json.loads(reply)  # a JSON object, as the router's replies
         kinds.add(next(iter(json.loads(reply))))
     assert kinds == {"account_id", "card_id", "amount"}
+    assert fillers == {2, 3, 4, 5, 6, 7} and distractors == {0, 1, 2}  # 2-7 of the router's sentences, up to two distractors
     assert id_copy.copy_line(random.Random(5), SENTENCES, ["A B"]) == id_copy.copy_line(random.Random(5), SENTENCES, ["A B"])
 
 
@@ -35,6 +47,10 @@ def test_copy_material_keeps_sentences_without_an_account_id_and_the_callers_nam
     sentences, names = id_copy.copy_material(texts)
     assert sentences == ["I want to move money between my own accounts!", "Tools are listed below."]  # sorted; short ones and ids dropped
     assert names == ["Aisha Berg", "Li Wu"]
+    # Kept: 11 to 159 characters.
+    lengths = [10, 11, 159, 160]
+    sentences, _ = id_copy.copy_material([" ".join("x" * (length - 1) + "." for length in lengths)])
+    assert sorted(map(len, sentences)) == [11, 159]
 
 
 def test_copy_sessions_are_one_row_each_the_line_as_system_message_the_reply_as_the_agents():
@@ -122,6 +138,7 @@ def test_the_warm_up_trains_on_fresh_lines_each_step_and_scores_lines_it_never_s
     texts = [f"The caller is Ravi Ruiz; caller ID matched account ACC-12345{i}. {s}" for i, s in enumerate(SENTENCES)]
     update = id_copy.warm_up_copying("model", tmp_path, 3, texts, seed=4)
     assert len(seen["train"]) == 3 * id_copy.COPY_BATCH and seen["kwargs"]["batch_size"] == id_copy.COPY_BATCH  # a line is seen once
+    assert (seen["kwargs"]["accumulation"], seen["kwargs"]["max_steps"], seen["kwargs"]["epochs"]) == (1, 3, 1)
     assert len(seen["held_out"]) == id_copy.HELD_OUT_LINES
     lines = {rows[0]["prompt"][0]["content"] for rows in seen["train"]}
     assert not lines & {rows[0]["prompt"][0]["content"] for rows in seen["held_out"]}  # scored on other lines
@@ -139,7 +156,7 @@ class _EvenOracle:
     def eval(self):
         return self
 
-    def __call__(self, input_ids, attention_mask):
+    def __call__(self, input_ids):
         import torch
 
         logits = torch.zeros(*input_ids.shape, self.vocab)

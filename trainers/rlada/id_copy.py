@@ -95,7 +95,7 @@ def warm_up_copying(model: str, output_dir: str | Path, steps: int, texts: Seque
 def held_out_copying(folder: str | Path, sessions: Sequence[Sequence[dict[str, Any]]]) -> tuple[float, float]:
     """:func:`copy_accuracy` of the model in ``folder`` on ``sessions`` (rows as :func:`copy_sessions`'s),
     each rendered as the SFT phase trains it, right-padded in one batch (as TRL pads: the positions the
-    model was trained at; a causal model's logits at a real token never see the padding after it)."""
+    model was trained at)."""
     import torch
     import transformers
 
@@ -109,9 +109,8 @@ def held_out_copying(folder: str | Path, sessions: Sequence[Sequence[dict[str, A
     targets = torch.tensor([
         [t if m else -100 for t, m in zip(p["input_ids"], p["completion_mask"])] + [-100] * (width - len(p["input_ids"])) for p in packed
     ])
-    mask = torch.tensor([[1] * len(p["input_ids"]) + [0] * (width - len(p["input_ids"])) for p in packed])
-    with torch.no_grad():
-        logits = model(input_ids=inputs, attention_mask=mask).logits
+    with torch.no_grad():  # no attention mask needed: a real token never attends to the padding after it
+        logits = model(input_ids=inputs).logits
     return copy_accuracy(logits, targets)
 
 
