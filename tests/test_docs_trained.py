@@ -87,6 +87,22 @@ def test_an_rlada_run_shows_its_matches_and_held_out_change(tmp_path, monkeypatc
     assert "held-out routing" not in docs_tables.render(BLOCK.format(name="rlada-small"))
 
 
+def test_an_rlada_lm_run_shows_its_copy_warm_up_and_its_clone_first(tmp_path, monkeypatch):
+    monkeypatch.setattr(docs_tables, "RESULTS", tmp_path)
+    progress = {"step": 3, "next": {"phase": "done"}, "matches": [], "checkpoints": {}, "versions": {"agent": 0, "customer": 0}, "stop_reason": None}
+    save(tmp_path / "training" / "rlada-lm", "rlada", {
+        "progress": progress,
+        "copy": {"copy/loss": 0.4, "copy/steps": 2000.0, "copy/heldout_tokens": 0.96875, "copy/heldout_replies": 0.725, "copy/curve": [[1, 9.0]]},
+        "heldout_sft": {"routing_accuracy": 0.375, "strict_pass": 0.125},
+    })
+    lines = docs_tables.render(BLOCK.format(name="rlada-lm")).split("\n")
+    assert lines[2:5] == [
+        "copy warm-up: 2000 steps; held-out copy lines: reply tokens right 0.969, whole replies right 0.725",
+        "held-out after SFT: routing 0.375, strict PASS 0.125",
+        "stopped: None",
+    ]
+
+
 def test_a_block_without_a_saved_run_and_a_train_call_without_its_trainer_name_the_fix(tmp_path, monkeypatch):
     monkeypatch.setattr(docs_tables, "RESULTS", tmp_path)
     with pytest.raises(SystemExit, match=r"no saved training run docs/results/training/gone/run.json; run `python tools/docs_tables.py --train gone -- TRAINER ARGS`"):

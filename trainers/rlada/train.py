@@ -550,6 +550,7 @@ PHASES = ("copy", "sft", "heldout_sft", "warmup_agent", "heldout_before", "warmu
 PROGRESS_FIELDS = {"step": int, "next": dict, "matches": list, "checkpoints": dict, "versions": dict, "stop_reason": (str, type(None))}
 HELDOUT_FIELDS = {"routing_accuracy": (int, float), "strict_pass": (int, float)}
 BASELINE_FIELDS = {**HELDOUT_FIELDS, "agent": str, "strict_pass_per_agent": dict}
+COPY_FIELDS = {"copy/steps": (int, float), "copy/heldout_tokens": (int, float), "copy/heldout_replies": (int, float)}
 
 
 def load_progress(run: RunDir, checkpoints: bool = True) -> dict[str, Any] | None:
@@ -623,11 +624,21 @@ def _train(config: RladaTrainConfig, run: RunDir, resume: bool) -> None:
 
 
 def summary(run: RunDir) -> list[str]:
-    """What a finished run prints: each match's win rate, why the loop stopped, and the held-out routing
+    """What a finished run prints: the copy warm-up's held-out copying and the clone's held-out routing and
+    strict PASS when the run had them, each match's win rate, why the loop stopped, and the held-out routing
     and strict PASS from after the warm-up to the end beside the best scripted baseline, with the paired
     change. Read from the run folder's files only, so ``tools/docs_tables.py`` renders a saved run's files with it."""
     lines = []
     state = load_progress(run, checkpoints=False)
+    copied = run.load_state("copy", COPY_FIELDS)
+    if copied:
+        lines.append(
+            f"copy warm-up: {copied['copy/steps']:.0f} steps; held-out copy lines: reply tokens right {copied['copy/heldout_tokens']:.3f}, "
+            f"whole replies right {copied['copy/heldout_replies']:.3f}"
+        )
+    cloned = run.load_state("heldout_sft", HELDOUT_FIELDS)
+    if cloned:
+        lines.append(f"held-out after SFT: routing {cloned['routing_accuracy']:.3f}, strict PASS {cloned['strict_pass']:.3f}")
     for match in state["matches"]:
         lines.append(f"match {match['match']}: agent win rate {match['win_rate']:.3f} (safety {match['safety_pass_rate']:.3f})")
     lines.append(f"stopped: {state['stop_reason']}")
