@@ -313,7 +313,7 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
          "trainers/rlada/strategy.py", "trainers/rlada/sweep.py", "trainers/rlada/train.py"),
         ("tests/trainers/test_rlada_config_mutants.py", "tests/trainers/test_rlada_strategy_mutants.py", "tests/trainers/test_sweep_settings_mutants.py",
          "tests/trainers/test_rlada_sft_mutants.py", "tests/trainers/test_rlada_train_mutants.py", "tests/trainers/test_trainer_main_mutants.py",
-         "tests/trainers/test_rlada_plots_mutants.py", "tests/trainers/test_rlada_copy_warmup.py",
+         "tests/trainers/test_rlada_plots_mutants.py", "tests/trainers/test_rlada_copy_warmup.py", "tests/test_docs_trained.py",
          "tests/trainers/test_preset_reproduction_mutants.py",
          "tests/trainers/test_rlada_trainer.py", "tests/trainers/test_rlada_stop_rule_boundaries.py", "tests/trainers/test_sweeps.py",
          "tests/trainers/test_lm_scratch_presets.py", "tests/trainers/test_lm_run_folder_sweep.py", "tests/test_spec_constants.py",
