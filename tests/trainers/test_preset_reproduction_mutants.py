@@ -32,7 +32,7 @@ def test_a_saved_runs_command_still_builds_its_config(folder):
     saved = json.loads((folder / "config.json").read_text())
     rebuilt.pop("run_dir"), saved.pop("run_dir")  # where it ran (a worktree), not what it trained
     # A field added since the run was made must build at its default (a new field's default is the old behaviour).
-    defaults = module.build_config().__class__()
+    defaults = type(module.build_config())()
     later = {name: rebuilt.pop(name) for name in set(rebuilt) - set(saved)}
     assert later == {name: getattr(defaults, name) for name in later}
     assert rebuilt == saved

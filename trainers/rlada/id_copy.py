@@ -3,10 +3,10 @@ learns on synthetic lines to repeat a value of its prompt in a JSON reply.
 
 Why: the router opens each call with ``lookup_account`` on the caller's account id from the system
 prompt's first line, and a scratch clone that does not copy those six digits gets
-``account_not_found`` and can pass nothing. Cloning alone never formed a copying head: 0 of 79
-held-out lookups right, teacher-forced 15-17% of the digits (chance 10%). After 2,000 steps of these
-lines, the same cloning gets 45 of 79 greedy and 97.5% of the digits (``benchmarks/rlada_id_copy.py``;
-docs/training.md, "TRACER's user LM and RL-ADA's agent from scratch").
+``account_not_found`` and can pass nothing; cloning alone never formed a copying head (docs/training.md,
+"TRACER's user LM and RL-ADA's agent from scratch"). These lines formed one in 2,000 steps when
+``benchmarks/rlada_id_copy.py`` trained them in a bare loop of its own (constant rate, no chat template);
+through this phase (the shared SFT phase) the same 2,000 steps came out weaker in the preset's saved run.
 
 A line's first sentence holds an account id, a card id or an amount; the reply repeats it after 2-7 of
 the router's own sentences and up to two distractor values of the other kinds, so copying the right
@@ -23,8 +23,8 @@ from typing import Any, Sequence
 COPY_BATCH = 32
 """Lines per optimizer step."""
 COPY_LEARNING_RATE = 1e-3
-"""AdamW rate, constant after a 10% warm-up: the rate at which the measured warm-up formed a copying head
-(cloning's cosine decay from 5e-3 would spend half the steps at low rates before the head forms)."""
+"""AdamW rate, constant after a 10% warm-up: the constant rate at which the benchmark's bare loop formed a
+copying head (cloning's cosine decay would spend half the steps at low rates before the head forms)."""
 HELD_OUT_LINES = 200
 """Lines on their own seeds whose replies the phase scores after training."""
 LINES_STREAM, HELD_OUT_STREAM = 1, 2
