@@ -24,7 +24,7 @@ RUNS = {
         max_user_turns=2, max_new_tokens=4, eval_sessions=2, eval_batch=2, eval_rollouts=1, threads=1, plots=False,
     ), "iterations"),
     "rlada": (rlada_train, lambda folder: rlada_config(
-        "cpu-lm-scratch", run_dir=str(folder), sft_episodes=2, sft_epochs=1, warmup_agent_iterations=1, warmup_customer_iterations=1,
+        "cpu-lm-scratch", run_dir=str(folder), copy_steps=2, sft_episodes=2, sft_epochs=1, warmup_agent_iterations=1, warmup_customer_iterations=1,
         warmup_batch=2, group_size=2, episodes_per_scenario=1, gym_iterations=1, gym_starts=2, max_agent_turns=2, agent_max_new_tokens=4,
         heldout_repeats=1, threads=1, plots=False,
     ), "gym_iterations"),

@@ -93,7 +93,7 @@ def test_tracer_cpu_lm_scratch_reports_each_stage_paired(tmp_path):
 @pytest.mark.slow
 def test_rlada_cpu_lm_scratch_reports_strict_pass_paired(tmp_path):
     config = rlada_config(
-        "cpu-lm-scratch", run_dir=str(tmp_path / "run"), sft_episodes=2, sft_epochs=1, warmup_agent_iterations=1, warmup_customer_iterations=1,
+        "cpu-lm-scratch", run_dir=str(tmp_path / "run"), copy_steps=2, sft_episodes=2, sft_epochs=1, warmup_agent_iterations=1, warmup_customer_iterations=1,
         warmup_batch=2, group_size=2, episodes_per_scenario=1, gym_iterations=1, gym_starts=2, max_agent_turns=2, agent_max_new_tokens=4,
         heldout_repeats=1, threads=1, plots=False,
     )
