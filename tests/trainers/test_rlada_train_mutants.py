@@ -109,6 +109,15 @@ def test_a_held_out_result_keeps_each_scenarios_strict_pass_and_routing_apart(mo
     assert result["per_scenario_routing"] == {"card_lost": 0.75, "balance": 1.0}
 
 
+def test_a_held_out_result_counts_the_calls_whose_account_was_verified_before_any_domain_tool(monkeypatch):
+    components = {"lookup_first": 0.625, "procedure": 0.25, "routing": 0.5}
+    monkeypatch.setattr(train_module.rlada_metrics, "by_group", lambda trajectories, key: {})
+    monkeypatch.setattr(train_module.rlada_metrics, "component_rate", lambda trajectories, name: components[name])
+    for metric in ("routing_accuracy", "strict_pass_rate", "mean_reward"):
+        monkeypatch.setattr(train_module.rlada_metrics, metric, lambda *args: 0.0)
+    assert train_module.heldout_result([])["lookup_first"] == 0.625
+
+
 def test_the_paired_strict_pass_change_draws_1000_resamples_by_default(monkeypatch):
     from dialogue_gym.metrics import core
 

@@ -56,7 +56,7 @@ def test_main_prints_matches_and_heldout(tmp_path, capsys):
     assert train_module.main([*_small_args(), "--run-dir", str(tmp_path / "cli"), "--max-matches", "2"]) == 0
     printed = capsys.readouterr().out
     assert "match 1: agent win rate" in printed and "held-out routing" in printed and "stopped: " in printed
-    assert re.search(r"strict PASS \d\.\d{3} -> \d\.\d{3}; best scripted baseline (keyword|always_escalate|random): routing", printed)
+    assert re.search(r"strict PASS \d\.\d{3} -> \d\.\d{3}, account verified first \d\.\d{3} -> \d\.\d{3}; best scripted baseline (keyword|always_escalate|random): routing", printed)
 
 
 def test_config_errors():

@@ -498,6 +498,7 @@ def heldout_result(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
     return {
         "routing_accuracy": rlada_metrics.routing_accuracy(trajectories),
         "strict_pass": rlada_metrics.strict_pass_rate(trajectories),
+        "lookup_first": rlada_metrics.component_rate(trajectories, "lookup_first"),
         "agent_reward": rlada_metrics.mean_reward(trajectories, "agent"),
         "episodes": len(trajectories),
         "per_scenario": {k: v["strict_pass_rate"] for k, v in groups.items()},
@@ -623,6 +624,12 @@ def _train(config: RladaTrainConfig, run: RunDir, resume: bool) -> None:
         plot_run(run)
 
 
+def _verified(result: dict[str, Any]) -> str:
+    """The share of held-out calls whose account lookup succeeded before any domain tool, where the result
+    has it (runs made before it was recorded do not)."""
+    return f", account verified first {result['lookup_first']:.3f}" if "lookup_first" in result else ""
+
+
 def summary(run: RunDir) -> list[str]:
     """What a finished run prints: the copy warm-up's held-out copying and the clone's held-out routing and
     strict PASS when the run had them, each match's win rate, why the loop stopped, and the held-out routing
@@ -638,7 +645,7 @@ def summary(run: RunDir) -> list[str]:
         )
     cloned = run.load_state("heldout_sft", HELDOUT_FIELDS)
     if cloned:
-        lines.append(f"held-out after SFT: routing {cloned['routing_accuracy']:.3f}, strict PASS {cloned['strict_pass']:.3f}")
+        lines.append(f"held-out after SFT: routing {cloned['routing_accuracy']:.3f}, strict PASS {cloned['strict_pass']:.3f}{_verified(cloned)}")
     for match in state["matches"]:
         lines.append(f"match {match['match']}: agent win rate {match['win_rate']:.3f} (safety {match['safety_pass_rate']:.3f})")
     lines.append(f"stopped: {state['stop_reason']}")
@@ -649,7 +656,11 @@ def summary(run: RunDir) -> list[str]:
             f"; best scripted baseline {baseline['agent']}: routing {baseline['routing_accuracy']:.3f}, strict PASS {baseline['strict_pass']:.3f}"
             if baseline else ""
         )
-        lines.append(f"held-out routing {before['routing_accuracy']:.3f} -> {after['routing_accuracy']:.3f}, strict PASS {before['strict_pass']:.3f} -> {after['strict_pass']:.3f}{beside}")
+        verified = f", account verified first {before['lookup_first']:.3f} -> {after['lookup_first']:.3f}" if "lookup_first" in before and "lookup_first" in after else ""
+        lines.append(
+            f"held-out routing {before['routing_accuracy']:.3f} -> {after['routing_accuracy']:.3f}, strict PASS {before['strict_pass']:.3f} -> "
+            f"{after['strict_pass']:.3f}{verified}{beside}"
+        )
     for saved, start in (("heldout_change_sft", "after SFT"), ("heldout_change", "after the warm-up")):
         change = run.load_state(saved, {})
         if change:
