@@ -108,6 +108,8 @@ def test_an_rlada_lm_run_shows_its_copy_warm_up_and_its_clone_first(tmp_path, mo
     lines = docs_tables.render(BLOCK.format(name="rlada-lm")).split("\n")
     assert lines[3] == "held-out after SFT: routing 0.375, strict PASS 0.125, account verified first 0.625"
     assert lines[5] == "held-out routing 0.250 -> 0.250, strict PASS 0.000 -> 0.000, account verified first 0.500 -> 0.875"
+    (state / "heldout_before.json").write_text(json.dumps({"routing_accuracy": 0.25, "strict_pass": 0.0}))  # resumed from a run made before it was recorded
+    assert docs_tables.render(BLOCK.format(name="rlada-lm")).split("\n")[5] == "held-out routing 0.250 -> 0.250, strict PASS 0.000 -> 0.000"
 
 
 def test_a_block_without_a_saved_run_and_a_train_call_without_its_trainer_name_the_fix(tmp_path, monkeypatch):
