@@ -122,3 +122,63 @@ def test_lora_layers_trains_only_the_top_decoder_layers(tmp_path):
     assert json.loads((out / SFT_FINISHED).read_text())["inputs"]["lora_layers"] == 2
     with pytest.raises(ConfigError, match=r"lora_layers=4, but the model has 3 decoder layers; pass 1 to 3, or 0"):
         sft_lm(str(model), [conversation_rows(chat)], tmp_path / "bad", epochs=1, learning_rate=1e-2, seed=0, max_steps=1, lora_rank=4, lora_layers=4)
+
+
+def _two_chats(tmp_path):
+    from dialogue_gym.backends.tiny import build_tiny_chat_model
+
+    chat = [{"role": "system", "content": "s"}, {"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi there"}]
+    sessions = [conversation_rows(chat), conversation_rows(chat[:2] + [{"role": "assistant", "content": "good day to you"}])]
+    return build_tiny_chat_model(tmp_path / "m", seed=0, corpus=["s", "hello", "hi there", "good day to you"]), sessions
+
+
+def test_the_plain_head_loss_is_trls_fused_head_loss(tmp_path):
+    """Right-padded rows, prompt tokens and padding at -100, with and without the step's token count."""
+    pytest.importorskip("trl")
+    import torch
+    import transformers
+    from trl.trainer.utils import add_fused_lm_head
+
+    from trainers.common.sft import plain_head_loss
+
+    folder, _ = _two_chats(tmp_path)
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder)
+    torch.manual_seed(0)
+    input_ids = torch.randint(3, model.config.vocab_size, (3, 9))
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[1, 6:] = attention_mask[2, 4:] = 0
+    labels = input_ids.masked_fill(attention_mask == 0, -100)
+    labels[:, :3] = -100  # the prompt
+    inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+    scored = int((labels[:, 1:] != -100).sum())
+    add_fused_lm_head(model, outputs=("log_probs",))
+    fused_sum = -model(**inputs, fused_lm_head=True).log_probs.sum()
+    assert scored == 10
+    assert plain_head_loss(model, inputs).item() == pytest.approx(fused_sum.item() / scored, rel=1e-5)
+    assert plain_head_loss(model, inputs, torch.tensor(25)).item() == pytest.approx(fused_sum.item() / 25, rel=1e-5)
+
+
+def test_sft_on_a_cpu_trains_through_the_plain_head_to_what_trls_own_head_trains(tmp_path, monkeypatch):
+    pytest.importorskip("trl")
+    import torch
+    import transformers
+    import trl
+
+    from trainers.common import sft
+
+    folder, sessions = _two_chats(tmp_path)
+    arguments = {"epochs": 1, "learning_rate": 1e-2, "seed": 0, "batch_size": 2, "accumulation": 2, "max_steps": 3}
+    counted, plain_loss = [], sft.plain_head_loss
+    monkeypatch.setattr(sft, "plain_head_loss", lambda *args: counted.append(args[2]) or plain_loss(*args))
+    plain = sft.sft_lm(str(folder), sessions * 3, tmp_path / "plain", **arguments)
+    calls = len(counted)
+    assert calls >= 3 and all(int(count) > 0 for count in counted)  # every batch, over its step's scored tokens
+    monkeypatch.setattr(sft, "_plain_head_sft_trainer", lambda: trl.SFTTrainer)
+    fused = sft.sft_lm(str(folder), sessions * 3, tmp_path / "fused", **arguments)
+    assert len(counted) == calls
+    assert [step for step, _ in plain["sft/curve"]] == [1, 2, 3]
+    assert [loss for _, loss in plain["sft/curve"]] == pytest.approx([loss for _, loss in fused["sft/curve"]], rel=1e-4)
+    weights = [transformers.AutoModelForCausalLM.from_pretrained(tmp_path / name).state_dict() for name in ("plain", "fused")]
+    assert plain["sft/curve"][0][1] != plain["sft/curve"][-1][1]  # it trained
+    for name, tensor in weights[0].items():  # a step moves a weight by up to the rate, 1e-2; the heads sum in other orders
+        torch.testing.assert_close(tensor, weights[1][name], rtol=1e-4, atol=1e-4)
