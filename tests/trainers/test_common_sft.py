@@ -156,6 +156,32 @@ def test_the_plain_head_loss_is_trls_fused_head_loss(tmp_path):
     assert scored == 10
     assert plain_head_loss(model, inputs).item() == pytest.approx(fused_sum.item() / scored, rel=1e-5)
     assert plain_head_loss(model, inputs, torch.tensor(25)).item() == pytest.approx(fused_sum.item() / 25, rel=1e-5)
+    one = {**inputs, "labels": torch.full_like(labels, -100)}
+    one["labels"][0, 5] = input_ids[0, 5]
+    single = -model(**one, fused_lm_head=True).log_probs.sum().item()
+    assert plain_head_loss(model, one, torch.tensor(1)).item() == pytest.approx(single, rel=1e-5)  # one scored token: its own loss
+    assert plain_head_loss(model, {**inputs, "labels": torch.full_like(labels, -100)}).item() == 0.0  # none scored: 0, not 0 / 0
+
+
+def test_the_plain_head_trainer_hands_evaluation_its_logits(tmp_path):
+    """Trainer's evaluation asks compute_loss for the outputs too: TRL's own path answers it."""
+    pytest.importorskip("trl")
+    import torch
+    import transformers
+    from datasets import Dataset
+    from trl import SFTConfig
+
+    from trainers.common.sft import _plain_head_sft_trainer, plain_head_loss
+
+    folder, _ = _two_chats(tmp_path)
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    args = SFTConfig(output_dir=str(tmp_path / "out"), report_to=[], use_cpu=True, bf16=False, max_length=None)
+    trainer = _plain_head_sft_trainer()(model=model, args=args, train_dataset=Dataset.from_list([{"input_ids": [3, 4, 5]}]), processing_class=tokenizer)
+    inputs = {"input_ids": torch.tensor([[3, 4, 5, 6]]), "attention_mask": torch.ones(1, 4, dtype=torch.long), "labels": torch.tensor([[-100, 4, 5, 6]])}
+    loss, outputs = trainer.compute_loss(trainer.model, dict(inputs), return_outputs=True)
+    assert outputs.logits.shape == (1, 4, model.config.vocab_size)
+    assert loss.item() == pytest.approx(plain_head_loss(trainer.model, dict(inputs)).item(), rel=1e-5)
 
 
 def test_sft_on_a_cpu_trains_through_the_plain_head_to_what_trls_own_head_trains(tmp_path, monkeypatch):
